@@ -1,0 +1,39 @@
+# Every target sets up .venv itself: on a fresh machine only Python is needed.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: derive test figures check bench clean golden
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+derive: $(STAMP)
+	$(PY) -m derivations
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+figures: $(STAMP)
+	$(PY) -m figures
+
+check: $(STAMP)
+	$(PY) -m ruff check derivations numeric figures tests
+	$(PY) -m ruff format --check derivations numeric figures tests
+	$(PY) -m mypy
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) tests/benchmarks/bench_seed.py
+
+# Rewrite the committed golden output after a deliberate change to a formula.
+golden: $(STAMP)
+	$(PY) -m derivations > tests/golden/derive.txt
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

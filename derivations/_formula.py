@@ -1,0 +1,50 @@
+"""The one record type for a derived result: `Formula`."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derivations._symbols import LATEX_NAMES
+
+
+class Established(enum.Enum):
+    """How a formula was established."""
+
+    ALL_N = "for all n"
+    EXPLICIT_N = "for explicit n"
+    LIMIT = "as a limit"
+
+
+@dataclass(frozen=True)
+class Formula:
+    r"""One derived result: a SymPy statement plus what it took to get it.
+
+    ``expr`` is an equation, an inequality, or a conjunction of them, always
+    the output of a derivation.  ``proof`` says how the derivation showed that
+    output equal to the layer's stated form (empty where nothing was stated).
+    """
+
+    name: str
+    statement: str
+    expr: sp.Basic
+    assumptions: tuple[str, ...]
+    established: Established
+    detail: str
+    proof: str = ""
+    layer: str = "layernorm"
+
+    def latex(self) -> str:
+        text = sp.latex(self.expr, symbol_names=LATEX_NAMES)
+        # SymPy prints a matrix sum with a negative term as "+ -".
+        return re.sub(r"\+ - ?", "- ", text)
+
+    @property
+    def how(self) -> str:
+        return f"{self.established.value} ({self.detail})"
+
+    def _repr_latex_(self) -> str:
+        return f"$\\displaystyle {self.latex()}$"

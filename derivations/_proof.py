@@ -1,0 +1,55 @@
+"""Proof tactics: each returns how it succeeded or raises `DerivationError`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy as sp
+
+
+class DerivationError(RuntimeError):
+    """A derivation could not prove what its layer states."""
+
+
+# Cheapest first: most identities here close under expansion or cancellation,
+# and full ``simplify`` costs tenfold more.
+_ZERO_TACTICS: tuple[tuple[str, Callable[[sp.Expr], sp.Expr]], ...] = (
+    ("expand", sp.expand),
+    ("cancel", lambda e: sp.cancel(sp.together(e))),
+    ("radsimp", lambda e: sp.expand(sp.radsimp(sp.together(e)))),
+    ("simplify", sp.simplify),
+)
+
+
+def equal(derived: sp.Expr, stated: sp.Expr, what: str) -> str:
+    """Prove ``derived == stated`` for all admissible symbol values."""
+    difference = derived - stated
+    for name, tactic in _ZERO_TACTICS:
+        if tactic(difference) == 0:
+            return f"{name}(derived - stated) = 0"
+    raise DerivationError(f"{what}: derived {derived} is not provably equal to stated {stated}")
+
+
+def nonnegative(expr: sp.Expr) -> str | None:
+    """Show ``expr >= 0`` from the symbols' assumptions, or return None."""
+    together = sp.factor(sp.together(expr))
+    if together.is_nonnegative:
+        return "factor(together(.)) is nonnegative under the assumptions"
+    numerator, denominator = sp.fraction(together)
+    if denominator.is_positive and sp.expand(numerator).is_nonnegative:
+        return "expanded numerator is a sum of nonnegative terms over a positive denominator"
+    return None
+
+
+def less_equal(small: sp.Expr, large: sp.Expr, what: str) -> str:
+    """Prove ``small <= large`` for positive ``small`` and ``large``."""
+    how = nonnegative(large - small)
+    if how:
+        return how
+    # Both sides are positive, so comparing their squares is equivalent and
+    # removes the square roots that assumption queries cannot see through.
+    if small.is_positive and large.is_positive:
+        how = nonnegative(large**2 - small**2)
+        if how:
+            return f"squares compared: {how}"
+    raise DerivationError(f"{what}: cannot prove {small} <= {large}")

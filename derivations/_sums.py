@@ -1,0 +1,97 @@
+r"""Sums over a symbolic number of entries, reduced to power sums.
+
+A layer is defined through means over its n entries.  After differentiation
+those means become sums such as :math:`\sum_j \delta_{jk} x_j` or
+:math:`\sum_j (x_j - \mu)(\delta_{jk} - 1/n)`.  `reduce_sums` evaluates every
+such sum by linearity, by the sifting property of the Kronecker delta, and by
+naming what is left as a `PowerSum` :math:`\sum_p m(p)` of a monomial ``m``.
+`power_sum_values` then solves the layer's own definitions for those power
+sums, so the result is written in the layer's statistics again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sympy as sp
+
+from derivations._proof import DerivationError
+from derivations._symbols import n
+
+# The canonical summation index inside a PowerSum, so that the same sum met
+# under different dummy indices is one and the same object.
+_p = sp.Symbol("p", integer=True, nonnegative=True)
+
+
+class PowerSum(sp.Function):
+    r"""The unevaluated sum :math:`\sum_{p=0}^{n-1} m(p)` of a monomial ``m``."""
+
+    nargs = 1
+
+    def _latex(self, printer: sp.printing.latex.LatexPrinter) -> str:
+        return r"\sum_{p} " + printer._print(self.args[0])
+
+
+def over_entries(summand: sp.Expr, index: sp.Symbol) -> sp.Sum:
+    """The sum of ``summand`` over ``index`` = 0 .. n-1."""
+    return sp.Sum(summand, (index, 0, n - 1))
+
+
+def _is_delta_of(factor: sp.Expr, index: sp.Symbol) -> bool:
+    base = factor.base if factor.is_Pow else factor
+    return isinstance(base, sp.KroneckerDelta) and index in base.free_symbols
+
+
+def _reduce_one(total: sp.Sum) -> sp.Expr:
+    (index, low, high), = total.limits
+    if low != 0 or high != n - 1:
+        raise DerivationError(f"sum over {index} must run over 0 .. n-1, not {low} .. {high}")
+    reduced = []
+    for term in sp.Add.make_args(sp.expand(total.function)):
+        constant, varying = term.as_independent(index, as_Add=False)
+        if varying == 1:
+            reduced.append(constant * n)
+            continue
+        factors = sp.Mul.make_args(varying)
+        deltas = [f for f in factors if _is_delta_of(f, index)]
+        if deltas:
+            # Sifting: sum_j delta_{jk} f(j) = f(k), since k also runs over 0 .. n-1.
+            # A delta squared is the delta itself.
+            first = deltas[0].base if deltas[0].is_Pow else deltas[0]
+            other = first.args[1] if first.args[0] == index else first.args[0]
+            rest = sp.Mul(*(f for f in factors if f is not deltas[0]))
+            reduced.append(constant * rest.subs(index, other))
+            continue
+        reduced.append(constant * PowerSum(varying.subs(index, _p)))
+    return sp.Add(*reduced)
+
+
+def reduce_sums(expr: sp.Expr) -> sp.Expr:
+    """Replace every `Sum` in ``expr``, innermost first, by power sums."""
+    # ``replace`` works bottom-up, so nested means are reduced before the sum
+    # that contains them, and the outer summand is then a polynomial.
+    return expr.replace(lambda e: isinstance(e, sp.Sum), _reduce_one)
+
+
+def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:
+    """Solve equations that are linear in power sums for those power sums."""
+    equations = list(equations)
+    unknowns = sorted(set().union(*(e.atoms(PowerSum) for e in equations)), key=sp.default_sort_key)
+    # The definitions are linear in the power sums (the statistics enter as
+    # known symbols), so a unique solution exists exactly when they fix them.
+    solutions = sp.linsolve(equations, unknowns)
+    if len(solutions) != 1:
+        raise DerivationError(f"power sums {unknowns} are not determined by {equations}")
+    (values,) = solutions
+    if any(v.free_symbols & set(unknowns) for v in values if hasattr(v, "free_symbols")):
+        raise DerivationError(f"power sums {unknowns} are not determined by {equations}")
+    return dict(zip(unknowns, values))
+
+
+def in_statistics(expr: sp.Expr, values: dict[sp.Expr, sp.Expr]) -> sp.Expr:
+    """Rewrite the power sums of a reduced expression by their values."""
+    rewritten = expr.subs(values)
+    left = rewritten.atoms(PowerSum)
+    if left:
+        raise DerivationError(f"power sums {sorted(map(str, left))} are not fixed by the layer's statistics")
+    return rewritten

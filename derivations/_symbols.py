@@ -1,0 +1,33 @@
+"""The symbols every derivation shares, with the assumptions SymPy may use."""
+
+import sympy as sp
+
+t = sp.Symbol("t", real=True)
+epsilon = sp.Symbol("epsilon", positive=True)
+n = sp.Symbol("n", integer=True, positive=True)
+
+# Statistics of the input vector.  q is a mean of squares, hence nonnegative;
+# s = sqrt(q + epsilon) is the normalizing scale, hence positive.
+mu = sp.Symbol("mu", real=True)
+q = sp.Symbol("q", nonnegative=True)
+s = sp.Symbol("s", positive=True)
+
+# Entries of the input x, of a test vector w, and of the centered input c.
+x = sp.IndexedBase("x", real=True)
+w = sp.IndexedBase("w", real=True)
+c = sp.IndexedBase("c", real=True)
+
+# Row, column and summation indices, all ranging over 0 .. n-1.
+i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
+
+# Kronecker delta of the row and column index as a plain symbol, for lambdify.
+delta = sp.Symbol("delta_ik", real=True)
+
+# Matrix-level names used only to state results in matrix form.
+J = sp.MatrixSymbol("J", n, n)
+P = sp.MatrixSymbol("P", n, n)
+ones = sp.MatrixSymbol(r"\mathbf{1}", n, 1)
+c_vec = sp.MatrixSymbol("c", n, 1)
+norm_J = sp.Symbol(r"\|J\|_2", positive=True)
+
+LATEX_NAMES = {epsilon: r"\varepsilon"}

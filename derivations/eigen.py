@@ -1,0 +1,78 @@
+r"""Eigenstructure of the Jacobian along the layer's directions, for symbolic n.
+
+For a direction v the product :math:`(Jv)_i = \sum_k J_{ik} v_k` is reduced
+like any other sum; v is an eigenvector when the result divided by
+:math:`v_i` no longer depends on the index i, and that quotient is the
+eigenvalue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import sympy as sp
+
+from derivations import jacobian
+from derivations._formula import Established, Formula
+from derivations._layer import Direction, Layer
+from derivations._proof import DerivationError
+from derivations._sums import in_statistics, over_entries, reduce_sums
+from derivations._symbols import J, i, k, n, ones
+
+
+@dataclass(frozen=True)
+class Eigen:
+    """An eigenvalue of J with the direction that carries it."""
+
+    direction: Direction
+    value: sp.Expr
+    multiplicity: sp.Expr
+
+
+def _vector(direction: Direction, layer: Layer) -> sp.MatrixExpr:
+    if direction.entry == 1:
+        return ones
+    name = "w" if direction.complement else str(layer.to_display(direction.entry.subs(k, i)).base)
+    return sp.MatrixSymbol(name, n, 1)
+
+
+@cache
+def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
+    pairs = []
+    for direction in layer.directions:
+        product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
+        product = in_statistics(product, layer.power_sums(*direction.constraints))
+        value = sp.factor(sp.cancel(product / direction.entry.subs(k, i)))
+        if i in value.free_symbols or any(isinstance(a, sp.Indexed) for a in value.atoms(sp.Indexed)):
+            raise DerivationError(f"{layer.key}: {direction.name} is not an eigenvector: J v / v = {value}")
+        pairs.append(Eigen(direction, value, sp.Integer(1)))
+    # The explicit directions are linearly independent, so the complement
+    # has dimension n minus their number.
+    explicit = sum(1 for p in pairs if not p.direction.complement)
+    return tuple(Eigen(p.direction, p.value, n - explicit if p.direction.complement else p.multiplicity) for p in pairs)
+
+
+def formulas(layer: Layer) -> list[Formula]:
+    out = []
+    for pair in eigenpairs(layer):
+        name = f"eigen_{pair.direction.name}"
+        shown = layer.to_display(pair.value)
+        v = _vector(pair.direction, layer)
+        rhs = sp.ZeroMatrix(n, 1) if shown == 0 else shown * v
+        assumptions: tuple[str, ...] = ("epsilon > 0", "n >= 2")
+        if pair.direction.complement:
+            assumptions += ("w orthogonal to the other directions",)
+        out.append(
+            Formula(
+                name,
+                f"J acting on {pair.direction.meaning}: eigenvalue with multiplicity {pair.multiplicity}.",
+                sp.Eq(J * v, rhs),
+                assumptions,
+                Established.ALL_N,
+                f"symbolic n: sum_k J_ik v_k reduced; multiplicity {pair.multiplicity}",
+                layer.prove_stated(name, shown),
+                layer.key,
+            )
+        )
+    return out

@@ -1,0 +1,56 @@
+r"""Layer normalization with epsilon inside the square root, unit gain, zero bias.
+
+.. math:: \mathrm{LN}(x) = \frac{x - \bar{x}\,\mathbf{1}}{\sqrt{q + \varepsilon}},
+   \qquad q = \overline{(x - \bar{x})^2}.
+
+The definition is ``statistics`` and ``output``; ``stated`` holds the forms
+the literature states, which every derivation must prove, not return.
+"""
+
+import sympy as sp
+
+from derivations._layer import Direction, Layer, Statistic
+from derivations._symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, t, w, x
+
+_P = sp.Identity(n) - ones * ones.T / n
+
+LAYER = Layer(
+    key="layernorm",
+    title="LayerNorm, epsilon inside the square root",
+    statistics=(
+        Statistic(mu, x[j], "mean of the entries"),
+        Statistic(q, (x[j] - mu) ** 2, "mean square of the centered entries"),
+    ),
+    output=(x[i] - mu) / sp.sqrt(q + epsilon),
+    pattern=(-t, sp.Integer(0), t),
+    coordinate=2,
+    directions=(
+        Direction("ones", sp.Integer(1), "the all-ones vector 1"),
+        Direction("centered", x[k] - mu, "the centered input c = x - mean(x) 1"),
+        Direction(
+            "complement",
+            w[k],
+            "every w orthogonal to 1 and to c",
+            constraints=(w[k], (x[k] - mu) * w[k]),
+            complement=True,
+        ),
+    ),
+    display=(
+        (x[i], c[i] + mu),
+        (x[k], c[k] + mu),
+        (sp.sqrt(q + epsilon), s),
+    ),
+    stated={
+        "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
+        "slope": epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),
+        "slope_at_zero": 1 / sp.sqrt(epsilon),
+        "asymptote": sp.sqrt(sp.Rational(3, 2)),
+        "jacobian": _P / s - c_vec * c_vec.T / (n * s**3),
+        "eigen_ones": sp.Integer(0),
+        "eigen_centered": epsilon / s**3,
+        "eigen_complement": 1 / s,
+        "spectral_norm": sp.Piecewise((epsilon / s**3, sp.Eq(n, 2)), (1 / s, True)),
+        "spectral_bound": 1 / sp.sqrt(epsilon),
+        "second_moment": q / (q + epsilon),
+    },
+)

@@ -1,0 +1,35 @@
+"""Moments of the normalized output u = layer(x), for symbolic n."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import sympy as sp
+
+from derivations._formula import Established, Formula
+from derivations._layer import Layer
+from derivations._sums import in_statistics, over_entries, reduce_sums
+from derivations._symbols import i, n
+
+
+@cache
+def second_moment(layer: Layer) -> sp.Expr:
+    """mean(u^2) over the entries, in the layer's statistics."""
+    total = reduce_sums(over_entries(layer.entry(i) ** 2, i))
+    return sp.factor(sp.cancel(in_statistics(total, layer.power_sums()) / n))
+
+
+def formulas(layer: Layer) -> list[Formula]:
+    u2 = sp.Symbol(r"\overline{u^2}")
+    return [
+        Formula(
+            "second_moment",
+            "Mean of the squared output entries.",
+            sp.Eq(u2, second_moment(layer)),
+            ("epsilon > 0", "n >= 2"),
+            Established.ALL_N,
+            "symbolic n: sum of squared entries reduced",
+            layer.prove_stated("second_moment", second_moment(layer)),
+            layer.key,
+        )
+    ]

@@ -1,0 +1,116 @@
+r"""The spectral norm of the Jacobian and its bound in epsilon.
+
+For a symmetric J the spectral norm is the largest |eigenvalue| over the
+eigenvalues that occur, i.e. whose multiplicity is positive.  The complement
+of the explicit directions is empty for small n, so the norm is piecewise in n.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import sympy as sp
+
+from derivations import eigen, jacobian
+from derivations._formula import Established, Formula
+from derivations._layer import Layer
+from derivations._proof import DerivationError, equal, less_equal
+from derivations._symbols import epsilon, n, norm_J, q
+
+
+def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
+    """The value provably >= all the others, with the proofs."""
+    for candidate in values:
+        try:
+            proofs = [less_equal(other, candidate, what) for other in values if other is not candidate]
+        except DerivationError:
+            continue
+        return candidate, proofs
+    raise DerivationError(f"{what}: no largest among {values}")
+
+
+@cache
+def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
+    """(smallest n of the case, spectral norm) for each range of n."""
+    if not jacobian.is_symmetric(layer):
+        raise DerivationError(f"{layer.key}: J is not symmetric; |eigenvalue| does not bound its norm")
+    pairs = eigen.eigenpairs(layer)
+    # Multiplicities are n - constant; a direction starts to exist at the n
+    # where its multiplicity turns positive.
+    starts = sorted({max(2, int(sp.solve(sp.Eq(p.multiplicity, 1), n)[0])) if p.multiplicity.has(n) else 2 for p in pairs})
+    out = []
+    for start in starts:
+        present = [sp.Abs(p.value) for p in pairs if p.multiplicity.subs(n, start) > 0]
+        largest, _ = _largest(present, f"{layer.key}.spectral_norm, n >= {start}")
+        out.append((start, largest))
+    return tuple(out)
+
+
+@cache
+def spectral_norm(layer: Layer) -> sp.Piecewise:
+    pieces = cases(layer)
+    branches = [(value, sp.Eq(n, start) if nxt == start + 1 else n < nxt) for (start, value), (nxt, _) in zip(pieces, pieces[1:])]
+    branches.append((pieces[-1][1], n >= pieces[-1][0]))
+    return sp.Piecewise(*branches)
+
+
+@cache
+def constant_input(layer: Layer) -> sp.Expr:
+    """The spectral norm where the input is constant (q = 0): every case agrees."""
+    values = {sp.factor(value.subs(q, 0)) for _, value in cases(layer)}
+    if len(values) != 1:
+        raise DerivationError(f"{layer.key}: cases disagree at q = 0: {values}")
+    return values.pop()
+
+
+@cache
+def bound(layer: Layer) -> tuple[sp.Expr, list[str], sp.Set]:
+    """The bound over all inputs (its value at q = 0), proofs, and where it is attained."""
+    top = constant_input(layer)
+    proofs = [less_equal(value, top, f"{layer.key}.spectral_bound") for _, value in cases(layer)]
+    attained = [sp.solveset(sp.numer(sp.together(top - value)), q, sp.Interval(0, sp.oo)) for _, value in cases(layer)]
+    where = attained[0]
+    if any(a != where for a in attained):
+        raise DerivationError(f"{layer.key}: equality sets differ by case: {attained}")
+    return top, proofs, where
+
+
+def _members(name: str, where: sp.Set) -> str:
+    if isinstance(where, sp.FiniteSet):
+        return " or ".join(f"{name} = {value}" for value in where)
+    return f"{name} in {where}"
+
+
+def formulas(layer: Layer) -> list[Formula]:
+    norm = spectral_norm(layer)
+    shown = layer.to_display(norm)
+    top, proofs, where = bound(layer)
+    stated = layer.stated.get("spectral_norm")
+    proof = ""
+    if stated is not None:
+        proof = "; ".join(
+            equal(layer.to_display(value), stated.subs(n, start), f"{layer.key}.spectral_norm, n = {start}")
+            for start, value in cases(layer)
+        )
+    return [
+        Formula(
+            "spectral_norm",
+            "Spectral norm of J: the largest |eigenvalue| of the symmetric J that occurs for that n.",
+            sp.Eq(norm_J, shown),
+            ("epsilon > 0", "n >= 2"),
+            Established.ALL_N,
+            f"eigenvalues compared: constant input (q = 0) gives {constant_input(layer)}",
+            proof,
+            layer.key,
+        ),
+        Formula(
+            "spectral_bound",
+            f"Bound on the spectral norm over all inputs, with equality exactly when {_members('q', where)}.",
+            sp.Le(norm_J, top),
+            ("epsilon > 0", "n >= 2"),
+            Established.ALL_N,
+            "; ".join(proofs),
+            layer.prove_stated("spectral_bound", top),
+            layer.key,
+        ),
+    ]

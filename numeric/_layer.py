@@ -1,0 +1,137 @@
+"""NumPy functions of a layer, each lambdified from that layer's derivations."""
+
+from __future__ import annotations
+
+from functools import cache, cached_property
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from derivations import LAYERS, eigen, formula, jacobian, response, spectral
+from derivations._symbols import LATEX_NAMES, epsilon, i, j, k, n, t, x
+from numeric import _validate
+from numeric._lambdify import compile
+
+# Scalar stand-ins for indexed entries: lambdify takes symbols, not x[i].
+_xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
+_delta = sp.Symbol("delta_ik")
+_ENTRIES = {x[i]: _xi, x[j]: _xj, x[k]: _xk, sp.KroneckerDelta(i, k): _delta}
+
+
+class NumericLayer:
+    """The forward map, Jacobian, eigenvalues, spectral norm and response of a layer.
+
+    Inputs are validated (a `ValueError` names the argument), computed in
+    float64, and returned in float32 only when the inputs were float32.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.layer = LAYERS[key]
+        self._stat_symbols = [stat.symbol for stat in self.layer.statistics]
+
+    def _compile(self, expr: sp.Expr, *args: sp.Symbol) -> Any:
+        return compile(expr.subs(_ENTRIES), args)
+
+    @cached_property
+    def _summands(self) -> list[Any]:
+        return [
+            self._compile(stat.summand, _xj, *self._stat_symbols[:m])
+            for m, stat in enumerate(self.layer.statistics)
+        ]
+
+    def _statistics(self, values: np.ndarray) -> list[np.ndarray]:
+        """Each statistic as the mean of its lambdified summand over the last axis."""
+        stats: list[np.ndarray] = []
+        for summand in self._summands:
+            stats.append(np.mean(np.broadcast_to(summand(values, *stats), values.shape), axis=-1, keepdims=True))
+        return stats
+
+    @cached_property
+    def _output(self) -> Any:
+        return self._compile(self.layer.output, _xi, *self._stat_symbols, epsilon)
+
+    @cached_property
+    def _entry(self) -> Any:
+        return self._compile(jacobian.entry(self.layer), _xi, _xk, _delta, *self._stat_symbols, epsilon, n)
+
+    @cached_property
+    def _eigen(self) -> list[tuple[Any, sp.Expr]]:
+        return [
+            (self._compile(pair.value, *self._stat_symbols, epsilon, n), pair.multiplicity)
+            for pair in eigen.eigenpairs(self.layer)
+        ]
+
+    @cache  # noqa: B019 - one small compiled function per feature count, layers live forever
+    def _norm(self, size: int) -> Any:
+        # The derived norm is piecewise in n; at a concrete n one branch remains.
+        return self._compile(spectral.spectral_norm(self.layer).subs(n, size), *self._stat_symbols, epsilon)
+
+    @cached_property
+    def _response(self) -> Any:
+        return compile(response.response(self.layer), (t, epsilon))
+
+    @cached_property
+    def _slope(self) -> Any:
+        return compile(response.slope(self.layer), (t, epsilon))
+
+    def asymptotes(self) -> tuple[float, float]:
+        """Limits of the response as t -> +oo and t -> -oo."""
+        upper, lower = response.asymptote(self.layer)
+        return float(upper), float(lower)
+
+    def latex(self, name: str) -> str:
+        """Inline LaTeX (a/b folded) of the right-hand side of the derived formula ``name``."""
+        return sp.latex(formula(name, self.layer.key).expr.rhs, symbol_names=LATEX_NAMES, fold_short_frac=True)
+
+    def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype]:
+        array = _validate.vector(values)
+        e = _validate.epsilon(eps)
+        dtype = _validate.result_dtype(values, eps)
+        try:
+            np.broadcast_shapes(e.shape, array.shape[:-1])
+        except ValueError:
+            raise ValueError(f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x") from None
+        return array, e[..., None], self._statistics(array), dtype
+
+    def response(self, t: Any, epsilon: Any) -> Any:
+        """The response along the layer's input pattern; t and epsilon broadcast."""
+        amplitude, e = _validate.amplitude(t), _validate.epsilon(epsilon)
+        return _validate.output(self._response(amplitude, e), _validate.result_dtype(t, epsilon))
+
+    def slope(self, t: Any, epsilon: Any) -> Any:
+        """d response / dt; t and epsilon broadcast."""
+        amplitude, e = _validate.amplitude(t), _validate.epsilon(epsilon)
+        return _validate.output(self._slope(amplitude, e), _validate.result_dtype(t, epsilon))
+
+    def forward(self, x: Any, epsilon: Any) -> Any:
+        """The layer applied along the last axis of x, shape (..., n)."""
+        array, e, stats, dtype = self._prepare(x, epsilon)
+        return _validate.output(np.broadcast_to(self._output(array, *stats, e), np.broadcast_shapes(array.shape, e.shape)), dtype)
+
+    def jacobian(self, x: Any, epsilon: Any) -> Any:
+        """d forward(x)_i / d x_k, shape (..., n, n)."""
+        array, e, stats, dtype = self._prepare(x, epsilon)
+        size = array.shape[-1]
+        entries = self._entry(
+            array[..., :, None], array[..., None, :], np.eye(size), *(s[..., None] for s in stats), e[..., None], size
+        )
+        shape = np.broadcast_shapes(array.shape[:-1], e.shape[:-1]) + (size, size)
+        return _validate.output(np.broadcast_to(entries, shape), dtype)
+
+    def eigenvalues(self, x: Any, epsilon: Any) -> Any:
+        """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
+        array, e, stats, dtype = self._prepare(x, epsilon)
+        size = array.shape[-1]
+        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1]) + (1,)
+        columns = []
+        for value, multiplicity in self._eigen:
+            count = int(multiplicity.subs(n, size))
+            columns.append(np.broadcast_to(value(*stats, e, size), batch).repeat(count, axis=-1))
+        return _validate.output(np.sort(np.concatenate(columns, axis=-1), axis=-1), dtype)
+
+    def spectral_norm(self, x: Any, epsilon: Any) -> Any:
+        """The spectral norm of the Jacobian, shape (...)."""
+        array, e, stats, dtype = self._prepare(x, epsilon)
+        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1]) + (1,)
+        return _validate.output(np.broadcast_to(self._norm(array.shape[-1])(*stats, e), batch)[..., 0], dtype)

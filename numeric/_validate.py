@@ -1,0 +1,66 @@
+"""Input checks shared by every numeric function; errors name the argument."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _real(value: Any, name: str) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a real number or an array of them ({error})") from None
+    if array.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be real numbers, got {type(value).__name__} of dtype {array.dtype}")
+    return array
+
+
+def _finite(array: np.ndarray, name: str) -> None:
+    if not np.isfinite(array).all():
+        bad = array[~np.isfinite(array)].flat[0]
+        raise ValueError(f"{name} must be finite, got {bad}")
+
+
+def result_dtype(*values: Any) -> np.dtype:
+    """float32 only when every typed floating input is float32; else float64.
+
+    Python scalars are weak, as in NumPy: they do not widen a float32 array.
+    """
+    typed = [np.asarray(v).dtype for v in values if not isinstance(v, (int, float))]
+    floats = [d for d in typed if d.kind == "f"]
+    if typed and len(floats) == len(typed) and all(d == np.float32 for d in floats):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def epsilon(value: Any) -> np.ndarray:
+    """epsilon as float64: real, finite and positive, scalar or array."""
+    array = _real(value, "epsilon")
+    _finite(array, "epsilon")
+    if not (array > 0).all():
+        raise ValueError(f"epsilon must be positive, got {array[array <= 0].flat[0]}")
+    return array.astype(np.float64, copy=False)
+
+
+def amplitude(value: Any) -> np.ndarray:
+    """t as float64: real and finite."""
+    array = _real(value, "t")
+    _finite(array, "t")
+    return array.astype(np.float64, copy=False)
+
+
+def vector(value: Any) -> np.ndarray:
+    """x as float64 with shape (..., n), n >= 2, every entry finite."""
+    array = _real(value, "x")
+    if array.ndim == 0 or array.shape[-1] < 2:
+        raise ValueError(f"x must have shape (..., n) with n >= 2 features, got shape {array.shape}")
+    _finite(array, "x")
+    return array.astype(np.float64, copy=False)
+
+
+def output(array: np.ndarray, dtype: np.dtype) -> Any:
+    """Round to the result dtype; a 0-d result becomes a NumPy scalar."""
+    rounded = np.asarray(array).astype(dtype, copy=False)
+    return rounded[()] if rounded.ndim == 0 else rounded

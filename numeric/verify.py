@@ -1,0 +1,119 @@
+"""Agreement checks that must pass before any figure is drawn.
+
+Each check compares two independent computations with `assert_agree` and
+returns how many values it compared.  The tests run the same checks over
+wider grids; ``python -m numeric.verify`` runs the pre-figure set.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from derivations import eigen, response
+from derivations._symbols import epsilon as eps_symbol
+from derivations._symbols import mu, q, t
+from numeric._layer import NumericLayer
+from numeric.agreement import AgreementError, assert_agree, exact
+from numeric.layernorm import LAYER
+
+# Central differences: truncation error ~ h^2 and rounding error ~ u/h balance
+# at h ~ u^(1/3) times the scale over which the function changes.
+_FD_STEP = np.finfo(np.float64).eps ** (1 / 3)
+
+
+def scalar_against_symbolic(layer: NumericLayer, name: str, ts: np.ndarray, epsilons: np.ndarray) -> int:
+    """``response`` or ``slope`` lambdified vs the derived expression evaluated exactly."""
+    expr = getattr(response, name)(layer.layer)
+    function = getattr(layer, name)
+    tt, ee = np.meshgrid(ts, epsilons)
+    expected = np.array([exact(expr, {t: a, eps_symbol: b}) for a, b in zip(tt.ravel(), ee.ravel())])
+    return assert_agree(function(tt.ravel(), ee.ravel()), expected, rtol=1e-13, what=f"{name} vs symbolic")
+
+
+def slope_against_differences(layer: NumericLayer, ts: np.ndarray, epsilon: float) -> int:
+    """``slope`` vs central differences of ``response``, step scaled to t and the width sqrt(epsilon)."""
+    h = _FD_STEP * np.maximum(np.abs(ts), np.sqrt(epsilon))
+    differences = (layer.response(ts + h, epsilon) - layer.response(ts - h, epsilon)) / (2 * h)
+    # The slope never exceeds its value at 0, 1/sqrt(epsilon); the absolute
+    # part of the tolerance is relative to that.
+    peak = layer.slope(0.0, epsilon)
+    return assert_agree(differences, layer.slope(ts, epsilon), rtol=1e-7, atol=1e-8 * peak, what="slope vs differences")
+
+
+def jacobian_against_differences(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
+    """J v vs central differences of ``forward`` along random directions v.
+
+    J annihilates the ones direction, so a check along 1 would prove nothing;
+    v is standard normal, almost surely far from 1.
+    """
+    count = 0
+    jac = layer.jacobian(x, epsilon)
+    scale = max(float(np.abs(x).max()), np.sqrt(epsilon))
+    for _ in range(3):
+        v = rng.standard_normal(x.shape[-1])
+        h = _FD_STEP * scale / np.linalg.norm(v)
+        differences = (layer.forward(x + h * v, epsilon) - layer.forward(x - h * v, epsilon)) / (2 * h)
+        bound = np.linalg.norm(v) / np.sqrt(epsilon)  # |J v| <= |v| / sqrt(epsilon)
+        count += assert_agree(differences, jac @ v, rtol=1e-6, atol=1e-7 * bound, what="J v vs differences")
+    return count
+
+
+def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
+    """Derived eigenvalues vs eigvalsh; J 1, J c and J w on the complement vs the derived values."""
+    jac = layer.jacobian(x, epsilon)
+    size = x.shape[-1]
+    tol = {"rtol": 1e-10, "atol": 1e-13 / np.sqrt(epsilon)}
+    count = assert_agree(layer.eigenvalues(x, epsilon), np.linalg.eigvalsh(jac), **tol, what="eigenvalues vs eigvalsh")
+    count += assert_agree(
+        layer.spectral_norm(x, epsilon), np.linalg.norm(jac, 2), **tol, what="spectral_norm vs numpy.linalg.norm"
+    )
+    mean = float(np.mean(x))
+    centered = x - mean
+    q_value = float(np.mean(centered**2))
+    values = {
+        pair.direction.name: exact(pair.value, {mu: mean, q: q_value, eps_symbol: epsilon})
+        for pair in eigen.eigenpairs(layer.layer)
+    }
+    ones = np.ones(size)
+    count += assert_agree(jac @ ones, values["ones"] * ones, **tol, what="J 1")
+    count += assert_agree(jac @ centered, values["centered"] * centered, **tol, what="J c")
+    if size > 2:
+        basis, _ = np.linalg.qr(np.column_stack([ones, centered]))
+        w = rng.standard_normal(size)
+        w -= basis @ (basis.T @ w)
+        count += assert_agree(jac @ w, values["complement"] * w, **tol, what="J w, w orthogonal to 1 and c")
+    return count
+
+
+def run(seed: int = 0) -> int:
+    """The pre-figure verification for LayerNorm; returns the number of values compared."""
+    layer = LAYER
+    rng = np.random.default_rng(seed)
+    ts = np.array([-3.0, -0.8, -0.1, 0.0, 0.2, 0.7, 3.0])
+    epsilons = np.array([1e-6, 0.04, 0.25, 1.0, 100.0])
+    count = scalar_against_symbolic(layer, "response", ts, epsilons)
+    count += scalar_against_symbolic(layer, "slope", ts, epsilons)
+    for e in epsilons:
+        count += slope_against_differences(layer, np.linspace(-1, 1, 41), float(e))
+    for size in (2, 3, 7, 64):
+        for e in (1e-3, 0.25, 1.0):
+            x = rng.standard_normal(size)
+            count += jacobian_against_differences(layer, x, e, rng)
+            count += eigenstructure(layer, x, e, rng)
+    return count
+
+
+def main() -> int:
+    try:
+        count = run()
+    except AgreementError as error:
+        print(f"verification failed: {error}", file=sys.stderr)
+        return 1
+    print(f"verification passed: {count} values agree")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -81,6 +81,14 @@ class Layer:
             lambda e: sp.Add(*(e.function.subs(e.limits[0][0], m) for m in range(size))),
         )
 
+    def explicit_statistics(self, size: int) -> dict[sp.Symbol, sp.Expr]:
+        """Each statistic written out over ``size`` explicit entries."""
+        values: dict[sp.Symbol, sp.Expr] = {}
+        for stat in self.statistics:
+            summand = stat.summand.subs(values)
+            values[stat.symbol] = sp.Add(*(summand.subs(j, m) for m in range(size))) / size
+        return values
+
     def relations(self) -> list[sp.Eq]:
         """Each statistic's definition, n * statistic = reduced sum of its summand."""
         return [sp.Eq(n * stat.symbol, reduce_sums(over_entries(stat.summand, j))) for stat in self.statistics]

@@ -88,6 +88,29 @@ def explicit(layer: Layer, size: int) -> sp.Matrix:
     return outputs.jacobian(entries)
 
 
+def explicit_agrees(layer: Layer, size: int) -> str:
+    """Prove the symbolic-n entry, at n = ``size``, equal to `explicit` entry by entry."""
+    values = layer.explicit_statistics(size)
+    # Name every square root of the same radicand (both sides write it out
+    # differently), so both sides become rational functions and cancel() decides.
+    radicands = {sp.expand(p.base) for p in entry(layer).subs(values).atoms(sp.Pow) if p.exp.is_Rational and p.exp.q == 2}
+    roots = {radicand: sp.Dummy(positive=True) for radicand in radicands}
+
+    def rational(expr: sp.Expr) -> sp.Expr:
+        return expr.replace(
+            lambda e: e.is_Pow and e.exp.is_Rational and e.exp.q == 2 and sp.expand(e.base) in roots,
+            lambda e: roots[sp.expand(e.base)] ** (2 * e.exp),
+        )
+
+    direct = explicit(layer, size)
+    general = entry(layer).subs(n, size).subs(values)
+    for row in range(size):
+        for column in range(size):
+            at = rational(general.subs({i: row, k: column}))
+            equal(at, rational(direct[row, column]), f"{layer.key}.jacobian[{row}, {column}] at n = {size}")
+    return f"{size}x{size} entries: symbolic-n entry equals Matrix.jacobian"
+
+
 def formulas(layer: Layer) -> list[Formula]:
     derived = matrix_form(layer)
     proof = ""

@@ -8,9 +8,13 @@ from collections.abc import Callable, Iterable
 from derivations._formula import Formula
 
 
+def _proved(f: Formula) -> str:
+    return f"proved equal to the stated form: {f.proof}" if f.proof else "no stated form to compare"
+
+
 def text(formulas: Iterable[Formula]) -> str:
     blocks = [
-        f"{f.name}\n  statement: {f.statement}\n  established: {f.how}\n  latex: {f.latex()}"
+        f"{f.name}\n  statement: {f.statement}\n  established: {f.how}\n  {_proved(f)}\n  latex: {f.latex()}"
         for f in formulas
     ]
     return "\n\n".join(blocks) + "\n"
@@ -19,7 +23,7 @@ def text(formulas: Iterable[Formula]) -> str:
 def markdown(formulas: Iterable[Formula]) -> str:
     # GitHub renders a fenced ```math block with its own display-math engine.
     blocks = [
-        f"### `{f.name}`\n\n{f.statement} *Established {f.how}.*\n\n```math\n{f.latex()}\n```"
+        f"### `{f.name}`\n\n{f.statement} *Established {f.how}; {_proved(f)}.*\n\n```math\n{f.latex()}\n```"
         for f in formulas
     ]
     return "\n\n".join(blocks) + "\n"

@@ -58,10 +58,12 @@ def draw() -> Figure:
     )
     # Ticks every 0.5 leave room for the labels; the seed's 0.25 overlapped.
     derivative.xaxis.set_major_locator(MultipleLocator(0.5))
+    # Display-style fractions: mathtext's inline \frac is too small to read.
+    at_zero = LAYER.latex("slope_at_zero").replace(r"\frac", r"\dfrac")
     derivative.text(
         0.5,
         0.96,
-        rf"Slope at $t=0$: ${LAYER.latex('slope_at_zero')}$",
+        rf"Slope at $t=0$: ${at_zero}$",
         transform=derivative.transAxes,
         ha="center",
         va="top",

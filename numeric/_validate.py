@@ -28,7 +28,8 @@ def result_dtype(*values: Any) -> np.dtype:
 
     Python scalars are weak, as in NumPy: they do not widen a float32 array.
     """
-    typed = [np.asarray(v).dtype for v in values if not isinstance(v, (int, float))]
+    # type() rather than isinstance: np.float64 subclasses float but is strong.
+    typed = [np.asarray(v).dtype for v in values if type(v) not in (int, float)]
     floats = [d for d in typed if d.kind == "f"]
     if typed and len(floats) == len(typed) and all(d == np.float32 for d in floats):
         return np.dtype(np.float32)

@@ -1,0 +1,57 @@
+"""``make bench``: derived functions against the seed's hand-typed ones, in one run.
+
+Prints wall times and ratios (ours / seed); the machine is noisy, so each
+figure is the best of several repeats.  A benchmark, never a timed test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numeric  # noqa: E402
+import seed_reference  # noqa: E402
+
+POINTS = 1_000_000
+REPEATS = 7
+
+
+def _best(function, *args) -> float:
+    return min(timeit.repeat(lambda: function(*args), number=1, repeat=REPEATS))
+
+
+def _cold(command: list[str]) -> float:
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    derive = _cold([sys.executable, "-m", "derivations"])
+    sympy_import = _cold([sys.executable, "-c", "import sympy"])
+    print(f"cold python -m derivations   {derive:6.3f} s   (import sympy alone: {sympy_import:.3f} s; target <= 1.5 s)")
+
+    t = np.random.default_rng(0).uniform(-3, 3, POINTS)
+    epsilon = 0.25
+    print(f"\n{POINTS:,} points, epsilon = {epsilon}, best of {REPEATS}")
+    print(f"{'function':<10}{'derived':>12}{'seed':>12}{'ratio':>9}")
+    for name in ("response", "slope"):
+        ours = getattr(numeric, name)
+        seed = getattr(seed_reference, name)
+        ours(t, epsilon)  # compile once, outside the timing
+        a, b = _best(ours, t, epsilon), _best(seed, t, epsilon)
+        print(f"{name:<10}{a * 1e3:>10.2f}ms{b * 1e3:>10.2f}ms{a / b:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+"""Shared fixtures: a seeded generator and a deterministic hypothesis profile."""
+
+import numpy as np
+import pytest
+from hypothesis import settings
+
+# Derandomized so a failure reproduces; no deadline because the first call
+# of a numeric function compiles its lambdified code.
+settings.register_profile("project", derandomize=True, deadline=None, max_examples=60)
+settings.load_profile("project")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261129)

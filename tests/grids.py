@@ -1,0 +1,4 @@
+"""The parameter grids the tests share."""
+
+EPSILONS = (1e-6, 1e-3, 0.04, 0.25, 1.0, 100.0)
+SIZES = (2, 3, 7, 64)

@@ -1,0 +1,52 @@
+"""`python -m derivations`: the golden LaTeX, the three formats, and clean errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from derivations import formulas
+from derivations.__main__ import main
+from derivations.render import FORMATS
+
+GOLDEN = Path(__file__).parent / "golden" / "derive.txt"
+
+
+def test_text_output_matches_the_committed_golden_file(capsys):
+    assert main([]) == 0
+    produced = capsys.readouterr().out
+    # A deliberate change to a formula is recorded with `make golden` and
+    # reviewed as a diff of this file.
+    assert produced == GOLDEN.read_text(), "derivation output drifted from tests/golden/derive.txt"
+
+
+def test_json_has_name_statement_latex_for_every_formula(capsys):
+    assert main(["--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == [f.name for f in formulas()]
+    for row, f in zip(rows, formulas()):
+        assert {"name", "statement", "latex"} <= row.keys()
+        assert row["latex"] == f.latex()
+        assert row["statement"] == f.statement
+
+
+def test_markdown_uses_math_blocks(capsys):
+    assert main(["--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("```math\n") == len(formulas())
+    assert r"J c = \frac{\varepsilon}{s^{3}} c" in out
+
+
+def test_every_format_is_registered():
+    assert sorted(FORMATS) == ["json", "markdown", "text"]
+
+
+@pytest.mark.parametrize("argv", [["--format", "yaml"], ["--layer", "nope"], ["--bogus"]])
+def test_bad_arguments_print_one_line_and_exit_2(argv):
+    result = subprocess.run([sys.executable, "-m", "derivations", *argv], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr

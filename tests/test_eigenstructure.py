@@ -1,0 +1,70 @@
+"""Layer 4: eigenstructure through properties, against numpy.linalg."""
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from numeric import layernorm, verify
+from numeric.agreement import assert_agree
+from numeric.layernorm import LAYER
+
+from grids import EPSILONS, SIZES
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_eigenstructure(size, epsilon, rng):
+    values = rng.standard_normal(size) * rng.uniform(0.1, 10)
+    # eigvalsh (n values), the norm (1), J 1 and J c (n each), J w (n, when n > 2)
+    expected = 3 * size + 1 + (size if size > 2 else 0)
+    assert verify.eigenstructure(LAYER, values, epsilon, rng) == expected
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_batched_functions_match_one_at_a_time(size, rng):
+    batch = rng.standard_normal((3, 2, size))
+    eps = np.array([[0.1], [1.0], [10.0]])
+    for function in (layernorm.forward, layernorm.jacobian, layernorm.eigenvalues, layernorm.spectral_norm):
+        stacked = function(batch, eps)
+        single = np.array([[function(batch[a, b], eps[a, 0]) for b in range(2)] for a in range(3)])
+        assert_agree(stacked, single, rtol=1e-15, what=function.__name__)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_constant_input_has_norm_one_over_root_epsilon(size, epsilon):
+    constant = np.full(size, 1.7)
+    assert_agree(layernorm.spectral_norm(constant, epsilon), 1 / np.sqrt(epsilon), rtol=1e-15, what="norm at c = 0")
+    expected = np.r_[0.0, np.full(size - 1, 1 / np.sqrt(epsilon))]
+    assert_agree(layernorm.eigenvalues(constant, epsilon), expected, rtol=1e-15, what="eigenvalues at c = 0")
+
+
+def test_two_features_norm_is_the_centered_eigenvalue():
+    values = np.array([-1.0, 1.0])  # q = 1
+    assert_agree(layernorm.spectral_norm(values, 0.5), 0.5 / 1.5**1.5, rtol=1e-15, what="n = 2 norm")
+
+
+vectors = st.integers(2, 9).flatmap(
+    lambda size: arrays(np.float64, size, elements=st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False))
+)
+
+
+@given(values=vectors, epsilon=st.floats(1e-4, 1e2))
+@example(values=np.full(4, 3.0), epsilon=0.25)  # constant input
+@example(values=np.array([1.0, 1.0 + 1e-9, 1.0]), epsilon=1e-4)  # tiny variance
+@example(values=np.array([-2.0, 5.0]), epsilon=1.0)  # n = 2
+def test_properties(values, epsilon):
+    jac = layernorm.jacobian(values, epsilon)
+    bound = 1 / np.sqrt(epsilon)
+    tol = {"rtol": 1e-9, "atol": 1e-12 * bound}
+    assert_agree(jac, jac.T, **tol, what="symmetry")
+    assert_agree(jac @ np.ones(values.size), np.zeros(values.size), **tol, what="J 1 = 0")
+    assert_agree(layernorm.eigenvalues(values, epsilon), np.linalg.eigvalsh(jac), **tol, what="eigenvalues")
+    norm = layernorm.spectral_norm(values, epsilon)
+    assert_agree(norm, np.linalg.norm(jac, 2), **tol, what="norm")
+    assert norm <= bound * (1 + 1e-14)
+    u = layernorm.forward(values, epsilon)
+    q = np.var(values)
+    assert_agree(np.mean(u**2), q / (q + epsilon), rtol=1e-12, atol=1e-15, what="second moment")

@@ -1,0 +1,39 @@
+"""Layer 3: derivatives against central differences, in random directions."""
+
+import numpy as np
+import pytest
+
+from numeric import verify
+from numeric.agreement import AgreementError
+from numeric.layernorm import LAYER
+
+from grids import EPSILONS, SIZES
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_slope_matches_differences(epsilon):
+    ts = np.concatenate([np.linspace(-3, 3, 61), [-0.8, -0.1, 0.0, 0.2, 0.7]]) * np.sqrt(max(epsilon, 1e-2))
+    assert verify.slope_against_differences(LAYER, ts, epsilon) == ts.size
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("epsilon", [1e-3, 0.25, 1.0, 100.0])
+@pytest.mark.parametrize("scale", [1e-2, 1.0, 1e2])
+def test_jacobian_matches_differences_in_random_directions(size, epsilon, scale, rng):
+    values = scale * rng.standard_normal(size) + rng.standard_normal()
+    assert verify.jacobian_against_differences(LAYER, values, epsilon, rng) == 3 * size
+
+
+def test_difference_check_catches_a_wrong_jacobian(monkeypatch, rng):
+    values = rng.standard_normal(5)
+    right = LAYER.jacobian
+    # Dropping the rank-one c c^T term leaves J 1 = 0 intact: only random
+    # directions can see the difference.
+    def wrong(x, e):
+        centered = x - x.mean()
+        return right(x, e) + np.outer(centered, centered) / (5 * (np.var(x) + e) ** 1.5)
+
+    monkeypatch.setattr(LAYER, "jacobian", wrong)
+    assert np.allclose(wrong(values, 0.25) @ np.ones(5), 0)
+    with pytest.raises(AgreementError, match="J v vs differences"):
+        verify.jacobian_against_differences(LAYER, values, 0.25, rng)

@@ -1,0 +1,105 @@
+"""Bad input gets a ValueError naming the argument; shapes and dtypes behave like NumPy."""
+
+import numpy as np
+import pytest
+
+from numeric import layernorm, response, slope
+
+X = np.array([0.3, -1.2, 2.0])
+VECTOR_FUNCTIONS = (layernorm.forward, layernorm.jacobian, layernorm.eigenvalues, layernorm.spectral_norm)
+
+
+@pytest.mark.parametrize("function", VECTOR_FUNCTIONS)
+@pytest.mark.parametrize(
+    ("x", "epsilon", "message"),
+    [
+        (X, 0.0, "epsilon must be positive"),
+        (X, -1e-3, "epsilon must be positive"),
+        (X, np.nan, "epsilon must be finite"),
+        (X, np.inf, "epsilon must be finite"),
+        (X, np.array([0.1, -0.1]), "epsilon must be positive"),
+        (X, "0.1", "epsilon must be real numbers"),
+        (X, None, "epsilon must be real numbers"),
+        (np.array([1.0, np.nan, 2.0]), 0.1, "x must be finite"),
+        (np.array([1.0, -np.inf]), 0.1, "x must be finite"),
+        (np.array([1.0]), 0.1, "x must have shape"),
+        (np.float64(2.0), 0.1, "x must have shape"),
+        (np.zeros((4, 1)), 0.1, "x must have shape"),
+        (["a", "b"], 0.1, "x must be real numbers"),
+        ([[1.0, 2.0], [3.0]], 0.1, "x must be a real number"),
+        (np.array([1 + 1j, 2]), 0.1, "x must be real numbers"),
+        (np.ones((2, 3)), np.ones(3), "epsilon of shape"),
+    ],
+)
+def test_vector_functions_reject(function, x, epsilon, message):
+    with pytest.raises(ValueError, match=message):
+        function(x, epsilon)
+
+
+@pytest.mark.parametrize("function", [response, slope])
+@pytest.mark.parametrize(
+    ("t", "epsilon", "message"),
+    [
+        (0.5, 0.0, "epsilon must be positive"),
+        (0.5, -2.0, "epsilon must be positive"),
+        (0.5, float("nan"), "epsilon must be finite"),
+        (float("nan"), 0.5, "t must be finite"),
+        (np.array([0.0, np.inf]), 0.5, "t must be finite"),
+        ("x", 0.5, "t must be real numbers"),
+        (0.5, [0.1, "a"], "epsilon must be real numbers"),
+    ],
+)
+def test_scalar_functions_reject(function, t, epsilon, message):
+    with pytest.raises(ValueError, match=message):
+        function(t, epsilon)
+
+
+def test_python_scalars_give_a_numpy_float64_scalar():
+    value = response(0.5, 0.25)
+    assert isinstance(value, np.float64)
+    assert isinstance(slope(1, 1), np.float64)
+
+
+def test_t_and_epsilon_broadcast():
+    t = np.linspace(-1, 1, 5)
+    eps = np.array([[0.04], [0.25], [1.0]])
+    assert response(t, eps).shape == (3, 5)
+    np.testing.assert_array_equal(slope(t, eps)[1], slope(t, 0.25))
+
+
+@pytest.mark.parametrize("function", [response, slope])
+def test_float32_in_float32_out(function):
+    assert function(np.float32(0.5), 0.25).dtype == np.float32
+    assert function(np.ones(3, dtype=np.float32), np.float32(0.25)).dtype == np.float32
+    assert function(np.ones(3, dtype=np.float32), np.float64(0.25)).dtype == np.float64
+    assert function(np.arange(3), 1).dtype == np.float64
+
+
+@pytest.mark.parametrize("function", VECTOR_FUNCTIONS)
+def test_vector_dtypes(function):
+    assert function(X.astype(np.float32), 0.1).dtype == np.float32
+    assert function(np.array([1, 2, 4]), 1).dtype == np.float64
+
+
+def test_shapes():
+    batch = np.ones((4, 2, 6)) * np.arange(6)
+    assert layernorm.forward(batch, 0.1).shape == (4, 2, 6)
+    assert layernorm.jacobian(batch, 0.1).shape == (4, 2, 6, 6)
+    assert layernorm.eigenvalues(batch, 0.1).shape == (4, 2, 6)
+    assert layernorm.spectral_norm(batch, 0.1).shape == (4, 2)
+    assert np.ndim(layernorm.spectral_norm(X, 0.1)) == 0
+
+
+def test_eigenvalues_are_sorted_ascending(rng):
+    values = layernorm.eigenvalues(rng.standard_normal((10, 7)), 0.3)
+    assert (np.diff(values, axis=-1) >= 0).all()
+
+
+def test_large_inputs_are_evaluated_in_chunks_without_changing_a_value():
+    import seed_reference
+
+    t = np.linspace(-3, 3, 100_003).reshape(1, -1)
+    eps = np.array([[0.04], [0.25]])
+    np.testing.assert_allclose(response(t, eps), seed_reference.response(t, eps), rtol=1e-14)
+    np.testing.assert_allclose(slope(t, eps), seed_reference.slope(t, eps), rtol=1e-13)
+    assert response(t, eps).shape == (2, 100_003)

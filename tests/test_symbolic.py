@@ -1,0 +1,142 @@
+"""Layer 1: symbolic identities, each checked by simplify(a - b) == 0 here,
+independently of the tactics the derivations used."""
+
+import dataclasses
+
+import pytest
+import sympy as sp
+
+from derivations import DerivationError, formula, formulas
+from derivations import eigen, jacobian, moments, response, spectral
+from derivations._sums import PowerSum, reduce_sums
+from derivations._symbols import c, epsilon, i, j, k, mu, n, q, s, t, w, x
+from derivations.catalog import LAYERS
+
+LAYER = LAYERS["layernorm"]
+STATED = LAYER.stated
+ROOT = {s: sp.sqrt(q + epsilon)}
+
+
+def is_zero(expr: sp.Expr) -> bool:
+    return sp.simplify(expr) == 0
+
+
+def test_names_in_stable_order():
+    assert [f.name for f in formulas()] == [
+        "response", "slope", "slope_at_zero", "asymptote", "jacobian", "eigen_ones",
+        "eigen_centered", "eigen_complement", "spectral_norm", "spectral_bound", "second_moment",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["response", "slope", "slope_at_zero"])
+def test_scalar_results_equal_stated(name):
+    assert is_zero(getattr(response, name)(LAYER) - STATED[name])
+
+
+def test_slope_is_the_derivative_of_the_response():
+    assert is_zero(sp.diff(response.response(LAYER), t) - response.slope(LAYER))
+
+
+def test_slope_at_zero_is_one_over_root_epsilon_and_the_limit_agrees():
+    assert response.slope_at_zero(LAYER) == 1 / sp.sqrt(epsilon)
+    assert sp.limit(response.slope(LAYER), t, 0) == 1 / sp.sqrt(epsilon)
+
+
+def test_asymptotes_are_plus_minus_root_three_halves():
+    upper, lower = response.asymptote(LAYER)
+    assert upper == sp.sqrt(sp.Rational(3, 2))
+    assert lower == -sp.sqrt(sp.Rational(3, 2))
+
+
+def test_jacobian_entry_equals_projection_form():
+    entry = LAYER.to_display(jacobian.entry(LAYER))
+    stated = (sp.KroneckerDelta(i, k) - 1 / n) / s - c[i] * c[k] / (n * s**3)
+    assert is_zero((entry - stated).subs(ROOT))
+
+
+def test_matrix_form_entry_equals_derived_entry():
+    assert is_zero(jacobian.entry_of(jacobian.matrix_form(LAYER)) - LAYER.to_display(jacobian.entry(LAYER)))
+
+
+def test_jacobian_is_symmetric():
+    assert jacobian.is_symmetric(LAYER)
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5])
+def test_explicit_matrix_jacobian_equals_symbolic_n_form(size):
+    assert "equals Matrix.jacobian" in jacobian.explicit_agrees(LAYER, size)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_explicit_jacobian_eigenvectors(size):
+    """For explicit n, J 1 = 0 and J c = eps/s^3 c, by direct matrix products."""
+    direct = jacobian.explicit(LAYER, size)
+    xs = sp.Matrix([x[m] for m in range(size)])
+    centered = xs - sp.ones(size, 1) * sum(xs) / size
+    var = (centered.T * centered)[0] / size
+    assert all(is_zero(e) for e in direct * sp.ones(size, 1))
+    expected = epsilon / (var + epsilon) ** sp.Rational(3, 2) * centered
+    assert all(is_zero(e) for e in direct * centered - expected)
+
+
+def test_eigenvalues_and_multiplicities():
+    pairs = {p.direction.name: p for p in eigen.eigenpairs(LAYER)}
+    assert pairs["ones"].value == 0
+    assert is_zero(pairs["centered"].value - (STATED["eigen_centered"]).subs(ROOT))
+    assert is_zero(pairs["complement"].value - (STATED["eigen_complement"]).subs(ROOT))
+    assert [pairs[d].multiplicity for d in ("ones", "centered", "complement")] == [1, 1, n - 2]
+    assert sum(p.multiplicity for p in pairs.values()) == n
+
+
+def test_spectral_norm_cases():
+    norm = spectral.spectral_norm(LAYER)
+    assert is_zero(norm.subs(n, 2) - epsilon / (q + epsilon) ** sp.Rational(3, 2))
+    for size in (3, 4, 100):
+        assert is_zero(norm.subs(n, size) - 1 / sp.sqrt(q + epsilon))
+    assert spectral.constant_input(LAYER) == 1 / sp.sqrt(epsilon)
+
+
+def test_spectral_bound_and_where_it_is_attained():
+    top, proofs, where = spectral.bound(LAYER)
+    assert top == 1 / sp.sqrt(epsilon)
+    assert where == sp.FiniteSet(0)
+    assert len(proofs) == 2
+
+
+def test_second_moment():
+    assert is_zero(moments.second_moment(LAYER) - q / (q + epsilon))
+
+
+def test_sum_reduction_rules():
+    total = sp.Sum(sp.KroneckerDelta(j, k) * x[j] ** 2 + 3 * x[j] + mu, (j, 0, n - 1))
+    p = sp.Symbol("p", integer=True, nonnegative=True)
+    assert sp.expand(reduce_sums(total) - (x[k] ** 2 + 3 * PowerSum(x[p]) + n * mu)) == 0
+    assert reduce_sums(sp.Sum(w[j] * x[j], (j, 0, n - 1))) == PowerSum(w[p] * x[p])
+
+
+def test_a_wrong_stated_form_is_refused():
+    wrong = dataclasses.replace(LAYER, stated={**STATED, "slope": 1 / sp.sqrt(2 * t**2 / 3 + epsilon)})
+    with pytest.raises(DerivationError, match="slope"):
+        response.formulas(wrong)
+
+
+def test_a_wrong_stated_jacobian_is_refused():
+    from derivations._symbols import c_vec
+
+    wrong = dataclasses.replace(LAYER, stated={**STATED, "jacobian": sp.Identity(n) / s - c_vec * c_vec.T / (n * s**3)})
+    with pytest.raises(DerivationError, match="jacobian"):
+        jacobian.formulas(wrong)
+
+
+def test_formula_renders_latex_for_jupyter():
+    f = formula("slope_at_zero")
+    assert f._repr_latex_() == r"$\displaystyle " + f.latex() + "$"
+    assert f.latex().endswith(r"= \frac{1}{\sqrt{\varepsilon}}")
+    assert f.established.value == "for explicit n"
+    assert formula("jacobian").established.value == "for all n"
+    assert formula("asymptote").established.value == "as a limit"
+
+
+def test_unknown_formula_name_is_a_value_error():
+    with pytest.raises(ValueError, match="name must be one of"):
+        formula("slope_at_one")

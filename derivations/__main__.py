@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         sys.stdout.write(FORMATS[args.format](formulas(args.layer)))
-    except Exception as error:  # noqa: BLE001 - the CLI reports any failure in one line
+    except Exception as error:
         print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     return 0

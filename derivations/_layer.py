@@ -76,9 +76,13 @@ class Layer:
         """Output entry ``index`` for ``size`` entries x[0] .. x[size-1]."""
         # Write each sum out term by term, innermost first; a general
         # ``doit`` finds the same result by a far slower route.
-        return self.entry(i).subs({n: size, i: index}).replace(
-            lambda e: isinstance(e, sp.Sum),
-            lambda e: sp.Add(*(e.function.subs(e.limits[0][0], m) for m in range(size))),
+        return (
+            self.entry(i)
+            .subs({n: size, i: index})
+            .replace(
+                lambda e: isinstance(e, sp.Sum),
+                lambda e: sp.Add(*(e.function.subs(e.limits[0][0], m) for m in range(size))),
+            )
         )
 
     def explicit_statistics(self, size: int) -> dict[sp.Symbol, sp.Expr]:

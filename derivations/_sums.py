@@ -43,7 +43,7 @@ def _is_delta_of(factor: sp.Expr, index: sp.Symbol) -> bool:
 
 
 def _reduce_one(total: sp.Sum) -> sp.Expr:
-    (index, low, high), = total.limits
+    ((index, low, high),) = total.limits
     if low != 0 or high != n - 1:
         raise DerivationError(f"sum over {index} must run over 0 .. n-1, not {low} .. {high}")
     reduced = []
@@ -85,7 +85,7 @@ def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:
     (values,) = solutions
     if any(v.free_symbols & set(unknowns) for v in values if hasattr(v, "free_symbols")):
         raise DerivationError(f"power sums {unknowns} are not determined by {equations}")
-    return dict(zip(unknowns, values))
+    return dict(zip(unknowns, values, strict=False))
 
 
 def in_statistics(expr: sp.Expr, values: dict[sp.Expr, sp.Expr]) -> sp.Expr:

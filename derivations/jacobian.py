@@ -93,7 +93,9 @@ def explicit_agrees(layer: Layer, size: int) -> str:
     values = layer.explicit_statistics(size)
     # Name every square root of the same radicand (both sides write it out
     # differently), so both sides become rational functions and cancel() decides.
-    radicands = {sp.expand(p.base) for p in entry(layer).subs(values).atoms(sp.Pow) if p.exp.is_Rational and p.exp.q == 2}
+    radicands = {
+        sp.expand(p.base) for p in entry(layer).subs(values).atoms(sp.Pow) if p.exp.is_Rational and p.exp.q == 2
+    }
     roots = {radicand: sp.Dummy(positive=True) for radicand in radicands}
 
     def rational(expr: sp.Expr) -> sp.Expr:

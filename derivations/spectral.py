@@ -7,6 +7,7 @@ of the explicit directions is empty for small n, so the norm is piecewise in n.
 
 from __future__ import annotations
 
+import itertools
 from functools import cache
 
 import sympy as sp
@@ -15,7 +16,7 @@ from derivations import eigen, jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal, less_equal
-from derivations._symbols import epsilon, n, norm_J, q
+from derivations._symbols import n, norm_J, q
 
 
 def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
@@ -37,7 +38,9 @@ def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
     pairs = eigen.eigenpairs(layer)
     # Multiplicities are n - constant; a direction starts to exist at the n
     # where its multiplicity turns positive.
-    starts = sorted({max(2, int(sp.solve(sp.Eq(p.multiplicity, 1), n)[0])) if p.multiplicity.has(n) else 2 for p in pairs})
+    starts = sorted(
+        {max(2, int(sp.solve(sp.Eq(p.multiplicity, 1), n)[0])) if p.multiplicity.has(n) else 2 for p in pairs}
+    )
     out = []
     for start in starts:
         present = [sp.Abs(p.value) for p in pairs if p.multiplicity.subs(n, start) > 0]
@@ -49,7 +52,10 @@ def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
 @cache
 def spectral_norm(layer: Layer) -> sp.Piecewise:
     pieces = cases(layer)
-    branches = [(value, sp.Eq(n, start) if nxt == start + 1 else n < nxt) for (start, value), (nxt, _) in zip(pieces, pieces[1:])]
+    branches = [
+        (value, sp.Eq(n, start) if nxt == start + 1 else n < nxt)
+        for (start, value), (nxt, _) in itertools.pairwise(pieces)
+    ]
     branches.append((pieces[-1][1], n >= pieces[-1][0]))
     return sp.Piecewise(*branches)
 

@@ -6,12 +6,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MultipleLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MultipleLocator
 
-from numeric.layernorm import LAYER  # noqa: E402
+from numeric.layernorm import LAYER
 
 FILENAME = "layer-normalization-epsilon-response.png"
 EPSILONS = (0.04, 0.25, 1.0)
@@ -32,7 +32,7 @@ def draw() -> Figure:
     )
     t = np.linspace(-3, 3, 1201)
     near_zero = np.linspace(-1, 1, 1201)
-    for epsilon, color in zip(EPSILONS, COLORS):
+    for epsilon, color in zip(EPSILONS, COLORS, strict=False):
         label = rf"$\varepsilon={epsilon:g}$"
         forward.plot(t, LAYER.response(t, epsilon), color=color, lw=2, label=label)
         derivative.plot(near_zero, LAYER.slope(near_zero, epsilon), color=color, lw=2)

@@ -54,8 +54,7 @@ class NumericLayer:
     @cached_property
     def _summands(self) -> list[Any]:
         return [
-            self._compile(stat.summand, _xj, *self._stat_symbols[:m])
-            for m, stat in enumerate(self.layer.statistics)
+            self._compile(stat.summand, _xj, *self._stat_symbols[:m]) for m, stat in enumerate(self.layer.statistics)
         ]
 
     def _statistics(self, values: np.ndarray) -> list[np.ndarray]:
@@ -109,7 +108,9 @@ class NumericLayer:
         try:
             np.broadcast_shapes(e.shape, array.shape[:-1])
         except ValueError:
-            raise ValueError(f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x") from None
+            raise ValueError(
+                f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
+            ) from None
         return array, e[..., None], self._statistics(array), dtype
 
     def response(self, t: Any, epsilon: Any) -> Any:
@@ -125,7 +126,9 @@ class NumericLayer:
     def forward(self, x: Any, epsilon: Any) -> Any:
         """The layer applied along the last axis of x, shape (..., n)."""
         array, e, stats, dtype = self._prepare(x, epsilon)
-        return _validate.output(np.broadcast_to(self._output(array, *stats, e), np.broadcast_shapes(array.shape, e.shape)), dtype)
+        return _validate.output(
+            np.broadcast_to(self._output(array, *stats, e), np.broadcast_shapes(array.shape, e.shape)), dtype
+        )
 
     def jacobian(self, x: Any, epsilon: Any) -> Any:
         """d forward(x)_i / d x_k, shape (..., n, n)."""
@@ -134,14 +137,14 @@ class NumericLayer:
         entries = self._entry(
             array[..., :, None], array[..., None, :], np.eye(size), *(s[..., None] for s in stats), e[..., None], size
         )
-        shape = np.broadcast_shapes(array.shape[:-1], e.shape[:-1]) + (size, size)
+        shape = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), size, size)
         return _validate.output(np.broadcast_to(entries, shape), dtype)
 
     def eigenvalues(self, x: Any, epsilon: Any) -> Any:
         """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
         array, e, stats, dtype = self._prepare(x, epsilon)
         size = array.shape[-1]
-        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1]) + (1,)
+        batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
         columns = []
         for value, multiplicity in self._eigen:
             count = int(multiplicity.subs(n, size))
@@ -151,5 +154,5 @@ class NumericLayer:
     def spectral_norm(self, x: Any, epsilon: Any) -> Any:
         """The spectral norm of the Jacobian, shape (...)."""
         array, e, stats, dtype = self._prepare(x, epsilon)
-        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1]) + (1,)
+        batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
         return _validate.output(np.broadcast_to(self._norm(array.shape[-1])(*stats, e), batch)[..., 0], dtype)

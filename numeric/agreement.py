@@ -26,9 +26,7 @@ def assert_agree(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0, 
     excess = np.abs(a - e) - (atol + rtol * np.abs(e))
     if a.size and excess.max() > 0:
         worst = np.unravel_index(np.argmax(excess), a.shape)
-        raise AgreementError(
-            f"{what}: at {worst} got {a[worst]!r}, expected {e[worst]!r} (rtol={rtol}, atol={atol})"
-        )
+        raise AgreementError(f"{what}: at {worst} got {a[worst]!r}, expected {e[worst]!r} (rtol={rtol}, atol={atol})")
     return int(a.size)
 
 

@@ -28,7 +28,7 @@ def scalar_against_symbolic(layer: NumericLayer, name: str, ts: np.ndarray, epsi
     expr = getattr(response, name)(layer.layer)
     function = getattr(layer, name)
     tt, ee = np.meshgrid(ts, epsilons)
-    expected = np.array([exact(expr, {t: a, eps_symbol: b}) for a, b in zip(tt.ravel(), ee.ravel())])
+    expected = np.array([exact(expr, {t: a, eps_symbol: b}) for a, b in zip(tt.ravel(), ee.ravel(), strict=False)])
     return assert_agree(function(tt.ravel(), ee.ravel()), expected, rtol=1e-13, what=f"{name} vs symbolic")
 
 
@@ -81,7 +81,7 @@ def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.r
     count += assert_agree(jac @ centered, values["centered"] * centered, **tol, what="J c")
     if size > 2:
         basis, _ = np.linalg.qr(np.column_stack([ones, centered]))
-        w = rng.standard_normal(size)
+        w = rng.standard_normal((size,))
         w -= basis @ (basis.T @ w)
         count += assert_agree(jac @ w, values["complement"] * w, **tol, what="J w, w orthogonal to 1 and c")
     return count

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from grids import EPSILONS, SIZES
 from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -9,8 +10,6 @@ from hypothesis.extra.numpy import arrays
 from numeric import layernorm, verify
 from numeric.agreement import assert_agree
 from numeric.layernorm import LAYER
-
-from grids import EPSILONS, SIZES
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import itertools
+
 import matplotlib.pyplot as plt
 import pytest
 
@@ -31,7 +33,7 @@ def test_no_png_when_verification_fails(tmp_path, monkeypatch, capsys):
 
 
 def _overlaps(boxes):
-    return [(a, b) for a, b in zip(boxes, boxes[1:]) if a.x1 > b.x0]
+    return [(a, b) for a, b in itertools.pairwise(boxes) if a.x1 > b.x0]
 
 
 def test_tick_labels_do_not_overlap():

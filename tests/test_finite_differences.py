@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from grids import EPSILONS, SIZES
 
 from numeric import verify
 from numeric.agreement import AgreementError
 from numeric.layernorm import LAYER
-
-from grids import EPSILONS, SIZES
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
@@ -27,6 +26,7 @@ def test_jacobian_matches_differences_in_random_directions(size, epsilon, scale,
 def test_difference_check_catches_a_wrong_jacobian(monkeypatch, rng):
     values = rng.standard_normal(5)
     right = LAYER.jacobian
+
     # Dropping the rank-one c c^T term leaves J 1 = 0 intact: only random
     # directions can see the difference.
     def wrong(x, e):

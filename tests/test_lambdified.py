@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import sympy as sp
+from grids import EPSILONS
 
 from derivations import eigen, jacobian
 from derivations._symbols import epsilon as EPS
@@ -10,8 +11,6 @@ from derivations._symbols import i, k, mu, n, q, x
 from numeric import layernorm, verify
 from numeric.agreement import AgreementError, assert_agree, exact
 from numeric.layernorm import LAYER
-
-from grids import EPSILONS
 
 T_GRID = np.concatenate([[0.0, -0.0], -np.logspace(-4, 2, 7), np.logspace(-4, 2, 7), [-0.8, -0.1, 0.2, 0.7]])
 
@@ -36,7 +35,9 @@ def test_jacobian_entries_match_symbolic(epsilon, rng):
     expected = np.array(
         [
             [
-                exact(entry.subs({i: r, k: col, n: 4}), {x[r]: values[r], x[col]: values[col], mu: m, q: v, EPS: epsilon})
+                exact(
+                    entry.subs({i: r, k: col, n: 4}), {x[r]: values[r], x[col]: values[col], mu: m, q: v, EPS: epsilon}
+                )
                 for col in range(4)
             ]
             for r in range(4)
@@ -49,7 +50,12 @@ def test_jacobian_entries_match_symbolic(epsilon, rng):
 def test_forward_matches_definition(epsilon, rng):
     values = rng.standard_normal(5)
     m = sp.Rational(float(np.mean(values)))
-    expected = [exact(LAYER.layer.output.subs(x[i], x[r]), {x[r]: values[r], mu: float(m), q: float(np.var(values)), EPS: epsilon}) for r in range(5)]
+    expected = [
+        exact(
+            LAYER.layer.output.subs(x[i], x[r]), {x[r]: values[r], mu: float(m), q: float(np.var(values)), EPS: epsilon}
+        )
+        for r in range(5)
+    ]
     assert_agree(layernorm.forward(values, epsilon), np.array(expected), rtol=1e-12, atol=1e-15, what="forward")
 
 

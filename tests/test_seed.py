@@ -6,8 +6,8 @@ reference that the derivations did not produce.
 
 import numpy as np
 import pytest
-
 import seed_reference
+
 from numeric import layernorm, response, slope
 
 

@@ -6,8 +6,7 @@ import dataclasses
 import pytest
 import sympy as sp
 
-from derivations import DerivationError, formula, formulas
-from derivations import eigen, jacobian, moments, response, spectral
+from derivations import DerivationError, eigen, formula, formulas, jacobian, moments, response, spectral
 from derivations._sums import PowerSum, reduce_sums
 from derivations._symbols import c, epsilon, i, j, k, mu, n, q, s, t, w, x
 from derivations.catalog import LAYERS

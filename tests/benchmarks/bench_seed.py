@@ -16,8 +16,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numeric  # noqa: E402
-import seed_reference  # noqa: E402
+import seed_reference
+
+import numeric
 
 POINTS = 1_000_000
 REPEATS = 7

@@ -26,10 +26,12 @@ def test_no_png_when_verification_fails(tmp_path, monkeypatch, capsys):
     def failing_run():
         raise AgreementError("slope vs symbolic: at (3,) got 1.0, expected 2.0")
 
-    monkeypatch.setattr(cli, "run", failing_run)
+    monkeypatch.setattr(cli.verify, "run", failing_run)
     assert cli.main(["--out", str(tmp_path)]) == 1
     assert list(tmp_path.iterdir()) == []
-    assert "verification failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "verification failed: slope vs symbolic" in err
+    assert "no figure written" in err
 
 
 def _overlaps(boxes):

@@ -47,7 +47,9 @@ class Layer:
     """A layer ``y_i = output(x_i, statistics, epsilon)`` and what it states.
 
     ``stated`` maps a result name to the form the layer claims; every
-    derivation must prove its output equal to it.  ``display`` lists the
+    derivation must prove its output equal to it.  ``spread`` is the
+    statistic that vanishes exactly at the degenerate input (a constant input
+    for LayerNorm, zero for RMSNorm).  ``display`` lists the
     substitutions that write a derived expression in the notation of the
     statements (for example x_i -> c_i + mu).
     """
@@ -60,6 +62,7 @@ class Layer:
     coordinate: int
     directions: tuple[Direction, ...]
     display: tuple[tuple[sp.Expr, sp.Expr], ...]
+    spread: sp.Symbol
     stated: Mapping[str, sp.Basic] = field(default_factory=dict)
 
     def entry(self, index: sp.Symbol = i) -> sp.Expr:

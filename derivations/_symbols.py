@@ -10,6 +10,7 @@ n = sp.Symbol("n", integer=True, positive=True)
 # s = sqrt(q + epsilon) is the normalizing scale, hence positive.
 mu = sp.Symbol("mu", real=True)
 q = sp.Symbol("q", nonnegative=True)
+r = sp.Symbol("r", nonnegative=True)  # mean of the squared raw entries (RMS layers)
 s = sp.Symbol("s", positive=True)
 
 # Entries of the input x, of a test vector w, and of the centered input c.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from derivations import eigen, jacobian, layernorm, moments, response, spectral
+from derivations import eigen, jacobian, layernorm, moments, response, rmsnorm, spectral
 from derivations._formula import Formula
 from derivations._layer import Layer
 
-LAYERS: dict[str, Layer] = {layer.key: layer for layer in (layernorm.LAYER,)}
+LAYERS: dict[str, Layer] = {layer.key: layer for layer in (layernorm.LAYER, rmsnorm.LAYER)}
 
 # The derivations in the order `make derive` prints them.
 _STAGES = (response, jacobian, eigen, spectral, moments)

@@ -40,6 +40,7 @@ LAYER = Layer(
         (x[k], c[k] + mu),
         (sp.sqrt(q + epsilon), s),
     ),
+    spread=q,
     stated={
         "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
         "slope": epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),

@@ -16,7 +16,7 @@ from derivations import eigen, jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal, less_equal
-from derivations._symbols import n, norm_J, q
+from derivations._symbols import n, norm_J
 
 
 def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
@@ -50,8 +50,10 @@ def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
 
 
 @cache
-def spectral_norm(layer: Layer) -> sp.Piecewise:
+def spectral_norm(layer: Layer) -> sp.Expr:
     pieces = cases(layer)
+    if len(pieces) == 1:
+        return pieces[0][1]
     branches = [
         (value, sp.Eq(n, start) if nxt == start + 1 else n < nxt)
         for (start, value), (nxt, _) in itertools.pairwise(pieces)
@@ -62,19 +64,22 @@ def spectral_norm(layer: Layer) -> sp.Piecewise:
 
 @cache
 def constant_input(layer: Layer) -> sp.Expr:
-    """The spectral norm where the input is constant (q = 0): every case agrees."""
-    values = {sp.factor(value.subs(q, 0)) for _, value in cases(layer)}
+    """The spectral norm at the degenerate input (spread = 0): every case agrees."""
+    values = {sp.factor(value.subs(layer.spread, 0)) for _, value in cases(layer)}
     if len(values) != 1:
-        raise DerivationError(f"{layer.key}: cases disagree at q = 0: {values}")
+        raise DerivationError(f"{layer.key}: cases disagree at {layer.spread} = 0: {values}")
     return values.pop()
 
 
 @cache
 def bound(layer: Layer) -> tuple[sp.Expr, list[str], sp.Set]:
-    """The bound over all inputs (its value at q = 0), proofs, and where it is attained."""
+    """The bound over all inputs (its value at spread = 0), proofs, and where it is attained."""
     top = constant_input(layer)
     proofs = [less_equal(value, top, f"{layer.key}.spectral_bound") for _, value in cases(layer)]
-    attained = [sp.solveset(sp.numer(sp.together(top - value)), q, sp.Interval(0, sp.oo)) for _, value in cases(layer)]
+    attained = [
+        sp.solveset(sp.numer(sp.together(top - value)), layer.spread, sp.Interval(0, sp.oo))
+        for _, value in cases(layer)
+    ]
     where = attained[0]
     if any(a != where for a in attained):
         raise DerivationError(f"{layer.key}: equality sets differ by case: {attained}")
@@ -105,13 +110,14 @@ def formulas(layer: Layer) -> list[Formula]:
             sp.Eq(norm_J, shown),
             ("epsilon > 0", "n >= 2"),
             Established.ALL_N,
-            f"eigenvalues compared: constant input (q = 0) gives {constant_input(layer)}",
+            f"eigenvalues compared; at {layer.spread} = 0 it is {constant_input(layer)}",
             proof,
             layer.key,
         ),
         Formula(
             "spectral_bound",
-            f"Bound on the spectral norm over all inputs, with equality exactly when {_members('q', where)}.",
+            "Bound on the spectral norm over all inputs, with equality exactly when "
+            f"{_members(str(layer.spread), where)}.",
             sp.Le(norm_J, top),
             ("epsilon > 0", "n >= 2"),
             Established.ALL_N,

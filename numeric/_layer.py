@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import LAYERS, eigen, formula, jacobian, response, spectral
+from derivations import LAYERS, Direction, eigen, formula, jacobian, response, spectral
 from derivations._symbols import LATEX_NAMES, epsilon, i, j, k, n, t, x
 from numeric import _validate
 from numeric._lambdify import compile
@@ -91,6 +91,26 @@ class NumericLayer:
     @cached_property
     def _slope(self) -> Any:
         return compile(response.slope(self.layer), (t, epsilon))
+
+    def functions(self) -> tuple[Any, ...]:
+        """The public functions, in the order a ``numeric.<key>`` module binds them."""
+        return self.forward, self.jacobian, self.eigenvalues, self.spectral_norm, self.response, self.slope
+
+    @property
+    def eigenpairs(self) -> tuple[eigen.Eigen, ...]:
+        return eigen.eigenpairs(self.layer)
+
+    def statistics(self, x: np.ndarray) -> dict[sp.Symbol, float]:
+        """The layer's statistics of one input vector, by name, as floats."""
+        values = self._statistics(_validate.vector(x))
+        return {symbol: float(np.ravel(v)[0]) for symbol, v in zip(self._stat_symbols, values, strict=True)}
+
+    def direction(self, direction: Direction, x: np.ndarray) -> np.ndarray:
+        """The vector of an explicit eigen direction at input x, by its lambdified entry."""
+        array = _validate.vector(x)
+        stats = self._statistics(array)
+        entry = self._compile(direction.entry, _xk, *self._stat_symbols)
+        return np.broadcast_to(entry(array, *stats), array.shape).astype(np.float64)
 
     def asymptotes(self) -> tuple[float, float]:
         """Limits of the response as t -> +oo and t -> -oo."""

@@ -3,12 +3,6 @@
 from numeric._layer import NumericLayer
 
 LAYER = NumericLayer("layernorm")
-
-response = LAYER.response
-slope = LAYER.slope
-forward = LAYER.forward
-jacobian = LAYER.jacobian
-eigenvalues = LAYER.eigenvalues
-spectral_norm = LAYER.spectral_norm
+forward, jacobian, eigenvalues, spectral_norm, response, slope = LAYER.functions()
 
 __all__ = ["eigenvalues", "forward", "jacobian", "response", "slope", "spectral_norm"]

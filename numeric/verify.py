@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 
-from derivations import eigen, response
+from derivations import response
 from derivations._symbols import epsilon as eps_symbol
-from derivations._symbols import mu, q, t
+from derivations._symbols import t
 from numeric._layer import NumericLayer
 from numeric.agreement import AgreementError, assert_agree, exact
 from numeric.layernorm import LAYER
@@ -61,29 +61,35 @@ def jacobian_against_differences(layer: NumericLayer, x: np.ndarray, epsilon: fl
 
 
 def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
-    """Derived eigenvalues vs eigvalsh; J 1, J c and J w on the complement vs the derived values."""
+    """Derived eigenvalues vs eigvalsh, the norm vs numpy, and J v = lambda v per derived direction.
+
+    An explicit direction's vector is its lambdified entry; the complement is
+    probed by a random w projected off every explicit direction.
+    """
     jac = layer.jacobian(x, epsilon)
-    size = x.shape[-1]
     tol = {"rtol": 1e-10, "atol": 1e-13 / np.sqrt(epsilon)}
     count = assert_agree(layer.eigenvalues(x, epsilon), np.linalg.eigvalsh(jac), **tol, what="eigenvalues vs eigvalsh")
     count += assert_agree(
         layer.spectral_norm(x, epsilon), np.linalg.norm(jac, 2), **tol, what="spectral_norm vs numpy.linalg.norm"
     )
-    mean = float(np.mean(x))
-    centered = x - mean
-    q_value = float(np.mean(centered**2))
-    values = {
-        pair.direction.name: exact(pair.value, {mu: mean, q: q_value, eps_symbol: epsilon})
-        for pair in eigen.eigenpairs(layer.layer)
+    stats = layer.statistics(x)
+    point = {**stats, eps_symbol: epsilon}
+    explicit = {
+        pair.direction.name: layer.direction(pair.direction, x)
+        for pair in layer.eigenpairs
+        if not pair.direction.complement
     }
-    ones = np.ones(size)
-    count += assert_agree(jac @ ones, values["ones"] * ones, **tol, what="J 1")
-    count += assert_agree(jac @ centered, values["centered"] * centered, **tol, what="J c")
-    if size > 2:
-        basis, _ = np.linalg.qr(np.column_stack([ones, centered]))
-        w = rng.standard_normal((size,))
-        w -= basis @ (basis.T @ w)
-        count += assert_agree(jac @ w, values["complement"] * w, **tol, what="J w, w orthogonal to 1 and c")
+    for pair in layer.eigenpairs:
+        value = exact(pair.value, point)
+        if pair.direction.complement:
+            basis, _ = np.linalg.qr(np.column_stack(list(explicit.values())))
+            if basis.shape[1] >= x.shape[-1]:
+                continue  # the complement is empty at this n
+            v = rng.standard_normal((x.shape[-1],))
+            v -= basis @ (basis.T @ v)
+        else:
+            v = explicit[pair.direction.name]
+        count += assert_agree(jac @ v, value * v, **tol, what=f"J v along {pair.direction.name}")
     return count
 
 

@@ -11,15 +11,16 @@ from derivations import formulas
 from derivations.__main__ import main
 from derivations.render import FORMATS
 
-GOLDEN = Path(__file__).parent / "golden" / "derive.txt"
+GOLDEN = Path(__file__).parent / "golden"
 
 
-def test_text_output_matches_the_committed_golden_file(capsys):
-    assert main([]) == 0
+@pytest.mark.parametrize(("argv", "name"), [([], "derive.txt"), (["--layer", "rmsnorm"], "rmsnorm.txt")])
+def test_text_output_matches_the_committed_golden_file(argv, name, capsys):
+    assert main(argv) == 0
     produced = capsys.readouterr().out
     # A deliberate change to a formula is recorded with `make golden` and
     # reviewed as a diff of this file.
-    assert produced == GOLDEN.read_text(), "derivation output drifted from tests/golden/derive.txt"
+    assert produced == (GOLDEN / name).read_text(), f"derivation output drifted from tests/golden/{name}"
 
 
 def test_json_has_name_statement_latex_for_every_formula(capsys):

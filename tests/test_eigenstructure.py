@@ -2,30 +2,37 @@
 
 import numpy as np
 import pytest
-from grids import EPSILONS, SIZES
+from grids import EPSILONS, SIZES, SYMMETRIC_LAYERS
 from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from numeric import layernorm, verify
+from numeric import layernorm, rmsnorm, verify
 from numeric.agreement import assert_agree
-from numeric.layernorm import LAYER
+
+MODULES = {"layernorm": layernorm, "rmsnorm": rmsnorm}
 
 
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("epsilon", EPSILONS)
-def test_eigenstructure(size, epsilon, rng):
+def test_eigenstructure(key, size, epsilon, rng):
+    layer = MODULES[key].LAYER
     values = rng.standard_normal(size) * rng.uniform(0.1, 10)
-    # eigvalsh (n values), the norm (1), J 1 and J c (n each), J w (n, when n > 2)
-    expected = 3 * size + 1 + (size if size > 2 else 0)
-    assert verify.eigenstructure(LAYER, values, epsilon, rng) == expected
+    explicit = sum(1 for p in layer.eigenpairs if not p.direction.complement)
+    # eigvalsh (n values), the norm (1), then n values of J v for each explicit
+    # direction and for the complement when it is not empty
+    expected = size + 1 + size * (explicit + (size > explicit))
+    assert verify.eigenstructure(layer, values, epsilon, rng) == expected
 
 
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
 @pytest.mark.parametrize("size", SIZES)
-def test_batched_functions_match_one_at_a_time(size, rng):
+def test_batched_functions_match_one_at_a_time(key, size, rng):
+    module = MODULES[key]
     batch = rng.standard_normal((3, 2, size))
     eps = np.array([[0.1], [1.0], [10.0]])
-    for function in (layernorm.forward, layernorm.jacobian, layernorm.eigenvalues, layernorm.spectral_norm):
+    for function in (module.forward, module.jacobian, module.eigenvalues, module.spectral_norm):
         stacked = function(batch, eps)
         single = np.array([[function(batch[a, b], eps[a, 0]) for b in range(2)] for a in range(3)])
         assert_agree(stacked, single, rtol=1e-15, what=function.__name__)
@@ -67,3 +74,16 @@ def test_properties(values, epsilon):
     u = layernorm.forward(values, epsilon)
     q = np.var(values)
     assert_agree(np.mean(u**2), q / (q + epsilon), rtol=1e-12, atol=1e-15, what="second moment")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rmsnorm_at_zero_input_has_norm_one_over_root_epsilon(size):
+    zero = np.zeros(size)
+    assert_agree(rmsnorm.spectral_norm(zero, 0.04), 5.0, rtol=1e-15, what="RMS norm at x = 0")
+    assert_agree(rmsnorm.eigenvalues(zero, 0.04), np.full(size, 5.0), rtol=1e-15, what="RMS eigenvalues at x = 0")
+
+
+def test_rmsnorm_two_features_norm_is_one_over_s():
+    """Unlike LayerNorm, RMSNorm's complement is never empty: the norm is 1/s already at n = 2."""
+    values = np.array([3.0, 4.0])  # r = 12.5
+    assert_agree(rmsnorm.spectral_norm(values, 0.5), 1 / np.sqrt(13.0), rtol=1e-15, what="RMS n = 2 norm")

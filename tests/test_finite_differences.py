@@ -2,25 +2,29 @@
 
 import numpy as np
 import pytest
-from grids import EPSILONS, SIZES
+from grids import EPSILONS, SIZES, SYMMETRIC_LAYERS
 
-from numeric import verify
+from numeric import layernorm, rmsnorm, verify
 from numeric.agreement import AgreementError
 from numeric.layernorm import LAYER
 
+MODULES = {"layernorm": layernorm, "rmsnorm": rmsnorm}
 
+
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
 @pytest.mark.parametrize("epsilon", EPSILONS)
-def test_slope_matches_differences(epsilon):
+def test_slope_matches_differences(key, epsilon):
     ts = np.concatenate([np.linspace(-3, 3, 61), [-0.8, -0.1, 0.0, 0.2, 0.7]]) * np.sqrt(max(epsilon, 1e-2))
-    assert verify.slope_against_differences(LAYER, ts, epsilon) == ts.size
+    assert verify.slope_against_differences(MODULES[key].LAYER, ts, epsilon) == ts.size
 
 
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("epsilon", [1e-3, 0.25, 1.0, 100.0])
 @pytest.mark.parametrize("scale", [1e-2, 1.0, 1e2])
-def test_jacobian_matches_differences_in_random_directions(size, epsilon, scale, rng):
+def test_jacobian_matches_differences_in_random_directions(key, size, epsilon, scale, rng):
     values = scale * rng.standard_normal(size) + rng.standard_normal()
-    assert verify.jacobian_against_differences(LAYER, values, epsilon, rng) == 3 * size
+    assert verify.jacobian_against_differences(MODULES[key].LAYER, values, epsilon, rng) == 3 * size
 
 
 def test_difference_check_catches_a_wrong_jacobian(monkeypatch, rng):

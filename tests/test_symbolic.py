@@ -61,9 +61,10 @@ def test_jacobian_is_symmetric():
     assert jacobian.is_symmetric(LAYER)
 
 
+@pytest.mark.parametrize("key", sorted(LAYERS))
 @pytest.mark.parametrize("size", [2, 3, 4, 5])
-def test_explicit_matrix_jacobian_equals_symbolic_n_form(size):
-    assert "equals Matrix.jacobian" in jacobian.explicit_agrees(LAYER, size)
+def test_explicit_matrix_jacobian_equals_symbolic_n_form(key, size):
+    assert "equals Matrix.jacobian" in jacobian.explicit_agrees(LAYERS[key], size)
 
 
 @pytest.mark.parametrize("size", [2, 3])
@@ -139,3 +140,13 @@ def test_formula_renders_latex_for_jupyter():
 def test_unknown_formula_name_is_a_value_error():
     with pytest.raises(ValueError, match="name must be one of"):
         formula("slope_at_one")
+
+
+def test_rmsnorm_eigenstructure_differs_from_layernorm():
+    rms = LAYERS["rmsnorm"]
+    pairs = {p.direction.name: p for p in eigen.eigenpairs(rms)}
+    assert set(pairs) == {"x", "complement"}
+    assert pairs["complement"].multiplicity == n - 1
+    r = sp.Symbol("r", nonnegative=True)
+    assert is_zero(pairs["x"].value - epsilon / (r + epsilon) ** sp.Rational(3, 2))
+    assert is_zero(spectral.spectral_norm(rms) - 1 / sp.sqrt(r + epsilon))

@@ -1,0 +1,39 @@
+r"""RMSNorm with epsilon inside the square root (PyTorch ``nn.RMSNorm``, T5, LLaMA).
+
+.. math:: \mathrm{RMS}(x) = \frac{x}{\sqrt{r + \varepsilon}}, \qquad r = \overline{x^2}.
+
+No centering: the input itself is an eigenvector of the Jacobian, and the
+all-ones vector is not special.
+"""
+
+import sympy as sp
+
+from derivations._layer import Direction, Layer, Statistic
+from derivations._symbols import epsilon, i, j, k, n, r, s, t, w, x
+
+_x = sp.MatrixSymbol("x", n, 1)
+
+LAYER = Layer(
+    key="rmsnorm",
+    title="RMSNorm, epsilon inside the square root",
+    statistics=(Statistic(r, x[j] ** 2, "mean of the squared entries"),),
+    output=x[i] / sp.sqrt(r + epsilon),
+    pattern=(-t, sp.Integer(0), t),
+    coordinate=2,
+    directions=(
+        Direction("x", x[k], "the input x itself"),
+        Direction("complement", w[k], "every w orthogonal to x", constraints=(x[k] * w[k],), complement=True),
+    ),
+    display=((sp.sqrt(r + epsilon), s),),
+    spread=r,
+    stated={
+        "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
+        "slope_at_zero": 1 / sp.sqrt(epsilon),
+        "jacobian": sp.Identity(n) / s - _x * _x.T / (n * s**3),
+        "eigen_x": epsilon / s**3,
+        "eigen_complement": 1 / s,
+        "spectral_norm": 1 / s,
+        "spectral_bound": 1 / sp.sqrt(epsilon),
+        "second_moment": r / (r + epsilon),
+    },
+)

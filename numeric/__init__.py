@@ -10,4 +10,4 @@
 from numeric import layernorm, rmsnorm
 from numeric.layernorm import response, slope
 
-__all__ = ["layernorm", "response", "slope", "rmsnorm"]
+__all__ = ["layernorm", "response", "rmsnorm", "slope"]

@@ -85,6 +85,15 @@ class NumericLayer:
         return self._compile(spectral.spectral_norm(self.layer).subs(n, size), *self._stat_symbols, epsilon)
 
     @cached_property
+    def _bound(self) -> Any:
+        return compile(spectral.bound(self.layer)[0], (epsilon,))
+
+    def bound(self, epsilon: Any) -> Any:
+        """The derived bound on the Jacobian's spectral norm over all inputs."""
+        e = _validate.epsilon(epsilon)
+        return _validate.output(np.broadcast_to(self._bound(e), e.shape), _validate.result_dtype(epsilon))
+
+    @cached_property
     def _response(self) -> Any:
         return compile(response.response(self.layer), (t, epsilon))
 

@@ -55,7 +55,7 @@ def jacobian_against_differences(layer: NumericLayer, x: np.ndarray, epsilon: fl
         v = rng.standard_normal(x.shape[-1])
         h = _FD_STEP * scale / np.linalg.norm(v)
         differences = (layer.forward(x + h * v, epsilon) - layer.forward(x - h * v, epsilon)) / (2 * h)
-        bound = np.linalg.norm(v) / np.sqrt(epsilon)  # |J v| <= |v| / sqrt(epsilon)
+        bound = np.linalg.norm(v) * layer.bound(epsilon)  # |J v| <= |v| |J|
         count += assert_agree(differences, jac @ v, rtol=1e-6, atol=1e-7 * bound, what="J v vs differences")
     return count
 
@@ -67,7 +67,7 @@ def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.r
     probed by a random w projected off every explicit direction.
     """
     jac = layer.jacobian(x, epsilon)
-    tol = {"rtol": 1e-10, "atol": 1e-13 / np.sqrt(epsilon)}
+    tol = {"rtol": 1e-10, "atol": 1e-13 * layer.bound(epsilon)}
     count = assert_agree(layer.eigenvalues(x, epsilon), np.linalg.eigvalsh(jac), **tol, what="eigenvalues vs eigvalsh")
     count += assert_agree(
         layer.spectral_norm(x, epsilon), np.linalg.norm(jac, 2), **tol, what="spectral_norm vs numpy.linalg.norm"

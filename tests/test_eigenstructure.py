@@ -87,3 +87,14 @@ def test_rmsnorm_two_features_norm_is_one_over_s():
     """Unlike LayerNorm, RMSNorm's complement is never empty: the norm is 1/s already at n = 2."""
     values = np.array([3.0, 4.0])  # r = 12.5
     assert_agree(rmsnorm.spectral_norm(values, 0.5), 1 / np.sqrt(13.0), rtol=1e-15, what="RMS n = 2 norm")
+
+
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
+def test_derived_bound_holds_and_is_attained_at_the_degenerate_input(key, rng):
+    layer = MODULES[key].LAYER
+    eps = np.array([1e-4, 0.25, 9.0])
+    assert_agree(layer.bound(eps), 1 / np.sqrt(eps), rtol=1e-15, what="bound = 1/sqrt(epsilon)")
+    norms = layer.spectral_norm(rng.standard_normal((3, 5)), eps)
+    assert (norms < layer.bound(eps)).all()
+    degenerate = np.zeros(5)  # constant for LayerNorm, zero for RMSNorm
+    assert_agree(layer.spectral_norm(degenerate, eps[1]), layer.bound(eps[1]), rtol=1e-15, what="equality")

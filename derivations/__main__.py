@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from derivations.catalog import LAYERS, formulas
+from derivations.cli import OneLineParser
 from derivations.render import FORMATS
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        # One line and a non-zero status, never a usage dump plus traceback.
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
+    parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument("--layer", choices=sorted(LAYERS), default="layernorm", help="which layer to print")
     args = parser.parse_args(argv)

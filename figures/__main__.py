@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from derivations.cli import OneLineParser
 from figures import FIGURES
 from figures._output import BUILD, save
 from numeric import verify
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m figures", description=__doc__)
+    parser = OneLineParser(prog="python -m figures", description=__doc__)
     parser.add_argument("--out", type=Path, default=BUILD, help=f"output folder (default: {BUILD})")
     args = parser.parse_args(argv)
     if verify.main() != 0:

@@ -80,3 +80,10 @@ def test_the_seed_tick_spacing_would_overlap():
     )
     assert _overlaps(boxes) != []
     plt.close(figure)
+
+
+def test_bad_arguments_print_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--bogus"])
+    assert stop.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

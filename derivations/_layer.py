@@ -9,21 +9,25 @@ from functools import cache
 
 import sympy as sp
 
-from derivations._proof import equal
-from derivations._sums import over_entries, power_sum_values, reduce_sums
+from derivations._proof import DerivationError, equal
+from derivations._sums import in_statistics, over_entries, power_sum_values, reduce_sums
 from derivations._symbols import i, j, k, n, x
 
 
 @dataclass(frozen=True, eq=False)
 class Statistic:
-    """A statistic of the input: the mean over entries j of ``summand``.
+    """A statistic of the input.
 
-    ``summand`` is written in ``x[j]`` and in the statistics defined before it.
+    With ``mean=True`` it is the mean over entries j of ``summand``, written in
+    ``x[j]`` and the statistics defined before it.  With ``mean=False`` it is
+    ``summand`` itself, a function of earlier statistics (a standard deviation
+    from a variance, say).
     """
 
     symbol: sp.Symbol
     summand: sp.Expr
     meaning: str
+    mean: bool = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,33 +47,52 @@ class Direction:
 
 
 @dataclass(frozen=True, eq=False)
+class Pattern:
+    """An input (values in t) along which the response and its slope are taken."""
+
+    values: tuple[sp.Expr, ...]
+    coordinate: int
+    suffix: str = ""
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(map(str, self.values)) + ")"
+
+
+@dataclass(frozen=True, eq=False)
 class Layer:
     """A layer ``y_i = output(x_i, statistics, epsilon)`` and what it states.
 
     ``stated`` maps a result name to the form the layer claims; every
     derivation must prove its output equal to it.  ``spread`` is the
     statistic that vanishes exactly at the degenerate input (a constant input
-    for LayerNorm, zero for RMSNorm).  ``display`` lists the
-    substitutions that write a derived expression in the notation of the
-    statements (for example x_i -> c_i + mu).
+    for LayerNorm, zero for RMSNorm).  ``approach`` parametrizes inputs that
+    tend to the degenerate one as a symbol tau -> 0+, for the limits taken
+    there.  ``display`` lists the substitutions that write a derived
+    expression in the notation of the statements (for example x_i -> c_i + mu).
+    ``notes`` are caveats that belong in the statements, such as a point
+    where a statistic is not differentiable.
     """
 
     key: str
     title: str
     statistics: tuple[Statistic, ...]
     output: sp.Expr
-    pattern: tuple[sp.Expr, ...]
-    coordinate: int
+    patterns: tuple[Pattern, ...]
     directions: tuple[Direction, ...]
     display: tuple[tuple[sp.Expr, sp.Expr], ...]
     spread: sp.Symbol
+    approach: Mapping[sp.Expr, sp.Expr] = field(default_factory=dict)
     stated: Mapping[str, sp.Basic] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
 
     def entry(self, index: sp.Symbol = i) -> sp.Expr:
         """Output entry ``index`` for symbolic n, every statistic written as a sum."""
         fresh = (sp.Symbol(f"j{m}", integer=True, nonnegative=True) for m in itertools.count())
         means: dict[sp.Symbol, sp.Expr] = {}
         for stat in self.statistics:
+            if not stat.mean:
+                means[stat.symbol] = stat.summand.subs(means)
+                continue
             dummy = next(fresh)
             summand = stat.summand.subs(means).subs(j, dummy)
             means[stat.symbol] = over_entries(summand, dummy) / n
@@ -92,17 +115,33 @@ class Layer:
         """Each statistic written out over ``size`` explicit entries."""
         values: dict[sp.Symbol, sp.Expr] = {}
         for stat in self.statistics:
-            summand = stat.summand.subs(values)
-            values[stat.symbol] = sp.Add(*(summand.subs(j, m) for m in range(size))) / size
+            summand = stat.summand.subs(values).subs(n, size)
+            values[stat.symbol] = sp.Add(*(summand.subs(j, m) for m in range(size))) / size if stat.mean else summand
         return values
 
     def relations(self) -> list[sp.Eq]:
-        """Each statistic's definition, n * statistic = reduced sum of its summand."""
-        return [sp.Eq(n * stat.symbol, reduce_sums(over_entries(stat.summand, j))) for stat in self.statistics]
+        """Each mean's definition, n * statistic = reduced sum of its summand."""
+        return [
+            sp.Eq(n * stat.symbol, reduce_sums(over_entries(stat.summand, j))) for stat in self.statistics if stat.mean
+        ]
 
     def power_sums(self, *constraints: sp.Expr) -> dict[sp.Expr, sp.Expr]:
         """Power sums in terms of the statistics, under extra zero-sum constraints."""
         return _power_sums(self, constraints)
+
+    def express(self, reduced: sp.Expr, *constraints: sp.Expr) -> sp.Expr:
+        """A reduced sum expression written in the layer's statistics.
+
+        Power sums become means; then each derived statistic replaces the mean
+        it is a function of (a variance q becomes its standard deviation's
+        square), so results read in the statistic the layer normalizes by.
+        """
+        expr = in_statistics(reduced, self.power_sums(*constraints))
+        means = tuple(stat.symbol for stat in self.statistics if stat.mean)
+        for stat in self.statistics:
+            if not stat.mean:
+                expr = expr.subs(_inverse(stat, means))
+        return expr
 
     def to_display(self, expr: sp.Basic) -> sp.Basic:
         """Write ``expr`` in the notation of the layer's statements."""
@@ -110,17 +149,27 @@ class Layer:
             expr = expr.subs(old, new)
         return expr
 
-    def on_pattern(self) -> sp.Expr:
-        """The response: output coordinate ``coordinate`` on input ``pattern``."""
-        size = len(self.pattern)
-        entry = self.explicit_entry(size, self.coordinate)
-        return entry.subs({x[m]: value for m, value in enumerate(self.pattern)})
+    def on_pattern(self, pattern: Pattern) -> sp.Expr:
+        """The response: output coordinate ``pattern.coordinate`` on ``pattern.values``."""
+        size = len(pattern.values)
+        entry = self.explicit_entry(size, pattern.coordinate)
+        return entry.subs({x[m]: value for m, value in enumerate(pattern.values)})
 
     def prove_stated(self, name: str, derived: sp.Expr) -> str:
         """Prove ``derived`` equal to the stated form of ``name``, if one is stated."""
         if name not in self.stated:
             return ""
         return equal(derived, self.stated[name], f"{self.key}.{name}")
+
+
+@cache
+def _inverse(stat: Statistic, means: tuple[sp.Symbol, ...]) -> dict[sp.Symbol, sp.Expr]:
+    """Solve a derived statistic's definition for the mean it is built on."""
+    (base,) = [s for s in means if s in stat.summand.free_symbols]
+    solutions = sp.solve(sp.Eq(stat.symbol, stat.summand), base)
+    if len(solutions) != 1:
+        raise DerivationError(f"{stat.symbol} = {stat.summand} does not determine {base} uniquely: {solutions}")
+    return {base: solutions[0]}
 
 
 @cache

@@ -17,7 +17,7 @@ from derivations import jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Direction, Layer
 from derivations._proof import DerivationError
-from derivations._sums import in_statistics, over_entries, reduce_sums
+from derivations._sums import over_entries, reduce_sums
 from derivations._symbols import J, i, k, n, ones
 
 
@@ -42,7 +42,7 @@ def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     pairs = []
     for direction in layer.directions:
         product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
-        product = in_statistics(product, layer.power_sums(*direction.constraints))
+        product = layer.express(product, *direction.constraints)
         value = sp.factor(sp.cancel(product / direction.entry.subs(k, i)))
         if i in value.free_symbols or any(isinstance(a, sp.Indexed) for a in value.atoms(sp.Indexed)):
             raise DerivationError(f"{layer.key}: {direction.name} is not an eigenvector: J v / v = {value}")

@@ -17,7 +17,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
-from derivations._sums import in_statistics, reduce_sums
+from derivations._sums import reduce_sums
 from derivations._symbols import J, delta, i, k, n, ones, x
 
 
@@ -25,7 +25,7 @@ from derivations._symbols import J, delta, i, k, n, ones, x
 def entry(layer: Layer) -> sp.Expr:
     """J_ik in x[i], x[k], KroneckerDelta(i, k) and the layer's statistics."""
     derivative = sp.diff(layer.entry(i), x[k])
-    return in_statistics(reduce_sums(derivative), layer.power_sums())
+    return layer.express(reduce_sums(derivative))
 
 
 def is_symmetric(layer: Layer) -> bool:

@@ -9,7 +9,7 @@ the literature states, which every derivation must prove, not return.
 
 import sympy as sp
 
-from derivations._layer import Direction, Layer, Statistic
+from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations._symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, t, w, x
 
 _P = sp.Identity(n) - ones * ones.T / n
@@ -22,8 +22,7 @@ LAYER = Layer(
         Statistic(q, (x[j] - mu) ** 2, "mean square of the centered entries"),
     ),
     output=(x[i] - mu) / sp.sqrt(q + epsilon),
-    pattern=(-t, sp.Integer(0), t),
-    coordinate=2,
+    patterns=(Pattern((-t, sp.Integer(0), t), coordinate=2),),
     directions=(
         Direction("ones", sp.Integer(1), "the all-ones vector 1"),
         Direction("centered", x[k] - mu, "the centered input c = x - mean(x) 1"),

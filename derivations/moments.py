@@ -8,7 +8,7 @@ import sympy as sp
 
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
-from derivations._sums import in_statistics, over_entries, reduce_sums
+from derivations._sums import over_entries, reduce_sums
 from derivations._symbols import i, n
 
 
@@ -16,7 +16,7 @@ from derivations._symbols import i, n
 def second_moment(layer: Layer) -> sp.Expr:
     """mean(u^2) over the entries, in the layer's statistics."""
     total = reduce_sums(over_entries(layer.entry(i) ** 2, i))
-    return sp.factor(sp.cancel(in_statistics(total, layer.power_sums()) / n))
+    return sp.factor(sp.cancel(layer.express(total) / n))
 
 
 def formulas(layer: Layer) -> list[Formula]:

@@ -8,7 +8,7 @@ all-ones vector is not special.
 
 import sympy as sp
 
-from derivations._layer import Direction, Layer, Statistic
+from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations._symbols import epsilon, i, j, k, n, r, s, t, w, x
 
 _x = sp.MatrixSymbol("x", n, 1)
@@ -18,8 +18,7 @@ LAYER = Layer(
     title="RMSNorm, epsilon inside the square root",
     statistics=(Statistic(r, x[j] ** 2, "mean of the squared entries"),),
     output=x[i] / sp.sqrt(r + epsilon),
-    pattern=(-t, sp.Integer(0), t),
-    coordinate=2,
+    patterns=(Pattern((-t, sp.Integer(0), t), coordinate=2),),
     directions=(
         Direction("x", x[k], "the input x itself"),
         Direction("complement", w[k], "every w orthogonal to x", constraints=(x[k] * w[k],), complement=True),

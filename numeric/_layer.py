@@ -54,14 +54,19 @@ class NumericLayer:
     @cached_property
     def _summands(self) -> list[Any]:
         return [
-            self._compile(stat.summand, _xj, *self._stat_symbols[:m]) for m, stat in enumerate(self.layer.statistics)
+            self._compile(stat.summand, _xj, *self._stat_symbols[:m], n) for m, stat in enumerate(self.layer.statistics)
         ]
 
     def _statistics(self, values: np.ndarray) -> list[np.ndarray]:
-        """Each statistic as the mean of its lambdified summand over the last axis."""
+        """Each statistic: the mean of its lambdified summand over the last axis, or its value."""
         stats: list[np.ndarray] = []
-        for summand in self._summands:
-            stats.append(np.mean(np.broadcast_to(summand(values, *stats), values.shape), axis=-1, keepdims=True))
+        size = values.shape[-1]
+        for stat, summand in zip(self.layer.statistics, self._summands, strict=True):
+            if stat.mean:
+                terms = np.broadcast_to(summand(values, *stats, size), values.shape)
+                stats.append(np.mean(terms, axis=-1, keepdims=True))
+            else:
+                stats.append(np.broadcast_to(summand(values, *stats, size), stats[-1].shape))
         return stats
 
     @cached_property
@@ -95,11 +100,11 @@ class NumericLayer:
 
     @cached_property
     def _response(self) -> Any:
-        return compile(response.response(self.layer), (t, epsilon))
+        return compile(response.response(self.layer, self.layer.patterns[0]), (t, epsilon))
 
     @cached_property
     def _slope(self) -> Any:
-        return compile(response.slope(self.layer), (t, epsilon))
+        return compile(response.slope(self.layer, self.layer.patterns[0]), (t, epsilon))
 
     def functions(self) -> tuple[Any, ...]:
         """The public functions, in the order a ``numeric.<key>`` module binds them."""
@@ -123,7 +128,7 @@ class NumericLayer:
 
     def asymptotes(self) -> tuple[float, float]:
         """Limits of the response as t -> +oo and t -> -oo."""
-        upper, lower = response.asymptote(self.layer)
+        upper, lower = response.asymptote(self.layer, self.layer.patterns[0])
         return float(upper), float(lower)
 
     def latex(self, name: str) -> str:

@@ -43,6 +43,24 @@ class Formula:
         return re.sub(r"\+ - ?", "- ", text)
 
     @property
+    def qualified(self) -> str:
+        """The stable name ``<layer>.<name>``, unique across layers."""
+        return f"{self.layer}.{self.name}"
+
+    def row(self) -> dict[str, object]:
+        """Plain strings for rendering and JSON."""
+        return {
+            "name": self.qualified,
+            "statement": self.statement,
+            "latex": self.latex(),
+            "established": self.established.value,
+            "detail": self.detail,
+            "proof": self.proof,
+            "assumptions": list(self.assumptions),
+            "layer": self.layer,
+        }
+
+    @property
     def how(self) -> str:
         return f"{self.established.value} ({self.detail})"
 

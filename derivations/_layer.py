@@ -100,16 +100,7 @@ class Layer:
 
     def explicit_entry(self, size: int, index: int) -> sp.Expr:
         """Output entry ``index`` for ``size`` entries x[0] .. x[size-1]."""
-        # Write each sum out term by term, innermost first; a general
-        # ``doit`` finds the same result by a far slower route.
-        return (
-            self.entry(i)
-            .subs({n: size, i: index})
-            .replace(
-                lambda e: isinstance(e, sp.Sum),
-                lambda e: sp.Add(*(e.function.subs(e.limits[0][0], m) for m in range(size))),
-            )
-        )
+        return self.output.subs(self.explicit_statistics(size)).subs({i: index, n: size})
 
     def explicit_statistics(self, size: int) -> dict[sp.Symbol, sp.Expr]:
         """Each statistic written out over ``size`` explicit entries."""
@@ -166,10 +157,16 @@ class Layer:
 def _inverse(stat: Statistic, means: tuple[sp.Symbol, ...]) -> dict[sp.Symbol, sp.Expr]:
     """Solve a derived statistic's definition for the mean it is built on."""
     (base,) = [s for s in means if s in stat.summand.free_symbols]
-    solutions = sp.solve(sp.Eq(stat.symbol, stat.summand), base)
+    equation = stat.symbol - stat.summand
+    if stat.symbol.is_nonnegative:
+        # A nonnegative sigma = sqrt(c * b) is equivalent to sigma**2 = c * b,
+        # which is linear in the mean b: no general solver needed.
+        equation = stat.symbol**2 - sp.expand(stat.summand**2)
+    solutions = sp.linsolve([equation], [base])
     if len(solutions) != 1:
         raise DerivationError(f"{stat.symbol} = {stat.summand} does not determine {base} uniquely: {solutions}")
-    return {base: solutions[0]}
+    ((value,),) = solutions
+    return {base: value}
 
 
 @cache

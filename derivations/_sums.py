@@ -85,7 +85,7 @@ def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:
     (values,) = solutions
     if any(v.free_symbols & set(unknowns) for v in values if hasattr(v, "free_symbols")):
         raise DerivationError(f"power sums {unknowns} are not determined by {equations}")
-    return dict(zip(unknowns, values, strict=False))
+    return dict(zip(unknowns, values, strict=True))
 
 
 def in_statistics(expr: sp.Expr, values: dict[sp.Expr, sp.Expr]) -> sp.Expr:

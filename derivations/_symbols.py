@@ -11,6 +11,12 @@ n = sp.Symbol("n", integer=True, positive=True)
 mu = sp.Symbol("mu", real=True)
 q = sp.Symbol("q", nonnegative=True)
 r = sp.Symbol("r", nonnegative=True)  # mean of the squared raw entries (RMS layers)
+# Standard deviations some conventions add epsilon to: sigma = sqrt(r) of the
+# raw entries, sigma_u = sqrt(n q / (n - 1)) of the centered ones (unbiased).
+sigma = sp.Symbol("sigma", nonnegative=True)
+sigma_u = sp.Symbol("sigma_u", nonnegative=True)
+# The parameter of a path that reaches the degenerate input as tau -> 0+.
+tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)
 
 # Entries of the input x, of a test vector w, and of the centered input c.
@@ -31,4 +37,4 @@ ones = sp.MatrixSymbol(r"\mathbf{1}", n, 1)
 c_vec = sp.MatrixSymbol("c", n, 1)
 norm_J = sp.Symbol(r"\|J\|_2", positive=True)
 
-LATEX_NAMES = {epsilon: r"\varepsilon"}
+LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u"}

@@ -2,31 +2,73 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from collections.abc import Sequence
 from functools import cache
 
-from derivations import eigen, jacobian, layernorm, moments, response, rmsnorm, spectral
+from derivations import (
+    eigen,
+    jacobian,
+    layernorm,
+    layernorm_std_eps,
+    moments,
+    response,
+    rmsnorm,
+    rmsnorm_eps_outside,
+    spectral,
+)
 from derivations._formula import Formula
 from derivations._layer import Layer
 
-LAYERS: dict[str, Layer] = {layer.key: layer for layer in (layernorm.LAYER, rmsnorm.LAYER)}
+LAYERS: dict[str, Layer] = {
+    layer.key: layer for layer in (layernorm.LAYER, layernorm_std_eps.LAYER, rmsnorm.LAYER, rmsnorm_eps_outside.LAYER)
+}
 
 # The derivations in the order `make derive` prints them.
 _STAGES = (response, jacobian, eigen, spectral, moments)
 
 
+# Bare names such as "response" refer to the core layer.
+CORE = "layernorm"
+
+
 @cache
-def formulas(key: str = "layernorm") -> tuple[Formula, ...]:
+def formulas(key: str = CORE) -> tuple[Formula, ...]:
     """The derived formulas of layer ``key``, in a stable order."""
     if key not in LAYERS:
-        raise ValueError(f"layer must be one of {sorted(LAYERS)}, got {key!r}")
+        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     layer = LAYERS[key]
     return tuple(f for stage in _STAGES for f in stage.formulas(layer))
 
 
-def formula(name: str, key: str = "layernorm") -> Formula:
-    """One formula by its stable name."""
+def formula(name: str, key: str | None = None) -> Formula:
+    """One formula by its stable name: ``<layer>.<name>``, or a bare core name."""
+    if key is None:
+        key, _, name = name.rpartition(".")
+        key = key or CORE
     for f in formulas(key):
         if f.name == name:
             return f
-    known = ", ".join(f.name for f in formulas(key))
+    known = ", ".join(f.qualified for f in formulas(key))
     raise ValueError(f"name must be one of {known}; got {name!r}")
+
+
+def _rows(key: str) -> list[dict[str, object]]:
+    return [f.row() for f in formulas(key)]
+
+
+def rows(keys: Sequence[str]) -> list[dict[str, object]]:
+    """The rendered rows of several layers, in the order given.
+
+    Layers are independent, so on a machine with more than one core they
+    are derived in forked worker processes, one layer per task.
+    """
+    for key in keys:
+        if key not in LAYERS:
+            raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
+    workers = min(len(keys), os.cpu_count() or 1)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [row for key in keys for row in _rows(key)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return [row for chunk in pool.map(_rows, keys, chunksize=1) for row in chunk]

@@ -18,7 +18,7 @@ from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
 from derivations._sums import reduce_sums
-from derivations._symbols import J, delta, i, k, n, ones, x
+from derivations._symbols import J, delta, i, k, n, ones, tau, x
 
 
 @cache
@@ -26,6 +26,24 @@ def entry(layer: Layer) -> sp.Expr:
     """J_ik in x[i], x[k], KroneckerDelta(i, k) and the layer's statistics."""
     derivative = sp.diff(layer.entry(i), x[k])
     return layer.express(reduce_sums(derivative))
+
+
+@cache
+def at_degenerate(layer: Layer) -> sp.Expr:
+    """Limit of J_ik as the input tends to the degenerate one, along ``layer.approach``.
+
+    The path scales the spread by tau -> 0+ and leaves the direction free;
+    a limit that no longer depends on the direction is the Jacobian there.
+    """
+    path = sp.cancel(sp.together(entry(layer).subs(layer.approach, simultaneous=True)))
+    numerator, denominator = sp.fraction(path)
+    # Along the path the entry is a rational function of tau; once cancelled,
+    # a denominator that does not vanish at 0 makes the limit a substitution.
+    at_zero = denominator.subs(tau, 0)
+    limit = sp.cancel(numerator.subs(tau, 0) / at_zero) if at_zero != 0 else sp.limit(path, tau, 0, "+")
+    if limit.has(sp.nan, sp.zoo, sp.oo, layer.spread) or limit.atoms(sp.Indexed):
+        raise DerivationError(f"{layer.key}: J has no direction-free limit at the degenerate input: {limit}")
+    return sp.factor(limit)
 
 
 def is_symmetric(layer: Layer) -> bool:
@@ -44,13 +62,18 @@ def _vector(factor: sp.Expr, index: sp.Symbol) -> sp.MatrixExpr:
 
 @cache
 def matrix_form(layer: Layer) -> sp.MatrixExpr:
-    r"""J as a combination of I and outer products u v^T, read off the entry.
+    """J as a combination of I and outer products u v^T."""
+    return _matrix(layer, entry(layer))
+
+
+def _matrix(layer: Layer, element: sp.Expr) -> sp.MatrixExpr:
+    r"""The matrix whose (i, k) entry is ``element``.
 
     In display notation the entry is a polynomial in delta_ik and in entries
     at i and at k; a term a * delta_ik is a*I and a term a * u_i v_k is
     a * u v^T.
     """
-    shown = layer.to_display(entry(layer)).subs(sp.KroneckerDelta(i, k), delta)
+    shown = layer.to_display(element).subs(sp.KroneckerDelta(i, k), delta)
     scalars: dict[tuple[sp.Expr, sp.Expr], sp.Expr] = {}
     for part in sp.Add.make_args(sp.expand(shown)):
         rest, at_i = part.as_independent(i, as_Add=False)
@@ -91,18 +114,23 @@ def explicit(layer: Layer, size: int) -> sp.Matrix:
 def explicit_agrees(layer: Layer, size: int) -> str:
     """Prove the symbolic-n entry, at n = ``size``, equal to `explicit` entry by entry."""
     values = layer.explicit_statistics(size)
-    # Name every square root of the same radicand (both sides write it out
-    # differently), so both sides become rational functions and cancel() decides.
-    radicands = {
-        sp.expand(p.base) for p in entry(layer).subs(values).atoms(sp.Pow) if p.exp.is_Rational and p.exp.q == 2
-    }
-    roots = {radicand: sp.Dummy(positive=True) for radicand in radicands}
+    # Name the square root of each radicand, up to a constant factor (both
+    # sides write it out differently: sqrt(2 q) on one, sqrt(x0^2/2 - ...) on
+    # the other), so both sides become rational functions and cancel() decides.
+    # A radicand here is a sum of squares plus epsilon, hence positive, so
+    # rad**(m/2) = content**(m/2) * R**m with R = sqrt(primitive part) > 0.
+    roots: dict[sp.Expr, sp.Dummy] = {}
+
+    def is_root(e: sp.Basic) -> bool:
+        return bool(e.is_Pow and e.exp.is_Rational and e.exp.q == 2 and not e.base.is_Number)
+
+    def name(power: sp.Pow) -> sp.Expr:
+        content, primitive = sp.expand(power.base).as_content_primitive()
+        root = roots.setdefault(primitive, sp.Dummy(positive=True))
+        return content**power.exp * root ** (2 * power.exp)
 
     def rational(expr: sp.Expr) -> sp.Expr:
-        return expr.replace(
-            lambda e: e.is_Pow and e.exp.is_Rational and e.exp.q == 2 and sp.expand(e.base) in roots,
-            lambda e: roots[sp.expand(e.base)] ** (2 * e.exp),
-        )
+        return expr.replace(is_root, name)
 
     direct = explicit(layer, size)
     general = entry(layer).subs(n, size).subs(values)
@@ -121,10 +149,11 @@ def formulas(layer: Layer) -> list[Formula]:
         # with its named matrices written out, against the derived entry.
         stated_entry = entry_of(layer.stated["jacobian"])
         proof = equal(layer.to_display(entry(layer)), stated_entry, f"{layer.key}.jacobian")
-    return [
+    out = [
         Formula(
             "jacobian",
-            f"Jacobian of {layer.key} for a symbolic number of features n.",
+            f"Jacobian of {layer.key} for a symbolic number of features n"
+            + (f", where {layer.spread} > 0." if layer.approach else "."),
             sp.Eq(J, derived),
             ("epsilon > 0", "n >= 2"),
             Established.ALL_N,
@@ -133,3 +162,19 @@ def formulas(layer: Layer) -> list[Formula]:
             layer.key,
         )
     ]
+    if layer.approach:
+        limit = _matrix(layer, at_degenerate(layer))
+        out.append(
+            Formula(
+                "jacobian_degenerate",
+                f"Jacobian where {layer.spread} = 0: {layer.spread} is not differentiable there, but J has "
+                "the same limit along every path, so the layer is differentiable with this Jacobian.",
+                sp.Eq(J, limit),
+                ("epsilon > 0", "n >= 2", f"{layer.spread} -> 0+"),
+                Established.LIMIT,
+                f"tau -> 0+ along {', '.join(f'{a} = {b}' for a, b in layer.approach.items())}",
+                layer.prove_stated("jacobian_degenerate", at_degenerate(layer)),
+                layer.key,
+            )
+        )
+    return out

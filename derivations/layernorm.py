@@ -14,26 +14,33 @@ from derivations._symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, 
 
 _P = sp.Identity(n) - ones * ones.T / n
 
+# The mean and the (biased) variance: what every centering layer computes.
+CENTERED_STATISTICS = (
+    Statistic(mu, x[j], "mean of the entries"),
+    Statistic(q, (x[j] - mu) ** 2, "mean square of the centered entries"),
+)
+
+# The all-ones vector, the centered input, and what is orthogonal to both:
+# the eigen directions of every centering layer.
+CENTERED_DIRECTIONS = (
+    Direction("ones", sp.Integer(1), "the all-ones vector 1"),
+    Direction("centered", x[k] - mu, "the centered input c = x - mean(x) 1"),
+    Direction(
+        "complement",
+        w[k],
+        "every w orthogonal to 1 and to c",
+        constraints=(w[k], (x[k] - mu) * w[k]),
+        complement=True,
+    ),
+)
+
 LAYER = Layer(
     key="layernorm",
     title="LayerNorm, epsilon inside the square root",
-    statistics=(
-        Statistic(mu, x[j], "mean of the entries"),
-        Statistic(q, (x[j] - mu) ** 2, "mean square of the centered entries"),
-    ),
+    statistics=CENTERED_STATISTICS,
     output=(x[i] - mu) / sp.sqrt(q + epsilon),
     patterns=(Pattern((-t, sp.Integer(0), t), coordinate=2),),
-    directions=(
-        Direction("ones", sp.Integer(1), "the all-ones vector 1"),
-        Direction("centered", x[k] - mu, "the centered input c = x - mean(x) 1"),
-        Direction(
-            "complement",
-            w[k],
-            "every w orthogonal to 1 and to c",
-            constraints=(w[k], (x[k] - mu) * w[k]),
-            complement=True,
-        ),
-    ),
+    directions=CENTERED_DIRECTIONS,
     display=(
         (x[i], c[i] + mu),
         (x[k], c[k] + mu),

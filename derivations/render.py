@@ -5,47 +5,39 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from derivations._formula import Formula
+Row = dict[str, object]
 
 
-def _proved(f: Formula) -> str:
-    return f"proved equal to the stated form: {f.proof}" if f.proof else "no stated form to compare"
+def _proved(row: Row) -> str:
+    return f"proved equal to the stated form: {row['proof']}" if row["proof"] else "no stated form to compare"
 
 
-def text(formulas: Iterable[Formula]) -> str:
+def _how(row: Row) -> str:
+    return f"{row['established']} ({row['detail']})"
+
+
+def text(rows: Iterable[Row]) -> str:
     blocks = [
-        f"{f.name}\n  statement: {f.statement}\n  established: {f.how}\n  {_proved(f)}\n  latex: {f.latex()}"
-        for f in formulas
+        f"{r['name']}\n  statement: {r['statement']}\n  established: {_how(r)}\n  {_proved(r)}\n  latex: {r['latex']}"
+        for r in rows
     ]
     return "\n\n".join(blocks) + "\n"
 
 
-def markdown(formulas: Iterable[Formula]) -> str:
+def markdown(rows: Iterable[Row]) -> str:
     # GitHub renders a fenced ```math block with its own display-math engine.
     blocks = [
-        f"### `{f.name}`\n\n{f.statement} *Established {f.how}; {_proved(f)}.*\n\n```math\n{f.latex()}\n```"
-        for f in formulas
+        f"### `{r['name']}`\n\n{r['statement']} *Established {_how(r)}; {_proved(r)}.*\n\n```math\n{r['latex']}\n```"
+        for r in rows
     ]
     return "\n\n".join(blocks) + "\n"
 
 
-def as_json(formulas: Iterable[Formula]) -> str:
-    rows = [
-        {
-            "name": f.name,
-            "statement": f.statement,
-            "latex": f.latex(),
-            "established": f.established.value,
-            "detail": f.detail,
-            "proof": f.proof,
-            "assumptions": list(f.assumptions),
-        }
-        for f in formulas
-    ]
-    return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+def as_json(rows: Iterable[Row]) -> str:
+    return json.dumps(list(rows), indent=2, ensure_ascii=False) + "\n"
 
 
-FORMATS: dict[str, Callable[[Iterable[Formula]], str]] = {
+FORMATS: dict[str, Callable[[Iterable[Row]], str]] = {
     "text": text,
     "markdown": markdown,
     "json": as_json,

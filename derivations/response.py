@@ -19,8 +19,29 @@ def response(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
 
 @cache
 def slope(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
-    """d response / dt over a common denominator."""
-    return sp.factor(sp.together(sp.diff(response(layer, pattern), t)))
+    """d response / dt over a common denominator.
+
+    d|t|/dt = sign(t) is written |t|/t so that t * sign(t) cancels to |t|;
+    the result is continuous at t = 0, where sign(0) = 0 agrees with it.
+    """
+    derivative = sp.diff(response(layer, pattern), t).subs(sp.sign(t), sp.Abs(t) / t)
+    return sp.factor(sp.together(derivative))
+
+
+def _one_sided(expr: sp.Expr, side: int) -> sp.Expr:
+    """Limit as t -> 0 from the side of ``side`` (+1 or -1).
+
+    On that side |t| = side * t and sign(t) = side; what is left is built
+    from t by arithmetic and roots of positive expressions, continuous at 0,
+    so substituting t = 0 is the limit.
+    """
+    branch = expr.subs({sp.Abs(t): side * t, sp.sign(t): side})
+    if branch.has(sp.Abs, sp.sign, sp.Piecewise, sp.Heaviside):
+        return sp.limit(expr, t, 0, "+" if side > 0 else "-")
+    value = sp.factor(sp.together(branch.subs(t, 0)))
+    if value.has(sp.nan, sp.zoo, sp.oo):
+        return sp.limit(expr, t, 0, "+" if side > 0 else "-")
+    return value
 
 
 @cache
@@ -31,7 +52,7 @@ def slope_at_zero(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr
     continuous there in general; the slope at zero exists when both agree.
     """
     derivative = slope(layer, pattern)
-    return sp.limit(derivative, t, 0, "-"), sp.limit(derivative, t, 0, "+")
+    return _one_sided(derivative, -1), _one_sided(derivative, 1)
 
 
 @cache

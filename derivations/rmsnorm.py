@@ -13,21 +13,30 @@ from derivations._symbols import epsilon, i, j, k, n, r, s, t, w, x
 
 _x = sp.MatrixSymbol("x", n, 1)
 
+# The input itself and its orthogonal complement: the eigen directions of
+# every layer that does not center.
+RAW_DIRECTIONS = (
+    Direction("x", x[k], "the input x itself"),
+    Direction("complement", w[k], "every w orthogonal to x", constraints=(x[k] * w[k],), complement=True),
+)
+
+# A uniform input t * 1: centering layers map it to zero, RMS layers do not.
+UNIFORM = Pattern((t, t, t), coordinate=2, suffix="_uniform")
+
 LAYER = Layer(
     key="rmsnorm",
     title="RMSNorm, epsilon inside the square root",
     statistics=(Statistic(r, x[j] ** 2, "mean of the squared entries"),),
     output=x[i] / sp.sqrt(r + epsilon),
-    patterns=(Pattern((-t, sp.Integer(0), t), coordinate=2),),
-    directions=(
-        Direction("x", x[k], "the input x itself"),
-        Direction("complement", w[k], "every w orthogonal to x", constraints=(x[k] * w[k],), complement=True),
-    ),
+    patterns=(Pattern((-t, sp.Integer(0), t), coordinate=2), UNIFORM),
+    directions=RAW_DIRECTIONS,
     display=((sp.sqrt(r + epsilon), s),),
     spread=r,
     stated={
         "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
         "slope_at_zero": 1 / sp.sqrt(epsilon),
+        "response_uniform": t / sp.sqrt(t**2 + epsilon),
+        "slope_at_zero_uniform": 1 / sp.sqrt(epsilon),
         "jacobian": sp.Identity(n) / s - _x * _x.T / (n * s**3),
         "eigen_x": epsilon / s**3,
         "eigen_complement": 1 / s,

@@ -32,7 +32,7 @@ def draw() -> Figure:
     )
     t = np.linspace(-3, 3, 1201)
     near_zero = np.linspace(-1, 1, 1201)
-    for epsilon, color in zip(EPSILONS, COLORS, strict=False):
+    for epsilon, color in zip(EPSILONS, COLORS, strict=True):
         label = rf"$\varepsilon={epsilon:g}$"
         forward.plot(t, LAYER.response(t, epsilon), color=color, lw=2, label=label)
         derivative.plot(near_zero, LAYER.slope(near_zero, epsilon), color=color, lw=2)

@@ -78,6 +78,10 @@ class NumericLayer:
         return self._compile(jacobian.entry(self.layer), _xi, _xk, _delta, *self._stat_symbols, epsilon, n)
 
     @cached_property
+    def _degenerate_entry(self) -> Any:
+        return self._compile(jacobian.at_degenerate(self.layer), _delta, *self._stat_symbols, epsilon, n)
+
+    @cached_property
     def _eigen(self) -> list[tuple[Any, sp.Expr]]:
         return [
             (self._compile(pair.value, *self._stat_symbols, epsilon, n), pair.multiplicity)
@@ -168,11 +172,19 @@ class NumericLayer:
         """d forward(x)_i / d x_k, shape (..., n, n)."""
         array, e, stats, dtype = self._prepare(x, epsilon)
         size = array.shape[-1]
-        entries = self._entry(
-            array[..., :, None], array[..., None, :], np.eye(size), *(s[..., None] for s in stats), e[..., None], size
-        )
+        stacked = [s[..., None] for s in stats]
         shape = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), size, size)
-        return _validate.output(np.broadcast_to(entries, shape), dtype)
+        rows, columns, delta = array[..., :, None], array[..., None, :], np.eye(size)
+        if not self.layer.approach:
+            entries = self._entry(rows, columns, delta, *stacked, e[..., None], size)
+            return _validate.output(np.broadcast_to(entries, shape), dtype)
+        # The general entry divides by the spread; where it is exactly zero the
+        # derived limit is the Jacobian, and the 0/0 there is discarded.
+        degenerate = stacked[self._stat_symbols.index(self.layer.spread)] == 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entries = self._entry(rows, columns, delta, *stacked, e[..., None], size)
+        limit = self._degenerate_entry(delta, *stacked, e[..., None], size)
+        return _validate.output(np.broadcast_to(np.where(degenerate, limit, entries), shape), dtype)
 
     def eigenvalues(self, x: Any, epsilon: Any) -> Any:
         """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""

@@ -2,20 +2,18 @@
 
 import numpy as np
 import pytest
-from grids import EPSILONS, SIZES, SYMMETRIC_LAYERS
+from grids import EPSILONS, KINKED_LAYERS, SIZES, SYMMETRIC_LAYERS, module
 
-from numeric import layernorm, rmsnorm, verify
-from numeric.agreement import AgreementError
+from numeric import verify
+from numeric.agreement import AgreementError, assert_agree
 from numeric.layernorm import LAYER
-
-MODULES = {"layernorm": layernorm, "rmsnorm": rmsnorm}
 
 
 @pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_slope_matches_differences(key, epsilon):
     ts = np.concatenate([np.linspace(-3, 3, 61), [-0.8, -0.1, 0.0, 0.2, 0.7]]) * np.sqrt(max(epsilon, 1e-2))
-    assert verify.slope_against_differences(MODULES[key].LAYER, ts, epsilon) == ts.size
+    assert verify.slope_against_differences(module(key).LAYER, ts, epsilon) == ts.size
 
 
 @pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
@@ -24,7 +22,7 @@ def test_slope_matches_differences(key, epsilon):
 @pytest.mark.parametrize("scale", [1e-2, 1.0, 1e2])
 def test_jacobian_matches_differences_in_random_directions(key, size, epsilon, scale, rng):
     values = scale * rng.standard_normal(size) + rng.standard_normal()
-    assert verify.jacobian_against_differences(MODULES[key].LAYER, values, epsilon, rng) == 3 * size
+    assert verify.jacobian_against_differences(module(key).LAYER, values, epsilon, rng) == 3 * size
 
 
 def test_difference_check_catches_a_wrong_jacobian(monkeypatch, rng):
@@ -41,3 +39,21 @@ def test_difference_check_catches_a_wrong_jacobian(monkeypatch, rng):
     assert np.allclose(wrong(values, 0.25) @ np.ones(5), 0)
     with pytest.raises(AgreementError, match="J v vs differences"):
         verify.jacobian_against_differences(LAYER, values, 0.25, rng)
+
+
+@pytest.mark.parametrize("key", KINKED_LAYERS)
+@pytest.mark.parametrize("size", [2, 3, 7])
+@pytest.mark.parametrize("epsilon", [1e-2, 0.25, 4.0])
+def test_one_sided_differences_at_the_kink_agree_with_the_derived_limit(key, size, epsilon, rng):
+    """The spread has a kink at the degenerate input; the layer's one-sided
+    difference quotients from both sides still converge to the derived J."""
+    layer = module(key).LAYER
+    base = np.full(size, 0.7) if key.startswith("layernorm") else np.zeros(size)
+    jac = layer.jacobian(base, epsilon)
+    v = rng.standard_normal(size)
+    for h in (1e-5, -1e-5):
+        quotient = (layer.forward(base + h * v, epsilon) - layer.forward(base, epsilon)) / h
+        # The remainder is second order: |v|^2 |h| / epsilon^2 bounds it.
+        assert_agree(quotient, jac @ v, rtol=0, atol=4 * abs(h) * (v @ v) / epsilon**2, what=f"one-sided, h = {h}")
+    # J v is not the zero vector: the check has something to see.
+    assert np.linalg.norm(jac @ v) > 0.1 / (1 + epsilon)

@@ -20,8 +20,8 @@ def is_zero(expr: sp.Expr) -> bool:
     return sp.simplify(expr) == 0
 
 
-def test_names_in_stable_order():
-    assert [f.name for f in formulas()] == [
+def test_core_names_in_stable_order():
+    assert [f.name for f in formulas("layernorm")] == [
         "response", "slope", "slope_at_zero", "asymptote", "jacobian", "eigen_ones",
         "eigen_centered", "eigen_complement", "spectral_norm", "spectral_bound", "second_moment",
     ]  # fmt: skip
@@ -151,3 +151,11 @@ def test_rmsnorm_eigenstructure_differs_from_layernorm():
     r = sp.Symbol("r", nonnegative=True)
     assert is_zero(pairs["x"].value - epsilon / (r + epsilon) ** sp.Rational(3, 2))
     assert is_zero(spectral.spectral_norm(rms) - 1 / sp.sqrt(r + epsilon))
+
+
+def test_core_names_keep_working_and_qualified_names_reach_every_layer():
+    assert formula("response") is formula("layernorm.response")
+    assert formula("rmsnorm.eigen_x").layer == "rmsnorm"
+    assert formula("rmsnorm_eps_outside.slope_at_zero_uniform").expr.rhs == 1 / epsilon
+    with pytest.raises(ValueError, match="layer must be one of"):
+        formula("groupnorm.response")

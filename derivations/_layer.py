@@ -70,7 +70,10 @@ class Layer:
     there.  ``display`` lists the substitutions that write a derived
     expression in the notation of the statements (for example x_i -> c_i + mu).
     ``notes`` are caveats that belong in the statements, such as a point
-    where a statistic is not differentiable.
+    where a statistic is not differentiable.  ``parameters`` are per-feature
+    inputs besides x (a gain and a bias, by argument name).  A layer with a
+    ``gain`` is ``base`` scaled entry-wise by gain[i] (plus a bias): its
+    Jacobian is proved to be diag(gain) times the base Jacobian.
     """
 
     key: str
@@ -84,6 +87,9 @@ class Layer:
     approach: Mapping[sp.Expr, sp.Expr] = field(default_factory=dict)
     stated: Mapping[str, sp.Basic] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
+    parameters: tuple[tuple[str, sp.IndexedBase], ...] = ()
+    gain: sp.IndexedBase | None = None
+    base: Layer | None = None
 
     def entry(self, index: sp.Symbol = i) -> sp.Expr:
         """Output entry ``index`` for symbolic n, every statistic written as a sum."""

@@ -24,6 +24,11 @@ x = sp.IndexedBase("x", real=True)
 w = sp.IndexedBase("w", real=True)
 c = sp.IndexedBase("c", real=True)
 
+# Learnable per-feature gain and bias, and the largest |gain|.
+gamma = sp.IndexedBase("gamma", real=True)
+beta = sp.IndexedBase("beta", real=True)
+gamma_max = sp.Symbol("gamma_max", positive=True)
+
 # Row, column and summation indices, all ranging over 0 .. n-1.
 i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
 
@@ -36,5 +41,6 @@ P = sp.MatrixSymbol("P", n, n)
 ones = sp.MatrixSymbol(r"\mathbf{1}", n, 1)
 c_vec = sp.MatrixSymbol("c", n, 1)
 norm_J = sp.Symbol(r"\|J\|_2", positive=True)
+diag_gamma = sp.MatrixSymbol(r"\operatorname{diag}(\gamma)", n, n)
 
-LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u"}
+LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u", gamma_max: r"\max_i |\gamma_i|"}

@@ -11,6 +11,7 @@ from derivations import (
     eigen,
     jacobian,
     layernorm,
+    layernorm_affine,
     layernorm_std_eps,
     moments,
     response,
@@ -22,7 +23,14 @@ from derivations._formula import Formula
 from derivations._layer import Layer
 
 LAYERS: dict[str, Layer] = {
-    layer.key: layer for layer in (layernorm.LAYER, layernorm_std_eps.LAYER, rmsnorm.LAYER, rmsnorm_eps_outside.LAYER)
+    layer.key: layer
+    for layer in (
+        layernorm.LAYER,
+        layernorm_affine.LAYER,
+        layernorm_std_eps.LAYER,
+        rmsnorm.LAYER,
+        rmsnorm_eps_outside.LAYER,
+    )
 }
 
 # The derivations in the order `make derive` prints them.

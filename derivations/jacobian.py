@@ -18,7 +18,7 @@ from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
 from derivations._sums import reduce_sums
-from derivations._symbols import J, delta, i, k, n, ones, tau, x
+from derivations._symbols import J, delta, diag_gamma, i, k, n, ones, tau, x
 
 
 @cache
@@ -62,8 +62,20 @@ def _vector(factor: sp.Expr, index: sp.Symbol) -> sp.MatrixExpr:
 
 @cache
 def matrix_form(layer: Layer) -> sp.MatrixExpr:
-    """J as a combination of I and outer products u v^T."""
+    """J as a combination of I and outer products u v^T (times diag(gain), if any)."""
+    if layer.gain is not None and layer.base is not None:
+        factorization(layer)  # J = diag(gain) J_base, proved before it is shown
+        return sp.MatMul(diag_gamma, matrix_form(layer.base))
     return _matrix(layer, entry(layer))
+
+
+@cache
+def factorization(layer: Layer) -> str:
+    """Prove J = diag(gain) J_base entry by entry: J_ik = gain_i (J_base)_ik."""
+    if layer.gain is None or layer.base is None:
+        raise DerivationError(f"{layer.key} has no gain and base layer")
+    how = equal(entry(layer), layer.gain[i] * entry(layer.base), f"{layer.key}.jacobian = diag(gain) J_base")
+    return f"J = diag(gain) J_{layer.base.key}: {how}"
 
 
 def _matrix(layer: Layer, element: sp.Expr) -> sp.MatrixExpr:
@@ -143,7 +155,7 @@ def explicit_agrees(layer: Layer, size: int) -> str:
 
 def formulas(layer: Layer) -> list[Formula]:
     derived = matrix_form(layer)
-    proof = ""
+    proof = factorization(layer) if layer.gain is not None else ""
     if "jacobian" in layer.stated:
         # Compare entry by entry: the stated matrix form indexed at (i, k),
         # with its named matrices written out, against the derived entry.

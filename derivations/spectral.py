@@ -16,7 +16,7 @@ from derivations import eigen, jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal, less_equal
-from derivations._symbols import n, norm_J
+from derivations._symbols import gamma_max, n, norm_J
 
 
 def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
@@ -92,7 +92,29 @@ def _members(name: str, where: sp.Set) -> str:
     return f"{name} in {where}"
 
 
+def _gained_formulas(layer: Layer) -> list[Formula]:
+    """The bound of a layer that is ``base`` scaled by a gain: no eigenvalues needed."""
+    assert layer.base is not None
+    base_top, _, _ = bound(layer.base)
+    top = gamma_max * base_top
+    return [
+        Formula(
+            "spectral_bound",
+            "Bound on the spectral norm of the non-symmetric J = diag(gamma) J_base: "
+            "||diag(gamma) J_base|| <= ||diag(gamma)|| ||J_base|| = max|gamma_i| ||J_base||.",
+            sp.Le(norm_J, top),
+            ("epsilon > 0", "n >= 2", "gamma real"),
+            Established.ALL_N,
+            f"{jacobian.factorization(layer)}; submultiplicativity; {layer.base.key}.spectral_bound",
+            layer.prove_stated("spectral_bound", top),
+            layer.key,
+        )
+    ]
+
+
 def formulas(layer: Layer) -> list[Formula]:
+    if layer.base is not None:
+        return _gained_formulas(layer)
     norm = spectral_norm(layer)
     shown = layer.to_display(norm)
     top, proofs, where = bound(layer)

@@ -9,7 +9,7 @@ import numpy as np
 import sympy as sp
 
 from derivations import LAYERS, Direction, eigen, formula, jacobian, response, spectral
-from derivations._symbols import LATEX_NAMES, epsilon, i, j, k, n, t, x
+from derivations._symbols import LATEX_NAMES, epsilon, gamma_max, i, j, k, n, t, x
 from numeric import _validate
 from numeric._lambdify import compile
 
@@ -47,9 +47,32 @@ class NumericLayer:
     def __init__(self, key: str) -> None:
         self.layer = LAYERS[key]
         self._stat_symbols = [stat.symbol for stat in self.layer.statistics]
+        # Per-feature parameters (gain, bias) enter at index i as plain symbols.
+        self._param_names = [name for name, _ in self.layer.parameters]
+        self._param_symbols = [sp.Symbol(f"{base.label}_i", real=True) for _, base in self.layer.parameters]
+        self._entries = {
+            **_ENTRIES,
+            **{base[i]: symbol for (_, base), symbol in zip(self.layer.parameters, self._param_symbols, strict=True)},
+        }
 
     def _compile(self, expr: sp.Expr, *args: sp.Symbol) -> Any:
-        return compile(expr.subs(_ENTRIES), args)
+        return compile(expr.subs(self._entries), args)
+
+    def _parameters(self, array: np.ndarray, given: tuple[Any, ...], named: dict[str, Any]) -> list[np.ndarray]:
+        """Gain, bias, ... by position or name, each real, finite and broadcast to x's shape."""
+        if len(given) > len(self._param_names):
+            raise ValueError(f"{self.layer.key} takes parameters {self._param_names}, got {len(given)} positional")
+        values = dict(zip(self._param_names, given, strict=False))
+        for name, value in named.items():
+            if name not in self._param_names or name in values:
+                raise ValueError(f"{name} is not a parameter of {self.layer.key} (parameters: {self._param_names})")
+            values[name] = value
+        out = []
+        for name in self._param_names:
+            if name not in values:
+                raise ValueError(f"{name} is required by {self.layer.key}")
+            out.append(_validate.parameter(values[name], name, array.shape))
+        return out
 
     @cached_property
     def _summands(self) -> list[Any]:
@@ -71,11 +94,13 @@ class NumericLayer:
 
     @cached_property
     def _output(self) -> Any:
-        return self._compile(self.layer.output, _xi, *self._stat_symbols, epsilon)
+        return self._compile(self.layer.output, _xi, *self._stat_symbols, epsilon, *self._param_symbols)
 
     @cached_property
     def _entry(self) -> Any:
-        return self._compile(jacobian.entry(self.layer), _xi, _xk, _delta, *self._stat_symbols, epsilon, n)
+        return self._compile(
+            jacobian.entry(self.layer), _xi, _xk, _delta, *self._stat_symbols, epsilon, n, *self._param_symbols
+        )
 
     @cached_property
     def _degenerate_entry(self) -> Any:
@@ -95,12 +120,17 @@ class NumericLayer:
 
     @cached_property
     def _bound(self) -> Any:
-        return compile(spectral.bound(self.layer)[0], (epsilon,))
+        top = formula("spectral_bound", self.layer.key).expr.rhs
+        return compile(top, (epsilon, gamma_max))
 
-    def bound(self, epsilon: Any) -> Any:
-        """The derived bound on the Jacobian's spectral norm over all inputs."""
+    def bound(self, epsilon: Any, gain: Any = None) -> Any:
+        """The derived bound on the Jacobian's spectral norm over all inputs (and gains)."""
         e = _validate.epsilon(epsilon)
-        return _validate.output(np.broadcast_to(self._bound(e), e.shape), _validate.result_dtype(epsilon))
+        if (gain is None) != (self.layer.gain is None):
+            raise ValueError(f"gain must be given exactly when {self.layer.key} has one")
+        largest = 1.0 if gain is None else np.max(np.abs(_validate.parameter(gain, "gain", np.shape(gain))), axis=-1)
+        value = np.broadcast_to(self._bound(e, largest), np.broadcast_shapes(e.shape, np.shape(largest)))
+        return _validate.output(value, _validate.result_dtype(epsilon))
 
     @cached_property
     def _response(self) -> Any:
@@ -161,28 +191,30 @@ class NumericLayer:
         amplitude, e = _validate.amplitude(t), _validate.epsilon(epsilon)
         return _validate.output(_blockwise(self._slope, amplitude, e), _validate.result_dtype(t, epsilon))
 
-    def forward(self, x: Any, epsilon: Any) -> Any:
+    def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """The layer applied along the last axis of x, shape (..., n)."""
         array, e, stats, dtype = self._prepare(x, epsilon)
+        params = self._parameters(array, parameters, named)
         return _validate.output(
-            np.broadcast_to(self._output(array, *stats, e), np.broadcast_shapes(array.shape, e.shape)), dtype
+            np.broadcast_to(self._output(array, *stats, e, *params), np.broadcast_shapes(array.shape, e.shape)), dtype
         )
 
-    def jacobian(self, x: Any, epsilon: Any) -> Any:
+    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """d forward(x)_i / d x_k, shape (..., n, n)."""
         array, e, stats, dtype = self._prepare(x, epsilon)
+        params = [p[..., :, None] for p in self._parameters(array, parameters, named)]
         size = array.shape[-1]
         stacked = [s[..., None] for s in stats]
         shape = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), size, size)
         rows, columns, delta = array[..., :, None], array[..., None, :], np.eye(size)
         if not self.layer.approach:
-            entries = self._entry(rows, columns, delta, *stacked, e[..., None], size)
+            entries = self._entry(rows, columns, delta, *stacked, e[..., None], size, *params)
             return _validate.output(np.broadcast_to(entries, shape), dtype)
         # The general entry divides by the spread; where it is exactly zero the
         # derived limit is the Jacobian, and the 0/0 there is discarded.
         degenerate = stacked[self._stat_symbols.index(self.layer.spread)] == 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            entries = self._entry(rows, columns, delta, *stacked, e[..., None], size)
+            entries = self._entry(rows, columns, delta, *stacked, e[..., None], size, *params)
         limit = self._degenerate_entry(delta, *stacked, e[..., None], size)
         return _validate.output(np.broadcast_to(np.where(degenerate, limit, entries), shape), dtype)
 

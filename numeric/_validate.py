@@ -61,6 +61,20 @@ def vector(value: Any) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
+def parameter(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A per-feature parameter (gain, bias) as float64, finite, broadcast to ``shape``."""
+    array = _real(value, name)
+    _finite(array, name)
+    if array.ndim == 0 or (shape and array.shape[-1] != shape[-1]):
+        raise ValueError(
+            f"{name} must have one entry per feature, shape (..., {shape[-1] if shape else 'n'}), got {array.shape}"
+        )
+    try:
+        return np.broadcast_to(array.astype(np.float64, copy=False), np.broadcast_shapes(array.shape, shape))
+    except ValueError:
+        raise ValueError(f"{name} of shape {array.shape} does not broadcast with x of shape {shape}") from None
+
+
 def output(array: np.ndarray, dtype: np.dtype) -> Any:
     """Round to the result dtype; a 0-d result becomes a NumPy scalar."""
     rounded = np.asarray(array).astype(dtype, copy=False)

@@ -51,21 +51,26 @@ def slope_against_differences(layer: NumericLayer, ts: np.ndarray, epsilon: floa
     return assert_agree(differences, layer.slope(ts, epsilon), rtol=1e-7, atol=1e-8 * peak, what="slope vs differences")
 
 
-def jacobian_against_differences(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
+def jacobian_against_differences(
+    layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.random.Generator, *parameters: np.ndarray
+) -> int:
     """J v vs central differences of ``forward`` along random directions v.
 
     J annihilates the ones direction, so a check along 1 would prove nothing;
     v is standard normal, almost surely far from 1.
     """
     count = 0
-    jac = layer.jacobian(x, epsilon)
+    jac = layer.jacobian(x, epsilon, *parameters)
     scale = max(float(np.abs(x).max()), np.sqrt(epsilon))
+    # |J v| <= |v| |J|; with a gain the derived bound takes it into account.
+    norm = layer.bound(epsilon, parameters[0]) if layer.layer.gain is not None else layer.bound(epsilon)
     for _ in range(3):
         v = rng.standard_normal(x.shape[-1])
         h = _FD_STEP * scale / np.linalg.norm(v)
-        differences = (layer.forward(x + h * v, epsilon) - layer.forward(x - h * v, epsilon)) / (2 * h)
-        bound = np.linalg.norm(v) * layer.bound(epsilon)  # |J v| <= |v| |J|
-        count += assert_agree(differences, jac @ v, rtol=1e-6, atol=1e-7 * bound, what="J v vs differences")
+        ahead, behind = layer.forward(x + h * v, epsilon, *parameters), layer.forward(x - h * v, epsilon, *parameters)
+        differences = (ahead - behind) / (2 * h)
+        atol = 1e-7 * np.linalg.norm(v) * norm
+        count += assert_agree(differences, jac @ v, rtol=1e-6, atol=atol, what="J v vs differences")
     return count
 
 

@@ -1,0 +1,89 @@
+"""LayerNorm with gain and bias: J = diag(gain) J_LN, and its norm bound on random gains."""
+
+import numpy as np
+import pytest
+from grids import EPSILONS, SIZES
+
+from numeric import layernorm, layernorm_affine, verify
+from numeric.agreement import AgreementError, assert_agree
+
+
+def _parameters(rng, size):
+    return rng.normal(0, 2, size), rng.standard_normal(size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_gain_and_bias_act_entrywise_on_layernorm(size, epsilon, rng):
+    x = rng.standard_normal((3, size))
+    gain, bias = _parameters(rng, size)
+    assert_agree(
+        layernorm_affine.forward(x, epsilon, gain, bias),
+        gain * layernorm.forward(x, epsilon) + bias,
+        rtol=1e-14,
+        atol=1e-15,
+        what="forward",
+    )
+    assert_agree(
+        layernorm_affine.jacobian(x, epsilon, gain=gain, bias=bias),
+        gain[:, None] * layernorm.jacobian(x, epsilon),
+        rtol=1e-14,
+        atol=1e-15 / np.sqrt(epsilon),
+        what="jacobian",
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("epsilon", [1e-3, 0.25, 4.0])
+def test_jacobian_matches_differences(size, epsilon, rng):
+    x = rng.standard_normal(size)
+    assert (
+        verify.jacobian_against_differences(layernorm_affine.LAYER, x, epsilon, rng, *_parameters(rng, size))
+        == 3 * size
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_norm_is_bounded_by_max_gain_over_root_epsilon(size, epsilon, rng):
+    gains = rng.normal(0, 3, (20, size))
+    x = rng.standard_normal((20, size)) * rng.uniform(1e-3, 10, (20, 1))
+    norms = np.linalg.norm(layernorm_affine.jacobian(x, epsilon, gains, np.zeros(size)), 2, axis=(-2, -1))
+    bounds = layernorm_affine.bound(epsilon, gains)
+    assert_agree(bounds, np.max(np.abs(gains), axis=-1) / np.sqrt(epsilon), rtol=1e-15, what="bound")
+    assert (norms <= bounds * (1 + 1e-12)).all()
+
+
+def test_bound_is_attained_by_a_uniform_gain_at_a_constant_input():
+    gain = np.full(5, -3.0)
+    jac = layernorm_affine.jacobian(np.full(5, 2.0), 0.25, gain, np.zeros(5))
+    assert_agree(np.linalg.norm(jac, 2), layernorm_affine.bound(0.25, gain), rtol=1e-14, what="equality")
+
+
+def test_jacobian_is_not_symmetric_for_a_varied_gain(rng):
+    jac = layernorm_affine.jacobian(rng.standard_normal(4), 0.1, np.array([1.0, 2.0, 3.0, 4.0]), np.zeros(4))
+    with pytest.raises(AgreementError):
+        assert_agree(jac, jac.T, rtol=1e-6, what="symmetry")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((), "gain is required"),
+        ((np.ones(3),), "bias is required"),
+        ((np.ones(2), np.ones(3)), "gain must have one entry per feature"),
+        ((np.ones(3), np.array([0.0, np.nan, 1.0])), "bias must be finite"),
+        ((np.ones(3), "abc"), "bias must be real numbers"),
+        ((np.ones(3), np.ones(3), np.ones(3)), "takes parameters"),
+    ],
+)
+def test_bad_parameters_are_refused(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        layernorm_affine.forward(np.arange(3.0), 0.1, *arguments)
+
+
+def test_layers_without_parameters_refuse_them():
+    with pytest.raises(ValueError, match="takes parameters"):
+        layernorm.forward(np.arange(3.0), 0.1, np.ones(3))
+    with pytest.raises(ValueError, match="gain is not a parameter"):
+        layernorm.jacobian(np.arange(3.0), 0.1, gain=np.ones(3))

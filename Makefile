@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: derive test figures check bench clean golden
+.PHONY: derive test figures check bench crosscheck clean golden
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ check: $(STAMP)
 	$(PY) -m ruff format --check derivations numeric figures tests
 	$(PY) -m mypy
 	$(PY) -m pytest -q
+
+# PyTorch's CPU build, by name from the package index, only for this check.
+crosscheck: $(STAMP)
+	$(PY) -m pip install --quiet 'torch==2.13.0'
+	$(PY) tests/crosscheck/torch_reference.py
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py

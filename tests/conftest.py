@@ -4,6 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
+# Scripts run by make targets, not tests; crosscheck needs torch, which
+# `make test` does not install.
+collect_ignore_glob = ["crosscheck/*", "benchmarks/*"]
+
 # Derandomized so a failure reproduces; no deadline because the first call
 # of a numeric function compiles its lambdified code.
 settings.register_profile("project", derandomize=True, deadline=None, max_examples=60)

@@ -1,7 +1,7 @@
 """Figures, each drawn from `numeric` only, each after verification passed."""
 
-from figures import layer_normalization_epsilon_response
+from figures import conventions, layer_normalization_epsilon_response, spectrum
 
-FIGURES = (layer_normalization_epsilon_response,)
+FIGURES = (layer_normalization_epsilon_response, conventions, spectrum)
 
 __all__ = ["FIGURES"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-
 from derivations.cli import OneLineParser
 from figures import FIGURES
 from figures._output import BUILD, save
@@ -23,7 +21,6 @@ def main(argv: list[str] | None = None) -> int:
     for module in FIGURES:
         figure = module.draw()
         path = save(figure, args.out / module.FILENAME)
-        plt.close(figure)
         print(f"wrote {path}")
     return 0
 

@@ -11,6 +11,11 @@ from matplotlib.figure import Figure
 BUILD = Path("build") / "figures"
 
 
+def display_math(latex: str) -> str:
+    """Display-style fractions: mathtext's inline \\frac is too small to read."""
+    return latex.replace(r"\frac", r"\dfrac")
+
+
 def save(figure: Figure, path: Path) -> Path:
     """Write ``figure`` to ``path`` through a temporary file and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)

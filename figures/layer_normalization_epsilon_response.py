@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MultipleLocator
 
+from figures._output import display_math
 from numeric.layernorm import LAYER
 
 FILENAME = "layer-normalization-epsilon-response.png"
@@ -19,8 +16,13 @@ COLORS = ("#0072b2", "#d55e00", "#009e73")
 
 
 def draw() -> Figure:
-    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11})
-    fig, (forward, derivative) = plt.subplots(1, 2, figsize=(8.6, 4.1), dpi=100, facecolor="white")
+    with matplotlib.rc_context({"font.size": 10, "axes.titlesize": 11}):
+        return _draw()
+
+
+def _draw() -> Figure:
+    fig = Figure(figsize=(8.6, 4.1), dpi=100, facecolor="white")
+    forward, derivative = fig.subplots(1, 2)
     fig.subplots_adjust(left=0.075, right=0.98, bottom=0.18, top=0.79, wspace=0.3)
     fig.suptitle("What epsilon changes in layer normalization", y=0.97, fontsize=14)
     fig.text(
@@ -58,8 +60,7 @@ def draw() -> Figure:
     )
     # Ticks every 0.5 leave room for the labels; the seed's 0.25 overlapped.
     derivative.xaxis.set_major_locator(MultipleLocator(0.5))
-    # Display-style fractions: mathtext's inline \frac is too small to read.
-    at_zero = LAYER.latex("slope_at_zero").replace(r"\frac", r"\dfrac")
+    at_zero = display_math(LAYER.latex("slope_at_zero"))
     derivative.text(
         0.5,
         0.96,

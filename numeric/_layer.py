@@ -218,6 +218,15 @@ class NumericLayer:
         limit = self._degenerate_entry(delta, *stacked, e[..., None], size)
         return _validate.output(np.broadcast_to(np.where(degenerate, limit, entries), shape), dtype)
 
+    def eigen_by_direction(self, x: Any, epsilon: Any) -> dict[str, np.ndarray]:
+        """Each derived eigenvalue by the name of its direction, shape (...)."""
+        array, e, stats, _ = self._prepare(x, epsilon)
+        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
+        return {
+            pair.direction.name: np.broadcast_to(value(*stats, e, array.shape[-1]), (*batch, 1))[..., 0]
+            for pair, (value, _) in zip(self.eigenpairs, self._eigen, strict=True)
+        }
+
     def eigenvalues(self, x: Any, epsilon: Any) -> Any:
         """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
         array, e, stats, dtype = self._prepare(x, epsilon)

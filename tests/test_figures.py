@@ -1,24 +1,29 @@
 """Figures: drawn only after verification passes, written atomically, readable."""
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import itertools
 
 import matplotlib.pyplot as plt
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.ticker import MultipleLocator
 
 import figures.__main__ as cli
+from figures import FIGURES
 from figures import layer_normalization_epsilon_response as seed_figure
 from numeric.agreement import AgreementError
 
+SIZES = {
+    "layer-normalization-epsilon-response.png": (410, 860),
+    "conventions.png": (460, 960),
+    "spectrum.png": (480, 720),
+}
 
-def test_figure_is_written_at_the_seed_size(tmp_path):
+
+def test_every_figure_is_written_at_its_size(tmp_path):
     assert cli.main(["--out", str(tmp_path)]) == 0
-    path = tmp_path / "layer-normalization-epsilon-response.png"
-    image = plt.imread(path)
-    assert image.shape[:2] == (410, 860)
+    for module in FIGURES:
+        image = plt.imread(tmp_path / module.FILENAME)
+        assert image.shape[:2] == SIZES[module.FILENAME]
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
 
 
@@ -34,22 +39,36 @@ def test_no_png_when_verification_fails(tmp_path, monkeypatch, capsys):
     assert "no figure written" in err
 
 
+def _tick_boxes(figure, axes):
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    labels = [label for label in axes.get_xticklabels() if label.get_text()]
+    return sorted((label.get_window_extent(renderer) for label in labels), key=lambda box: box.x0)
+
+
 def _overlaps(boxes):
     return [(a, b) for a, b in itertools.pairwise(boxes) if a.x1 > b.x0]
 
 
-def test_tick_labels_do_not_overlap():
-    figure = seed_figure.draw()
-    figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
+@pytest.mark.parametrize("module", FIGURES, ids=lambda m: m.FILENAME)
+def test_figure_is_readable(module):
+    figure = module.draw()
+    legends = list(figure.legends) + [ax.get_legend() for ax in figure.axes if ax.get_legend()]
+    assert legends, "a legend names the curves"
     for axes in figure.axes:
-        boxes = sorted(
-            (label.get_window_extent(renderer) for label in axes.get_xticklabels() if label.get_text()),
-            key=lambda box: box.x0,
-        )
+        assert axes.get_xlabel()
+        assert axes.get_ylabel()
+        boxes = _tick_boxes(figure, axes)
         assert len(boxes) >= 3
         assert _overlaps(boxes) == []
-    plt.close(figure)
+
+
+def test_the_seed_tick_spacing_would_overlap():
+    """The overlap check can fail: with the seed's 0.25 spacing it does."""
+    figure = seed_figure.draw()
+    derivative = figure.axes[1]
+    derivative.xaxis.set_major_locator(MultipleLocator(0.25))
+    assert _overlaps(_tick_boxes(figure, derivative)) != []
 
 
 def test_content_matches_the_seed():
@@ -62,24 +81,13 @@ def test_content_matches_the_seed():
     dashed = sorted(line.get_ydata()[0] for line in forward.get_lines() if line.get_linestyle() == "--")
     assert dashed == pytest.approx([-(1.5**0.5), 1.5**0.5], rel=1e-15)
     assert r"Slope at $t=0$: $\dfrac{1}{\sqrt{\varepsilon}}$" in [text.get_text() for text in derivative.texts]
-    plt.close(figure)
 
 
-def test_the_seed_tick_spacing_would_overlap():
-    """The overlap check can fail: with the seed's 0.25 spacing it does."""
-    from matplotlib.ticker import MultipleLocator
-
-    figure = seed_figure.draw()
-    derivative = figure.axes[1]
-    derivative.xaxis.set_major_locator(MultipleLocator(0.25))
-    figure.canvas.draw()
-    renderer = figure.canvas.get_renderer()
-    boxes = sorted(
-        (label.get_window_extent(renderer) for label in derivative.get_xticklabels() if label.get_text()),
-        key=lambda box: box.x0,
-    )
-    assert _overlaps(boxes) != []
-    plt.close(figure)
+def test_conventions_legend_carries_each_derived_slope_at_zero():
+    figure = FIGURES[1].draw()
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert any(label.startswith("layernorm_std_eps: slope at 0 = $\\dfrac{1}{\\varepsilon}$") for label in labels)
+    assert any(label.startswith("rmsnorm: slope at 0 = $\\dfrac{1}{\\sqrt{\\varepsilon}}$") for label in labels)
 
 
 def test_bad_arguments_print_one_line_and_exit_2(capsys):

@@ -38,6 +38,7 @@ bench: $(STAMP)
 # Rewrite the committed golden output after a deliberate change to a formula.
 golden: $(STAMP)
 	$(PY) -m derivations > tests/golden/derive.txt
+	$(PY) tests/golden/readme.py
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -42,6 +42,12 @@ class Formula:
         # SymPy prints a matrix sum with a negative term as "+ -".
         return re.sub(r"\+ - ?", "- ", text)
 
+    def value_latex(self) -> str:
+        """LaTeX of the right-hand side alone, for an equation or inequality."""
+        if isinstance(self.expr, sp.core.relational.Relational):
+            return sp.latex(self.expr.rhs, symbol_names=LATEX_NAMES)
+        return ""
+
     @property
     def qualified(self) -> str:
         """The stable name ``<layer>.<name>``, unique across layers."""
@@ -53,6 +59,7 @@ class Formula:
             "name": self.qualified,
             "statement": self.statement,
             "latex": self.latex(),
+            "value": self.value_latex(),
             "established": self.established.value,
             "detail": self.detail,
             "proof": self.proof,

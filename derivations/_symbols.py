@@ -43,4 +43,4 @@ c_vec = sp.MatrixSymbol("c", n, 1)
 norm_J = sp.Symbol(r"\|J\|_2", positive=True)
 diag_gamma = sp.MatrixSymbol(r"\operatorname{diag}(\gamma)", n, n)
 
-LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u", gamma_max: r"\max_i |\gamma_i|"}
+LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u", gamma_max: r"\max_i \lvert\gamma_i\rvert"}

@@ -37,8 +37,25 @@ def as_json(rows: Iterable[Row]) -> str:
     return json.dumps(list(rows), indent=2, ensure_ascii=False) + "\n"
 
 
+def conventions(rows: Iterable[Row]) -> str:
+    """A markdown table: each layer's slope at zero and its bound on the Jacobian's norm."""
+    from derivations.catalog import LAYERS
+
+    values = {str(r["name"]): str(r["value"]) for r in rows}
+    lines = [
+        "| layer | convention | slope at 0 on (−t, 0, t) | bound on ‖J‖₂ |",
+        "|---|---|---|---|",
+    ]
+    for key, layer in LAYERS.items():
+        if f"{key}.slope_at_zero" in values:
+            slope, bound = values[f"{key}.slope_at_zero"], values[f"{key}.spectral_bound"]
+            lines.append(f"| `{key}` | {layer.title} | ${slope}$ | ${bound}$ |")
+    return "\n".join(lines) + "\n"
+
+
 FORMATS: dict[str, Callable[[Iterable[Row]], str]] = {
     "text": text,
     "markdown": markdown,
     "json": as_json,
+    "conventions": conventions,
 }

@@ -49,7 +49,7 @@ def test_markdown_uses_math_blocks(capsys):
 
 
 def test_every_format_is_registered():
-    assert sorted(FORMATS) == ["json", "markdown", "text"]
+    assert sorted(FORMATS) == ["conventions", "json", "markdown", "text"]
 
 
 @pytest.mark.parametrize("argv", [["--format", "yaml"], ["--layer", "nope"], ["--bogus"]])
@@ -59,3 +59,17 @@ def test_bad_arguments_print_one_line_and_exit_2(argv):
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_readme_blocks_are_generated_from_the_derivations():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme", GOLDEN / "readme.py")
+    assert spec is not None
+    assert spec.loader is not None
+    readme = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme)
+    text = readme.README.read_text()
+    for name in ("conventions", "sample"):
+        assert readme.block(name).search(text), f"README has no {name} block"
+    assert readme.update(text) == text, "README blocks are stale: run make golden"

@@ -22,13 +22,14 @@ def generated() -> dict[str, str]:
     from derivations.render import conventions, text
 
     every = rows(list(LAYERS))
-    sample = [r for r in every if r["name"] in ("layernorm.slope_at_zero", "layernorm.jacobian", "layernorm.spectral_norm")]
+    shown = ("layernorm.slope_at_zero", "layernorm.jacobian", "layernorm.spectral_norm")
+    sample = [r for r in every if r["name"] in shown]
     return {"conventions": conventions(every), "sample": "```text\n" + text(sample) + "```\n"}
 
 
 def update(readme: str) -> str:
     for name, content in generated().items():
-        readme = block(name).sub(lambda m: m.group(1) + content + m.group(3), readme)
+        readme = block(name).sub(lambda m, new=content: m.group(1) + new + m.group(3), readme)
     return readme
 
 

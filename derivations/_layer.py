@@ -97,23 +97,25 @@ class Layer:
         means: dict[sp.Symbol, sp.Expr] = {}
         for stat in self.statistics:
             if not stat.mean:
-                means[stat.symbol] = stat.summand.subs(means)
+                means[stat.symbol] = stat.summand.xreplace(means)
                 continue
             dummy = next(fresh)
-            summand = stat.summand.subs(means).subs(j, dummy)
+            summand = stat.summand.xreplace(means).xreplace({j: dummy})
             means[stat.symbol] = over_entries(summand, dummy) / n
-        return self.output.subs(means).subs(i, index)
+        return self.output.xreplace(means).xreplace({i: index})
 
     def explicit_entry(self, size: int, index: int) -> sp.Expr:
         """Output entry ``index`` for ``size`` entries x[0] .. x[size-1]."""
-        return self.output.subs(self.explicit_statistics(size)).subs({i: index, n: size})
+        return self.output.xreplace(self.explicit_statistics(size)).xreplace({i: index, n: size})
 
     def explicit_statistics(self, size: int) -> dict[sp.Symbol, sp.Expr]:
         """Each statistic written out over ``size`` explicit entries."""
         values: dict[sp.Symbol, sp.Expr] = {}
         for stat in self.statistics:
-            summand = stat.summand.subs(values).subs(n, size)
-            values[stat.symbol] = sp.Add(*(summand.subs(j, m) for m in range(size))) / size if stat.mean else summand
+            summand = stat.summand.xreplace(values).xreplace({n: size})
+            values[stat.symbol] = (
+                sp.Add(*(summand.xreplace({j: m}) for m in range(size))) / size if stat.mean else summand
+            )
         return values
 
     def relations(self) -> list[sp.Eq]:
@@ -137,7 +139,7 @@ class Layer:
         means = tuple(stat.symbol for stat in self.statistics if stat.mean)
         for stat in self.statistics:
             if not stat.mean:
-                expr = expr.subs(_inverse(stat, means))
+                expr = expr.xreplace(_inverse(stat, means))
         return expr
 
     def to_display(self, expr: sp.Basic) -> sp.Basic:
@@ -150,7 +152,7 @@ class Layer:
         """The response: output coordinate ``pattern.coordinate`` on ``pattern.values``."""
         size = len(pattern.values)
         entry = self.explicit_entry(size, pattern.coordinate)
-        return entry.subs({x[m]: value for m, value in enumerate(pattern.values)})
+        return entry.xreplace({x[m]: value for m, value in enumerate(pattern.values)})
 
     def prove_stated(self, name: str, derived: sp.Expr) -> str:
         """Prove ``derived`` equal to the stated form of ``name``, if one is stated."""

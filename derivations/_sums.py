@@ -60,9 +60,9 @@ def _reduce_one(total: sp.Sum) -> sp.Expr:
             first = deltas[0].base if deltas[0].is_Pow else deltas[0]
             other = first.args[1] if first.args[0] == index else first.args[0]
             rest = sp.Mul(*(f for f in factors if f is not deltas[0]))
-            reduced.append(constant * rest.subs(index, other))
+            reduced.append(constant * rest.xreplace({index: other}))
             continue
-        reduced.append(constant * PowerSum(varying.subs(index, _p)))
+        reduced.append(constant * PowerSum(varying.xreplace({index: _p})))
     return sp.Add(*reduced)
 
 
@@ -90,7 +90,7 @@ def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:
 
 def in_statistics(expr: sp.Expr, values: dict[sp.Expr, sp.Expr]) -> sp.Expr:
     """Rewrite the power sums of a reduced expression by their values."""
-    rewritten = expr.subs(values)
+    rewritten = expr.xreplace(values)
     left = rewritten.atoms(PowerSum)
     if left:
         raise DerivationError(f"power sums {sorted(map(str, left))} are not fixed by the layer's statistics")

@@ -62,21 +62,31 @@ def formula(name: str, key: str | None = None) -> Formula:
     raise ValueError(f"name must be one of {known}; got {name!r}")
 
 
-def _rows(key: str) -> list[dict[str, object]]:
-    return [f.row() for f in formulas(key)]
+def _rows(keys: tuple[str, ...]) -> list[dict[str, object]]:
+    return [f.row() for key in keys for f in formulas(key)]
 
 
 def rows(keys: Sequence[str]) -> list[dict[str, object]]:
     """The rendered rows of several layers, in the order given.
 
-    Layers are independent, so on a machine with more than one core they
-    are derived in forked worker processes, one layer per task.
+    Layers are independent, so on a machine with more than one core they are
+    derived in forked worker processes.  A layer built on a base layer goes
+    to the same worker as its base, which then derives the base only once.
     """
     for key in keys:
         if key not in LAYERS:
             raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
-    workers = min(len(keys), os.cpu_count() or 1)
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        base = LAYERS[key].base
+        groups.setdefault(base.key if base is not None and base.key in keys else key, []).append(key)
+    tasks = [tuple(group) for group in groups.values()]
+    workers = min(len(tasks), os.cpu_count() or 1)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return [row for key in keys for row in _rows(key)]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return [row for chunk in pool.map(_rows, keys, chunksize=1) for row in chunk]
+        done = [_rows(task) for task in tasks]
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            done = pool.map(_rows, tasks, chunksize=1)
+    order = {key: position for position, key in enumerate(keys)}
+    # A stable sort by layer keeps each layer's own stable order.
+    return sorted((row for chunk in done for row in chunk), key=lambda row: order[str(row["layer"])])

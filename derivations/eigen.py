@@ -33,7 +33,7 @@ class Eigen:
 def _vector(direction: Direction, layer: Layer) -> sp.MatrixExpr:
     if direction.entry == 1:
         return ones
-    name = "w" if direction.complement else str(layer.to_display(direction.entry.subs(k, i)).base)
+    name = "w" if direction.complement else str(layer.to_display(direction.entry.xreplace({k: i})).base)
     return sp.MatrixSymbol(name, n, 1)
 
 
@@ -43,7 +43,7 @@ def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     for direction in layer.directions:
         product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
         product = layer.express(product, *direction.constraints)
-        value = sp.factor(sp.cancel(product / direction.entry.subs(k, i)))
+        value = sp.factor(sp.cancel(product / direction.entry.xreplace({k: i})))
         if i in value.free_symbols or any(isinstance(a, sp.Indexed) for a in value.atoms(sp.Indexed)):
             raise DerivationError(f"{layer.key}: {direction.name} is not an eigenvector: J v / v = {value}")
         pairs.append(Eigen(direction, value, sp.Integer(1)))

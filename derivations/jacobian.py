@@ -35,7 +35,7 @@ def at_degenerate(layer: Layer) -> sp.Expr:
     The path scales the spread by tau -> 0+ and leaves the direction free;
     a limit that no longer depends on the direction is the Jacobian there.
     """
-    path = sp.cancel(sp.together(entry(layer).subs(layer.approach, simultaneous=True)))
+    path = sp.cancel(sp.together(entry(layer).xreplace(dict(layer.approach))))
     numerator, denominator = sp.fraction(path)
     # Along the path the entry is a rational function of tau; once cancelled,
     # a denominator that does not vanish at 0 makes the limit a substitution.
@@ -47,7 +47,7 @@ def at_degenerate(layer: Layer) -> sp.Expr:
 
 
 def is_symmetric(layer: Layer) -> bool:
-    swapped = entry(layer).subs({i: k, k: i}, simultaneous=True)
+    swapped = entry(layer).xreplace({i: k, k: i})
     return sp.cancel(sp.together(entry(layer) - swapped)) == 0
 
 
@@ -145,10 +145,10 @@ def explicit_agrees(layer: Layer, size: int) -> str:
         return expr.replace(is_root, name)
 
     direct = explicit(layer, size)
-    general = entry(layer).subs(n, size).subs(values)
+    general = entry(layer).xreplace({n: size}).xreplace(values)
     for row in range(size):
         for column in range(size):
-            at = rational(general.subs({i: row, k: column}))
+            at = rational(general.xreplace({i: row, k: column}))
             equal(at, rational(direct[row, column]), f"{layer.key}.jacobian[{row}, {column}] at n = {size}")
     return f"{size}x{size} entries: symbolic-n entry equals Matrix.jacobian"
 

@@ -55,11 +55,37 @@ def slope_at_zero(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr
     return _one_sided(derivative, -1), _one_sided(derivative, 1)
 
 
+def _continuous_value(expr: sp.Expr, at: sp.Symbol) -> sp.Expr | None:
+    """``expr`` at ``at`` = 0, if it is built by +, * and rational powers and
+    every node evaluates finitely there, which makes it continuous at 0."""
+    if expr.atoms(sp.Function) or expr.has(sp.Piecewise):
+        return None
+    value = sp.factor(expr.subs(at, 0))
+    return None if value.has(sp.nan, sp.zoo, sp.oo, sp.S.ComplexInfinity) else value
+
+
+def _at_infinity(expr: sp.Expr, side: int) -> sp.Expr:
+    """Limit as t -> side * oo: write t = side / h with h -> 0+ and substitute.
+
+    Radicands are put over one denominator first, so that sqrt(a + b/h**2)
+    becomes sqrt(a h**2 + b) / h and the powers of h cancel; where that does
+    not give a continuous expression, SymPy's general limit decides.
+    """
+    h = sp.Dummy("h", positive=True)
+    branch = expr.subs({sp.Abs(t): side * t, sp.sign(t): side}).subs(t, side / h)
+    branch = branch.replace(
+        lambda e: e.is_Pow and e.exp.is_Rational and not e.exp.is_Integer,
+        lambda e: sp.Pow(sp.together(e.base), e.exp),
+    )
+    value = _continuous_value(sp.cancel(sp.together(branch)), h)
+    return value if value is not None else sp.limit(expr, t, side * sp.oo)
+
+
 @cache
 def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """Limits of the response as t -> +oo and t -> -oo."""
     value = response(layer, pattern)
-    return sp.limit(value, t, sp.oo), sp.limit(value, t, -sp.oo)
+    return _at_infinity(value, 1), _at_infinity(value, -1)
 
 
 def _formulas(layer: Layer, pattern: Pattern) -> list[Formula]:

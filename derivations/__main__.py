@@ -1,15 +1,21 @@
-"""Command line: ``python -m derivations [--format text|markdown|json]``."""
+"""Command line.
+
+``python -m derivations [--layer KEY] [--format text|markdown|json|conventions]``
+prints every derived formula; ``python -m derivations check ...`` gives
+verdicts on claims (see ``python -m derivations check --help``).
+"""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from derivations.catalog import LAYERS, rows
 from derivations.cli import OneLineParser
-from derivations.render import FORMATS
+from derivations.render import FORMATS, VERDICT_FORMATS
 
 
-def main(argv: list[str] | None = None) -> int:
+def _derive(argv: list[str]) -> int:
     parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
@@ -20,6 +26,45 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check(argv: list[str]) -> int:
+    parser = OneLineParser(
+        prog="python -m derivations check",
+        description="Verdicts on claims: proved, refuted (with a counterexample), supported, or error.",
+    )
+    parser.add_argument("claim", nargs="?", help='a claim such as "slope_at_zero == 1/sqrt(epsilon)"')
+    parser.add_argument("--claims", type=Path, metavar="FILE", help="a TOML file of [[claim]] entries")
+    parser.add_argument("--layer", default="layernorm", choices=list(LAYERS), help="layer of an inline claim")
+    parser.add_argument("--assume", action="append", default=[], metavar="COND", help="assumption, e.g. 'n >= 3'")
+    parser.add_argument("--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format")
+    args = parser.parse_args(argv)
+    if (args.claim is None) == (args.claims is None):
+        parser.error("give either one inline claim or --claims FILE")
+    if args.claims is not None and args.assume:
+        parser.error("--assume applies to an inline claim; a claims file gives assumptions per entry")
+
+    # Imported here: the checker pulls in the numeric layer for confirmation,
+    # which printing formulas does not need.
+    from derivations.claim_language import ClaimError
+    from derivations.claims import Claim, check, load
+    from numeric.confirm import confirm
+
+    try:
+        claims = load(args.claims) if args.claims else [Claim(args.claim, args.layer, tuple(args.assume), id="inline")]
+    except ClaimError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    verdicts = [check(claim, confirm) for claim in claims]
+    sys.stdout.write(VERDICT_FORMATS[args.format](verdicts))
+    return 0 if all(v.met for v in verdicts) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check"]:
+        return _check(argv[1:])
+    return _derive(argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,255 @@
+r"""The claim language: a whitelisted grammar, parsed without ever evaluating text.
+
+A claim is one relation between two expressions::
+
+    claim      := expr ("==" | "<=" | "<" | ">=" | ">") expr
+    expr       := numbers, names, + - * / **, unary -, parentheses, calls
+    call       := sqrt(e) | abs(e) | exp(e) | max(e, e, ...) | min(e, e, ...)
+                | limit(e, t, point)            point: oo, -oo or a number
+
+Names are the derived quantities of the layer (``slope_at_zero``,
+``spectral_norm``, ...), the symbols (``t``, ``epsilon``, ``n``, ``q``,
+``s`` and those of the layer), and ``oo``.  Numbers are exact: ``3/2`` is a
+rational and ``0.5`` is 1/2.
+
+The text goes through Python's parser only as far as a syntax tree (which
+executes nothing); every node is then checked against the whitelist and
+turned into SymPy objects here, so attribute access, subscripts, lambdas,
+comprehensions, strings and calls outside the list are refused with the
+offending token named.  Length and bracket depth are bounded before parsing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import sympy as sp
+
+MAX_LENGTH = 2000
+MAX_DEPTH = 40
+MAX_NODES = 300
+# Exact arithmetic on literals is unbounded (9**9**9**9 has billions of
+# digits), so literal sizes and numeric exponents are bounded.
+MAX_DIGITS = 40
+MAX_EXPONENT = 64
+
+RELATIONS: dict[type[ast.cmpop], Callable[[sp.Expr, sp.Expr], sp.Basic]] = {
+    ast.Eq: lambda a, b: sp.Eq(a, b, evaluate=False),
+    ast.LtE: lambda a, b: sp.Le(a, b, evaluate=False),
+    ast.Lt: lambda a, b: sp.Lt(a, b, evaluate=False),
+    ast.GtE: lambda a, b: sp.Ge(a, b, evaluate=False),
+    ast.Gt: lambda a, b: sp.Gt(a, b, evaluate=False),
+}
+_SYMBOLS = {ast.Eq: "==", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
+
+FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {
+    "sqrt": sp.sqrt,
+    "abs": sp.Abs,
+    "exp": sp.exp,
+    "max": sp.Max,
+    "min": sp.Min,
+}
+_ARITY = {"sqrt": (1, 1), "abs": (1, 1), "exp": (1, 1), "max": (2, 8), "min": (2, 8)}
+
+_BINARY: dict[type[ast.operator], Callable[[sp.Expr, sp.Expr], sp.Expr]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+
+class ClaimError(ValueError):
+    """A claim that cannot be parsed or names something unknown; says what and where."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A parsed claim: ``lhs op rhs``, with the limits it asked for already taken."""
+
+    lhs: sp.Expr
+    op: str
+    rhs: sp.Expr
+
+    def as_sympy(self) -> sp.Basic:
+        return {"==": sp.Eq, "<=": sp.Le, "<": sp.Lt, ">=": sp.Ge, ">": sp.Gt}[self.op](
+            self.lhs, self.rhs, evaluate=False
+        )
+
+
+def _where(node: ast.AST) -> str:
+    return f"column {getattr(node, 'col_offset', 0) + 1}"
+
+
+def _check_shape(text: str) -> None:
+    if not isinstance(text, str):
+        raise ClaimError(f"a claim must be text, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ClaimError(f"claim is {len(text)} characters long; at most {MAX_LENGTH} are accepted")
+    if not text.strip():
+        raise ClaimError("claim is empty")
+    depth = 0
+    for column, char in enumerate(text, 1):
+        if char in "([{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ClaimError(f"brackets nested deeper than {MAX_DEPTH} at column {column}")
+        elif char in ")]}":
+            depth -= 1
+    for column, char in enumerate(text, 1):
+        if not (char.isascii() and (char.isprintable() or char in " \t")):
+            raise ClaimError(f"character {char!r} at column {column} is not allowed")
+
+
+class _Builder:
+    """Turns a whitelisted syntax tree into SymPy objects."""
+
+    def __init__(
+        self,
+        text: str,
+        names: Mapping[str, sp.Expr],
+        limit_variables: Mapping[str, sp.Symbol],
+        expand: Callable[[sp.Expr], sp.Expr],
+    ):
+        self.text = text
+        self.names = names
+        self.limit_variables = limit_variables
+        self.expand = expand
+
+    def number(self, node: ast.Constant) -> sp.Expr:
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ClaimError(f"only numbers may appear as literals; got {value!r} at {_where(node)}")
+        source = (ast.get_source_segment(self.text, node) or repr(value)).replace("_", "")
+        digits = sum(ch.isdigit() for ch in source.split("e")[0].split("E")[0])
+        if digits > MAX_DIGITS or (isinstance(value, float) and not abs(value) < 1e300 and value != 0):
+            raise ClaimError(f"number {source[:20]} at {_where(node)} is too large; at most {MAX_DIGITS} digits")
+        # The literal's own text, so that 0.1 is exactly 1/10, not the nearest double.
+        return sp.Integer(value) if isinstance(value, int) else sp.Rational(source)
+
+    def build(self, node: ast.AST) -> sp.Expr:
+        if isinstance(node, ast.Constant):
+            return self.number(node)
+        if isinstance(node, ast.Name):
+            if node.id not in self.names:
+                known = ", ".join(sorted(self.names))
+                raise ClaimError(f"unknown name {node.id!r} at {_where(node)}; known names: {known}")
+            return self.names[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = self.build(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.BitXor):
+                raise ClaimError(f"'^' at {_where(node)} is not a power here; write ** for powers")
+            if type(node.op) not in _BINARY:
+                raise ClaimError(f"operator {type(node.op).__name__} at {_where(node)} is not allowed")
+            left, right = self.build(node.left), self.build(node.right)
+            if isinstance(node.op, ast.Pow) and right.is_number and not abs(right) <= MAX_EXPONENT:
+                raise ClaimError(f"exponent at {_where(node)} is too large; at most {MAX_EXPONENT} in magnitude")
+            if isinstance(node.op, ast.Pow) and left.is_number and not right.is_number:
+                raise ClaimError(f"a number raised to a symbolic power at {_where(node)} is not supported")
+            result = _BINARY[type(node.op)](left, right)
+            if result.is_Rational and max(abs(result.p), result.q).bit_length() > 64 * MAX_EXPONENT:
+                raise ClaimError(f"the number at {_where(node)} is too large")
+            return result
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise ClaimError(f"{_describe(node, self.text)} at {_where(node)} is not allowed in a claim")
+
+    def call(self, node: ast.Call) -> sp.Expr:
+        if not isinstance(node.func, ast.Name):
+            raise ClaimError(f"{_describe(node.func, self.text)} at {_where(node)} cannot be called")
+        name = node.func.id
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
+        if name == "limit":
+            return self.limit(node)
+        if name not in FUNCTIONS:
+            allowed = ", ".join([*FUNCTIONS, "limit"])
+            raise ClaimError(f"call to {name!r} at {_where(node)} is not allowed; allowed functions: {allowed}")
+        low, high = _ARITY[name]
+        if not low <= len(node.args) <= high:
+            raise ClaimError(f"{name}() at {_where(node)} takes {low} to {high} arguments, got {len(node.args)}")
+        arguments = [self.build(a) for a in node.args]
+        if name == "exp" and arguments[0].has(sp.exp):
+            raise ClaimError(f"exp() of exp() at {_where(node)} is not supported")
+        return FUNCTIONS[name](*arguments)
+
+    def limit(self, node: ast.Call) -> sp.Expr:
+        if len(node.args) != 3:
+            raise ClaimError(f"limit() at {_where(node)} takes (expression, variable, point)")
+        expr, variable, point = node.args
+        if not isinstance(variable, ast.Name) or variable.id not in self.limit_variables:
+            raise ClaimError(f"limit() at {_where(node)}: the variable must be one of {sorted(self.limit_variables)}")
+        target = self.build(point)
+        if target.free_symbols:
+            raise ClaimError(f"limit() at {_where(node)}: the point must be a number, oo or -oo")
+        # Stand-ins for derived quantities are replaced first: the limit is of
+        # the quantity's expression, not of a name.
+        return sp.limit(self.expand(self.build(expr)), self.limit_variables[variable.id], target)
+
+
+def _describe(node: ast.AST, text: str) -> str:
+    segment = ast.get_source_segment(text, node) or ""
+    if isinstance(node, ast.Attribute):
+        return f"attribute access '.{node.attr}'"
+    if isinstance(node, ast.Subscript):
+        return f"subscript '{segment}'"
+    if isinstance(node, ast.Lambda):
+        return "lambda"
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return "comprehension"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return f"string {node.value!r}"
+    return f"{type(node).__name__.lower()} '{segment}'"
+
+
+def parse_expression(text: str, names: Mapping[str, sp.Expr], limit_variables: Mapping[str, sp.Symbol]) -> ast.AST:
+    """The syntax tree of ``text``, after the bounds on length and nesting."""
+    _check_shape(text)
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as error:
+        raise ClaimError(f"cannot parse the claim at column {error.offset or 0}: {error.msg}") from None
+    except (RecursionError, MemoryError, ValueError) as error:
+        raise ClaimError(f"cannot parse the claim: {type(error).__name__}") from None
+    count = sum(1 for _ in ast.walk(tree))
+    if count > MAX_NODES:
+        raise ClaimError(f"claim has {count} syntax nodes; at most {MAX_NODES} are accepted")
+    return tree.body
+
+
+def parse(
+    text: str,
+    names: Mapping[str, sp.Expr],
+    limit_variables: Mapping[str, sp.Symbol],
+    expand: Callable[[sp.Expr], sp.Expr] = lambda e: e,
+) -> Relation:
+    """Parse ``text`` into a `Relation` over ``names``; raise `ClaimError` otherwise.
+
+    ``expand`` maps stand-in symbols to what they stand for, inside limit().
+    """
+    body = parse_expression(text, names, limit_variables)
+    if not isinstance(body, ast.Compare):
+        found = (
+            ""
+            if isinstance(body, (ast.BinOp, ast.Name, ast.Call, ast.Constant, ast.UnaryOp))
+            else (f"{_describe(body, text.strip())} is not allowed; ")
+        )
+        raise ClaimError(f"{found}a claim is a relation: use ==, <=, <, >= or > between two expressions")
+    if len(body.ops) != 1:
+        raise ClaimError(f"one relation per claim; found {len(body.ops)} at {_where(body)}")
+    op = type(body.ops[0])
+    if op not in RELATIONS:
+        raise ClaimError(f"relation {type(body.ops[0]).__name__} at {_where(body)} is not allowed")
+    text = text.strip()
+    builder = _Builder(text, names, limit_variables, expand)
+    return Relation(builder.build(body.left), _SYMBOLS[op], builder.build(body.comparators[0]))
+
+
+def parse_condition(text: str, symbols: Mapping[str, sp.Symbol]) -> Relation:
+    """An assumption such as ``n >= 3``: a relation over symbols and numbers only."""
+    return parse(text, symbols, {})

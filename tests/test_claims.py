@@ -1,0 +1,226 @@
+"""The claims checker: safe parsing, verdicts with counterexamples, files and exit status."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from derivations.__main__ import main
+from derivations.claim_language import ClaimError, parse
+from derivations.claims import Claim, check, load, vocabulary
+from numeric.confirm import confirm
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "claims.toml"
+
+HOSTILE = [
+    "__import__('os').system('touch /tmp/claim-was-executed') == 1",
+    "().__class__.__bases__",
+    "().__class__.__bases__[0].__subclasses__() == 1",
+    "x" * 10**6,
+    "(" * 100_000 + "1" + ")" * 100_000 + " == 1",
+    "[" * 1000 + "]" * 1000,
+    "lambda: 0 == 1",
+    "[c for c in 'abc'] == 1",
+    "{k: 1 for k in 'ab'} == 1",
+    "slope_at_zero.__class__ == 1",
+    "slope_at_zero.func == 1",
+    "open('/etc/passwd') == 1",
+    "eval('1') == 1",
+    "exec('import os') == 1",
+    "getattr(slope_at_zero, 'x') == 1",
+    "globals() == 1",
+    "slope_at_zero[0] == 1",
+    "'a' == 'a'",
+    "f'{1}' == 1",
+    "epsilon ^ 2 == 1",
+    "9**9**9**9 == 1",
+    "((((2**64)**64)**64)**64)**64 == 1",
+    "exp(exp(exp(exp(exp(100))))) == 1",
+    "1" * 60 + " == 1",
+    "1e999 == 1",
+    "sqrt(epsilon, epsilon) == 1",
+    "sqrt(x=1) == 1",
+    "sqrt(*[1]) == 1",
+    "a := 1",
+    "slope_at_zero == 1; import os",
+    "1 if 1 else 2 == 1",
+    "(yield) == 1",
+    "await epsilon == 1",
+    "+".join(["t"] * 400) + " == 1",
+    "\x00 == 1",
+    "slope_at_zero == 1 == 1",
+    "",
+]
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _bounded(seconds):
+    def alarm(signum, frame):
+        raise _Timeout
+
+    signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+@pytest.fixture
+def words():
+    return vocabulary("layernorm")
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=[f"hostile-{i}" for i in range(len(HOSTILE))])
+def test_hostile_claims_get_a_clean_error_and_run_nothing(text, words, monkeypatch):
+    ran = []
+    monkeypatch.setattr(os, "system", lambda command: ran.append(command))
+    # A hang detector, not a speed target: parsing must not get stuck.
+    _bounded(20)
+    try:
+        with pytest.raises(ClaimError) as error:
+            parse(text, words.names(), {"t": words.symbols["t"]}, words.expand)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    assert str(error.value)
+    assert ran == []
+    assert not Path("/tmp/claim-was-executed").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("__import__('os').system('id') == 1", ".system"),
+        ("().__class__.__bases__ == 1", ".__bases__"),
+        ("open('f') == 1", "'open'"),
+        ("lambda: 0 == 1", "lambda"),
+        ("slope_at_zer == 1", "'slope_at_zer'"),
+        ("epsilon ^ 2 == 1", "'^'"),
+        ("[c for c in t] == 1", "comprehension"),
+    ],
+)
+def test_error_names_the_offending_token(text, token, words):
+    with pytest.raises(ClaimError) as error:
+        parse(text, words.names(), {"t": words.symbols["t"]}, words.expand)
+    assert token in str(error.value)
+
+
+def test_numbers_are_exact(words):
+    relation = parse("sqrt(3/2) == 0.5 * sqrt(6)", words.names(), {}, words.expand)
+    assert relation.lhs == relation.rhs
+    assert check(Claim("limit(response, t, oo) == sqrt(3/2)")).verdict == "proved"
+
+
+def test_the_example_file_meets_every_expectation():
+    claims = load(EXAMPLES)
+    assert len(claims) >= 12
+    layers = {c.layer for c in claims}
+    assert {"layernorm", "rmsnorm"} <= layers
+    verdicts = [check(c, confirm) for c in claims]
+    assert [v.verdict for v in verdicts] == [c.expect for c in claims]
+    assert {v.verdict for v in verdicts} == {"proved", "refuted", "supported", "error"}
+
+
+def test_norm_one_over_s_for_all_n_is_refuted_at_n_two():
+    verdict = check(Claim("spectral_norm == 1/sqrt(q + epsilon)"), confirm)
+    assert verdict.verdict == "refuted"
+    assert verdict.counterexample is not None
+    assert verdict.counterexample["n"] == 2
+    assert "confirmed numerically" in verdict.detail
+    assert "NOT confirmed" not in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "layer", "assume", "expected"),
+    [
+        ("spectral_norm == 1/s", "layernorm", ("n >= 3",), "proved"),
+        ("spectral_norm <= 1/sqrt(epsilon)", "layernorm", (), "proved"),
+        ("spectral_norm < 1/sqrt(epsilon)", "layernorm", (), "refuted"),  # equality at q = 0
+        ("slope_at_zero == 1/epsilon", "layernorm_std_eps", (), "proved"),
+        ("slope_at_zero_uniform == 1/sqrt(epsilon)", "rmsnorm", (), "proved"),
+        ("eigen_x == 1/s", "rmsnorm", (), "refuted"),
+        ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", (), "refuted"),  # false for epsilon > 1
+        ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", ("epsilon <= 1",), "supported"),
+        ("spectral_norm == 1/s", "layernorm", ("n >= 3", "n <= 2"), "error"),
+        ("spectral_norm == 1", "layernorm", ("m > 2",), "error"),
+        ("slope_at_zero == 1/sqrt(epsilon)", "groupnorm", (), "error"),
+    ],
+)
+def test_verdicts(text, layer, assume, expected):
+    assert check(Claim(text, layer, assume), confirm).verdict == expected
+
+
+def test_supported_reports_the_sample_count_and_worst_margin():
+    verdict = check(Claim("response < sqrt(3/2)"))
+    assert verdict.verdict == "supported"
+    assert "sampled points" in verdict.detail
+    assert "worst relative margin" in verdict.detail
+
+
+def _run(*argv):
+    return subprocess.run([sys.executable, "-m", "derivations", "check", *argv], capture_output=True, text=True)
+
+
+def test_cli_json_has_the_documented_keys():
+    result = _run("spectral_norm == 1/sqrt(q + epsilon)", "--format", "json")
+    assert result.returncode == 1
+    (row,) = json.loads(result.stdout)
+    assert {"id", "claim", "layer", "verdict", "detail", "counterexample"} <= row.keys()
+    assert row["verdict"] == "refuted"
+    assert row["counterexample"]["n"] == 2
+
+
+def test_cli_exit_status(capsys):
+    assert main(["check", "spectral_norm == 1/s", "--assume", "n >= 3"]) == 0
+    assert main(["check", "slope_at_zero == 1/epsilon"]) == 1
+    assert main(["check", "--claims", str(EXAMPLES)]) == 0
+    assert main(["check", "--claims", str(EXAMPLES), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| id | claim | layer | verdict | detail |" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[[claim]]\nid = 'a'\n", "needs a 'claim' field"),
+        ("[[claim]]\nclaim = '1 == 1'\ncolour = 'red'\n", "unknown fields"),
+        ("[[claim]]\nclaim = '1 == 1'\nexpect = 'true'\n", "'expect' must be one of"),
+        ("[[claim]]\nclaim = '1 == 1'\nassumptions = [1]\n", "'assumptions' must be a list of strings"),
+        ("claim = 'not a table'\n", "one or more [[claim]] tables"),
+        ("[[claim]\n", "not valid TOML"),
+    ],
+)
+def test_bad_claim_files_are_usage_errors(tmp_path, content, message, capsys):
+    path = tmp_path / "claims.toml"
+    path.write_text(content)
+    with pytest.raises(ClaimError, match=re.escape(message)):
+        load(path)
+    assert main(["check", "--claims", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["a == 1", "--claims", "x.toml"],
+        ["--claims", "x.toml", "--assume", "n >= 3"],
+        ["--format", "yaml", "1 == 1"],
+    ],
+)
+def test_cli_usage_errors_exit_2_in_one_line(argv):
+    result = _run(*argv)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_claims_file_is_a_usage_error(tmp_path):
+    result = _run("--claims", str(tmp_path / "absent.toml"))
+    assert result.returncode == 2
+    assert "absent.toml" in result.stderr

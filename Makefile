@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: derive test figures check bench crosscheck clean golden
+.PHONY: derive test figures report check bench crosscheck clean golden
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,13 @@ derive: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# Verification runs first inside `python -m figures`; a failure writes no PNG.
 figures: $(STAMP)
 	$(PY) -m figures
+
+# The derivation sheet a reviewer can attach: build/report.md, with the figures.
+report: figures
+	$(PY) -m figures.report
 
 check: $(STAMP)
 	$(PY) -m ruff check derivations numeric figures tests
@@ -35,7 +40,8 @@ crosscheck: $(STAMP)
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py
 
-# Rewrite the committed golden output after a deliberate change to a formula.
+# Rewrite the committed golden output, and the README blocks generated from
+# the derivations, after a deliberate change to a formula.
 golden: $(STAMP)
 	$(PY) -m derivations > tests/golden/derive.txt
 	$(PY) tests/golden/readme.py

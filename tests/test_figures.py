@@ -95,3 +95,29 @@ def test_bad_arguments_print_one_line_and_exit_2(capsys):
         cli.main(["--bogus"])
     assert stop.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_report_holds_every_formula_figure_check_and_version(tmp_path):
+    from derivations import LAYERS, formulas
+    from figures import report
+
+    assert cli.main(["--out", str(tmp_path / "figures")]) == 0
+    sheet = report.build(tmp_path / "report.md", tmp_path / "figures").read_text()
+    for key in LAYERS:
+        for f in formulas(key):
+            assert f"**`{f.qualified}`**" in sheet
+            assert f.latex() in sheet
+    for module in FIGURES:
+        assert f"(figures/{module.FILENAME})" in sheet
+    assert "| **total** |" in sheet
+    assert "20 of 20 as expected" in sheet
+    for name in ("Python", "SymPy", "NumPy"):
+        assert f"- {name} " in sheet
+    assert sheet.count("```math") == sum(len(formulas(key)) for key in LAYERS)
+
+
+def test_report_needs_the_figures(tmp_path):
+    from figures import report
+
+    with pytest.raises(FileNotFoundError, match="run make figures first"):
+        report.build(tmp_path / "report.md", tmp_path / "nowhere")

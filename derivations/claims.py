@@ -90,36 +90,45 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """What a claim about one layer may name."""
+    """What a claim about one layer may name.
 
-    quantities: Mapping[str, sp.Expr]  # derived quantity -> its derived expression
+    Quantities are derived on first use: a claim about the slope at zero does
+    not wait for the eigenstructure.
+    """
+
+    makers: Mapping[str, Callable[[], sp.Expr]]  # derived quantity -> how to derive it
     symbols: Mapping[str, sp.Expr]  # symbol name -> SymPy object (s -> sqrt(q + epsilon))
     placeholders: Mapping[str, sp.Symbol]  # derived quantity -> stand-in symbol
 
     def names(self) -> dict[str, sp.Expr]:
         return {**self.symbols, **self.placeholders, "oo": sp.oo}
 
+    def quantity(self, name: str) -> sp.Expr:
+        return self.makers[name]()
+
     def expand(self, expr: sp.Expr) -> sp.Expr:
         """Replace each quantity's stand-in by its derived expression."""
-        return expr.xreplace({self.placeholders[name]: value for name, value in self.quantities.items()})
+        used = {name: stand_in for name, stand_in in self.placeholders.items() if expr.has(stand_in)}
+        return expr.xreplace({stand_in: self.quantity(name) for name, stand_in in used.items()})
 
 
-def _quantities(layer: Layer) -> dict[str, sp.Expr]:
-    out: dict[str, sp.Expr] = {}
-    for pattern in layer.patterns:
-        out[f"response{pattern.suffix}"] = response.response(layer, pattern)
-        out[f"slope{pattern.suffix}"] = response.slope(layer, pattern)
-        out[f"slope_at_zero{pattern.suffix}"] = response.slope_at_zero(layer, pattern)[1]
-        out[f"asymptote{pattern.suffix}"] = response.asymptote(layer, pattern)[0]
-    for pair in eigen.eigenpairs(layer):
-        out[f"eigen_{pair.direction.name}"] = pair.value
+def _makers(layer: Layer) -> dict[str, Callable[[], sp.Expr]]:
+    out: dict[str, Callable[[], sp.Expr]] = {}
+    for p in layer.patterns:
+        out[f"response{p.suffix}"] = lambda p=p: response.response(layer, p)
+        out[f"slope{p.suffix}"] = lambda p=p: response.slope(layer, p)
+        out[f"slope_at_zero{p.suffix}"] = lambda p=p: response.slope_at_zero(layer, p)[1]
+        out[f"asymptote{p.suffix}"] = lambda p=p: response.asymptote(layer, p)[0]
+    for position, direction in enumerate(layer.directions):
+        out[f"eigen_{direction.name}"] = lambda at=position: eigen.eigenpairs(layer)[at].value
     if layer.base is None:
-        out["spectral_norm"] = spectral.spectral_norm(layer)
-        out["spectral_bound"] = spectral.bound(layer)[0]
-        out["second_moment"] = moments.second_moment(layer)
+        out["spectral_norm"] = lambda: spectral.spectral_norm(layer)
+        out["spectral_bound"] = lambda: spectral.bound(layer)[0]
+        out["second_moment"] = lambda: moments.second_moment(layer)
     else:
-        out["spectral_bound"] = gamma_max * spectral.bound(layer.base)[0]
-    return out
+        base = layer.base
+        out["spectral_bound"] = lambda: gamma_max * spectral.bound(base)[0]
+    return {name: cache(make) for name, make in out.items()}
 
 
 @cache
@@ -136,9 +145,9 @@ def vocabulary(key: str) -> Vocabulary:
     if layer.gain is not None:
         coordinate = layer.patterns[0].coordinate
         symbols.update({"gamma": gamma[coordinate], "beta": beta[coordinate], "gamma_max": gamma_max})
-    quantities = _quantities(layer)
-    placeholders = {name: sp.Symbol(f"<{name}>") for name in quantities}
-    return Vocabulary(quantities, symbols, placeholders)
+    makers = _makers(layer)
+    placeholders = {name: sp.Symbol(f"<{name}>") for name in makers}
+    return Vocabulary(makers, symbols, placeholders)
 
 
 # --- proof -------------------------------------------------------------------

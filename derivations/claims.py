@@ -15,7 +15,7 @@ import itertools
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import mpmath
 import sympy as sp
 
 from derivations import eigen, moments, response, spectral
-from derivations._layer import Layer
+from derivations._layer import Layer, Pattern
 from derivations._proof import DerivationError, less_equal
 from derivations._symbols import beta, epsilon, gamma, gamma_max, n, s, t
 from derivations.catalog import LAYERS
@@ -112,22 +112,37 @@ class Vocabulary:
         return expr.xreplace({stand_in: self.quantity(name) for name, stand_in in used.items()})
 
 
+def _slope_at_zero(layer: Layer, pattern: Pattern) -> sp.Expr:
+    return response.slope_at_zero(layer, pattern)[1]
+
+
+def _asymptote(layer: Layer, pattern: Pattern) -> sp.Expr:
+    return response.asymptote(layer, pattern)[0]
+
+
+def _eigenvalue(layer: Layer, position: int) -> sp.Expr:
+    return eigen.eigenpairs(layer)[position].value
+
+
+def _bound(layer: Layer) -> sp.Expr:
+    if layer.base is not None:
+        return gamma_max * spectral.bound(layer.base)[0]
+    return spectral.bound(layer)[0]
+
+
 def _makers(layer: Layer) -> dict[str, Callable[[], sp.Expr]]:
     out: dict[str, Callable[[], sp.Expr]] = {}
     for p in layer.patterns:
-        out[f"response{p.suffix}"] = lambda p=p: response.response(layer, p)
-        out[f"slope{p.suffix}"] = lambda p=p: response.slope(layer, p)
-        out[f"slope_at_zero{p.suffix}"] = lambda p=p: response.slope_at_zero(layer, p)[1]
-        out[f"asymptote{p.suffix}"] = lambda p=p: response.asymptote(layer, p)[0]
+        out[f"response{p.suffix}"] = partial(response.response, layer, p)
+        out[f"slope{p.suffix}"] = partial(response.slope, layer, p)
+        out[f"slope_at_zero{p.suffix}"] = partial(_slope_at_zero, layer, p)
+        out[f"asymptote{p.suffix}"] = partial(_asymptote, layer, p)
     for position, direction in enumerate(layer.directions):
-        out[f"eigen_{direction.name}"] = lambda at=position: eigen.eigenpairs(layer)[at].value
+        out[f"eigen_{direction.name}"] = partial(_eigenvalue, layer, position)
     if layer.base is None:
-        out["spectral_norm"] = lambda: spectral.spectral_norm(layer)
-        out["spectral_bound"] = lambda: spectral.bound(layer)[0]
-        out["second_moment"] = lambda: moments.second_moment(layer)
-    else:
-        base = layer.base
-        out["spectral_bound"] = lambda: gamma_max * spectral.bound(base)[0]
+        out["spectral_norm"] = partial(spectral.spectral_norm, layer)
+        out["second_moment"] = partial(moments.second_moment, layer)
+    out["spectral_bound"] = partial(_bound, layer)
     return {name: cache(make) for name, make in out.items()}
 
 

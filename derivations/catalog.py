@@ -17,6 +17,7 @@ from derivations import (
     response,
     rmsnorm,
     rmsnorm_eps_outside,
+    scaling,
     spectral,
 )
 from derivations._formula import Formula
@@ -34,7 +35,7 @@ LAYERS: dict[str, Layer] = {
 }
 
 # The derivations in the order `make derive` prints them.
-_STAGES = (response, jacobian, eigen, spectral, moments)
+_STAGES = (response, jacobian, eigen, spectral, moments, scaling)
 
 
 # Bare names such as "response" refer to the core layer.

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import LAYERS, Direction, eigen, formula, jacobian, response, spectral
+from derivations import LAYERS, Direction, eigen, formula, jacobian, response, scaling, spectral
 from derivations._symbols import LATEX_NAMES, epsilon, gamma_max, i, j, k, n, t, x
 from numeric import _validate
 from numeric._lambdify import compile
@@ -18,6 +18,10 @@ _xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
 _delta = sp.Symbol("delta_ik")
 _ENTRIES = {x[i]: _xi, x[j]: _xj, x[k]: _xk, sp.KroneckerDelta(i, k): _delta}
 
+
+# The range of the scale m = max(|t|, root of epsilon) where the plain
+# lambdified expressions are used as they are.
+_MODERATE = (1e-100, 1e100)
 
 # Elementwise functions run over chunks of this many entries, so that the
 # temporaries of each chunk stay in cache; on 10^6 points this halves the time.
@@ -169,7 +173,26 @@ class NumericLayer:
         """LaTeX of the right-hand side of the derived formula ``name``."""
         return sp.latex(formula(name, self.layer.key).expr.rhs, symbol_names=LATEX_NAMES)
 
-    def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype]:
+    @cached_property
+    def _degrees(self) -> tuple[int, dict[str, int]]:
+        return scaling.epsilon_degree(self.layer), scaling.degrees(self.layer)
+
+    def _root(self, e: np.ndarray) -> np.ndarray:
+        """epsilon ** (1 / its degree): the scale epsilon sets, sqrt(epsilon) or epsilon."""
+        return np.sqrt(e) if self._degrees[0] == 2 else e
+
+    def _rescaled(self, amplitude: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scale m = max(|amplitude|, root of epsilon), amplitude / m and epsilon / m**degree.
+
+        Both scaled inputs are at most 1 and one of them is 1, so no square
+        or cube formed from them can overflow or underflow (`derivations.scaling`).
+        """
+        root = self._root(e)
+        m = np.maximum(amplitude, root)
+        return m, root / m, (root / m) ** self._degrees[0]
+
+    def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
+        """Validated x and epsilon, rescaled by m (returned last) along the last axis."""
         array = _validate.vector(values)
         e = _validate.epsilon(eps)
         dtype = _validate.result_dtype(values, eps)
@@ -179,67 +202,90 @@ class NumericLayer:
             raise ValueError(
                 f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
             ) from None
-        return array, e[..., None], self._statistics(array), dtype
+        m, _, e_scaled = self._rescaled(np.max(np.abs(array), axis=-1, keepdims=True), e[..., None])
+        scaled = array / m
+        return scaled, e_scaled, self._statistics(scaled), dtype, m
+
+    def _scalar(self, function: Any, degree: int, t: Any, epsilon: Any) -> Any:
+        """An elementwise function of (t, epsilon): plain where the scale is moderate, rescaled elsewhere."""
+        amplitude, e = _validate.amplitude(t), _validate.epsilon(epsilon)
+
+        def chunk(tc: np.ndarray, ec: np.ndarray) -> np.ndarray:
+            with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+                out = np.asarray(function(tc, ec), dtype=np.float64)
+            m, _, _ = self._rescaled(np.abs(tc), ec)
+            # Within this box every power of m up to the third formed by the
+            # plain expression is a normal float64; outside it, rescale.
+            far = (m < _MODERATE[0]) | (m > _MODERATE[1])
+            if far.any():
+                out = np.array(np.broadcast_to(out, far.shape))
+                tf, ef = np.broadcast_to(tc, far.shape)[far], np.broadcast_to(ec, far.shape)[far]
+                scale, _, e_scaled = self._rescaled(np.abs(tf), ef)
+                out[far] = function(tf / scale, e_scaled) * scale**degree
+            return out
+
+        return _validate.output(_blockwise(chunk, amplitude, e), _validate.result_dtype(t, epsilon))
 
     def response(self, t: Any, epsilon: Any) -> Any:
         """The response along the layer's input pattern; t and epsilon broadcast."""
-        amplitude, e = _validate.amplitude(t), _validate.epsilon(epsilon)
-        return _validate.output(_blockwise(self._response, amplitude, e), _validate.result_dtype(t, epsilon))
+        return self._scalar(self._response, self._degrees[1]["response"], t, epsilon)
 
     def slope(self, t: Any, epsilon: Any) -> Any:
         """d response / dt; t and epsilon broadcast."""
-        amplitude, e = _validate.amplitude(t), _validate.epsilon(epsilon)
-        return _validate.output(_blockwise(self._slope, amplitude, e), _validate.result_dtype(t, epsilon))
+        return self._scalar(self._slope, self._degrees[1]["slope"], t, epsilon)
 
     def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """The layer applied along the last axis of x, shape (..., n)."""
-        array, e, stats, dtype = self._prepare(x, epsilon)
+        array, e, stats, dtype, m = self._prepare(x, epsilon)
         params = self._parameters(array, parameters, named)
-        return _validate.output(
-            np.broadcast_to(self._output(array, *stats, e, *params), np.broadcast_shapes(array.shape, e.shape)), dtype
-        )
+        out = self._output(array, *stats, e, *params) * m ** self._degrees[1]["output"]
+        return _validate.output(np.broadcast_to(out, np.broadcast_shapes(array.shape, e.shape)), dtype)
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """d forward(x)_i / d x_k, shape (..., n, n)."""
-        array, e, stats, dtype = self._prepare(x, epsilon)
+        array, e, stats, dtype, m = self._prepare(x, epsilon)
         params = [p[..., :, None] for p in self._parameters(array, parameters, named)]
+        scale = m[..., None] ** self._degrees[1]["jacobian"]
         size = array.shape[-1]
         stacked = [s[..., None] for s in stats]
         shape = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), size, size)
         rows, columns, delta = array[..., :, None], array[..., None, :], np.eye(size)
         if not self.layer.approach:
             entries = self._entry(rows, columns, delta, *stacked, e[..., None], size, *params)
-            return _validate.output(np.broadcast_to(entries, shape), dtype)
+            return _validate.output(np.broadcast_to(entries * scale, shape), dtype)
         # The general entry divides by the spread; where it is exactly zero the
         # derived limit is the Jacobian, and the 0/0 there is discarded.
         degenerate = stacked[self._stat_symbols.index(self.layer.spread)] == 0
         with np.errstate(divide="ignore", invalid="ignore"):
             entries = self._entry(rows, columns, delta, *stacked, e[..., None], size, *params)
         limit = self._degenerate_entry(delta, *stacked, e[..., None], size)
-        return _validate.output(np.broadcast_to(np.where(degenerate, limit, entries), shape), dtype)
+        return _validate.output(np.broadcast_to(np.where(degenerate, limit, entries) * scale, shape), dtype)
 
     def eigen_by_direction(self, x: Any, epsilon: Any) -> dict[str, np.ndarray]:
         """Each derived eigenvalue by the name of its direction, shape (...)."""
-        array, e, stats, _ = self._prepare(x, epsilon)
+        array, e, stats, _, m = self._prepare(x, epsilon)
         batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
+        scale = m ** self._degrees[1]["eigenvalues"]
         return {
-            pair.direction.name: np.broadcast_to(value(*stats, e, array.shape[-1]), (*batch, 1))[..., 0]
+            pair.direction.name: np.broadcast_to(value(*stats, e, array.shape[-1]) * scale, (*batch, 1))[..., 0]
             for pair, (value, _) in zip(self.eigenpairs, self._eigen, strict=True)
         }
 
     def eigenvalues(self, x: Any, epsilon: Any) -> Any:
         """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
-        array, e, stats, dtype = self._prepare(x, epsilon)
+        array, e, stats, dtype, m = self._prepare(x, epsilon)
         size = array.shape[-1]
         batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
+        scale = m ** self._degrees[1]["eigenvalues"]
         columns = []
         for value, multiplicity in self._eigen:
             count = int(multiplicity.subs(n, size))
-            columns.append(np.broadcast_to(value(*stats, e, size), batch).repeat(count, axis=-1))
+            columns.append(np.broadcast_to(value(*stats, e, size) * scale, batch).repeat(count, axis=-1))
         return _validate.output(np.sort(np.concatenate(columns, axis=-1), axis=-1), dtype)
 
     def spectral_norm(self, x: Any, epsilon: Any) -> Any:
         """The spectral norm of the Jacobian, shape (...)."""
-        array, e, stats, dtype = self._prepare(x, epsilon)
+        array, e, stats, dtype, m = self._prepare(x, epsilon)
         batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
-        return _validate.output(np.broadcast_to(self._norm(array.shape[-1])(*stats, e), batch)[..., 0], dtype)
+        norm = self._norm(array.shape[-1])(*stats, e) * m ** self._degrees[1]["spectral_norm"]
+        return _validate.output(np.broadcast_to(norm, batch)[..., 0], dtype)

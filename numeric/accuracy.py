@@ -1,0 +1,201 @@
+"""Accuracy against mpmath at 50 digits, across the floating-point range.
+
+The reference evaluates the canonical derived expressions (lambdified for
+mpmath, not the rescaled forms the numeric functions use) at the exact
+binary value of each input.  Errors are in units of the format's machine
+epsilon: relative for the scalar functions, normwise
+(max |computed - true| / max |true|) for the vector ones.
+
+Centering an input whose entries nearly cancel is ill-conditioned in any
+floating-point code, so the vector grid uses x = 10**k z with z a seeded
+standard-normal vector, not inputs built to cancel.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from derivations import LAYERS, eigen, jacobian, response, spectral
+from derivations._symbols import epsilon, i, j, k, n, t, x
+from numeric._layer import NumericLayer
+
+DIGITS = 50
+SCALAR_BOUNDS = {"response": 4, "slope": 8}  # ulp
+VECTOR_BOUND_PER_FEATURE = 8  # ulp times n
+LAYER_KEYS = ("layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside")
+SIZES = (2, 3, 16)
+
+
+def exponents(dtype: np.dtype, step: int) -> np.ndarray:
+    """Powers of ten k with 10**k normal in ``dtype``, from the smallest up in ``step``."""
+    info = np.finfo(dtype)
+    low, high = int(np.ceil(np.log10(info.tiny))), int(np.floor(np.log10(info.max)))
+    low = -((-low) // step) * step
+    return np.arange(low, high + 1, step)
+
+
+def scalar_grid(dtype: np.dtype, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """t: 0, +-10**k (step 10) and seeded random magnitudes; epsilon: 10**k (step 20)."""
+    rng = np.random.default_rng(seed)
+    powers = exponents(dtype, 10)
+    spread = 10.0 ** rng.uniform(powers[0], powers[-1], 200) * rng.choice([-1, 1], 200)
+    ts = np.concatenate([[0.0], 10.0**powers, -(10.0**powers), spread]).astype(dtype)
+    return ts, (10.0 ** exponents(dtype, 20)).astype(dtype)
+
+
+@dataclass
+class Result:
+    """The worst error of one function over a grid."""
+
+    function: str
+    dtype: str
+    worst: float  # in ulp
+    where: str
+    bound: float
+    points: int
+    silent: int  # inf, NaN or 0 where the true value is finite, normal and non-zero
+
+    @property
+    def ok(self) -> bool:
+        return self.worst <= self.bound and self.silent == 0
+
+
+@cache
+def _reference(key: str, name: str) -> Any:
+    layer = LAYERS[key]
+    expr = getattr(response, name)(layer)
+    return sp.lambdify((t, epsilon), expr, modules="mpmath")
+
+
+def scalar(key: str, name: str, dtype: np.dtype, ts: np.ndarray, epsilons: np.ndarray) -> Result:
+    """Relative error of ``response`` or ``slope`` against mpmath, over every (t, epsilon) pair."""
+    info = np.finfo(dtype)
+    function = getattr(NumericLayer(key), name)
+    tt, ee = np.meshgrid(ts, epsilons)
+    computed = np.asarray(function(tt, ee), dtype=np.float64)
+    reference = _reference(key, name)
+    worst, where, silent, points = 0.0, "", 0, 0
+    with mpmath.workdps(DIGITS):
+        for index in np.ndindex(tt.shape):
+            true = reference(mpmath.mpf(float(tt[index])), mpmath.mpf(float(ee[index])))
+            if true == 0 or not info.tiny <= abs(true) <= info.max:
+                continue  # the true value is not a normal number of this format
+            points += 1
+            value = computed[index]
+            if not np.isfinite(value) or value == 0:
+                silent += 1
+                error = float("inf")
+            else:
+                error = float(abs((mpmath.mpf(float(value)) - true) / true)) / float(info.eps)
+            if error > worst:
+                worst, where = error, f"t = {tt[index]:.3g}, epsilon = {ee[index]:.3g}"
+    return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, SCALAR_BOUNDS[name], points, silent)
+
+
+_xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
+
+
+@cache
+def _vector_reference(key: str) -> dict[str, Any]:
+    """mpmath functions for the statistics and the derived entry-wise forms of one layer."""
+    layer = LAYERS[key]
+    stats = [stat.symbol for stat in layer.statistics]
+    entries = {x[i]: _xi, x[j]: _xj, x[k]: _xk}
+
+    def compile(expr: sp.Expr, *args: sp.Basic) -> Any:
+        return sp.lambdify(args, expr.xreplace(entries), modules="mpmath")
+
+    delta = sp.Symbol("delta")
+    return {
+        "summands": [compile(s.summand, _xj, *stats[:m], n) for m, s in enumerate(layer.statistics)],
+        "forward": compile(layer.output, _xi, *stats, epsilon),
+        "jacobian": compile(jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n),
+        "eigen": [(compile(p.value, *stats, epsilon, n), p.multiplicity) for p in eigen.eigenpairs(layer)],
+        "spectral_norm": spectral.spectral_norm(layer),
+        "stats": stats,
+    }
+
+
+def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
+    """The exact (50-digit) value of ``name`` at the exact binary inputs."""
+    reference = _vector_reference(key)
+    layer = LAYERS[key]
+    size = len(inputs)
+    xs = [mpmath.mpf(float(v)) for v in inputs]
+    e = mpmath.mpf(float(eps))
+    stats: list[Any] = []
+    for stat, summand in zip(layer.statistics, reference["summands"], strict=True):
+        value = summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
+        stats.append(value)
+    if name == "forward":
+        return [reference["forward"](v, *stats, e) for v in xs]
+    if name == "jacobian":
+        return [reference["jacobian"](a, b, int(r == c), *stats, e, size) for r, a in enumerate(xs) for c, b in enumerate(xs)]
+    values = [f(*stats, e, size) for f, mult in reference["eigen"] for _ in range(int(mult.subs(n, size)))]
+    if name == "eigenvalues":
+        return sorted(values)
+    return [max(abs(v) for v in values)]
+
+
+def vector(key: str, name: str, dtype: np.dtype, powers: np.ndarray, epsilons: np.ndarray, seed: int = 0) -> Result:
+    """Normwise error of a vector function for x = 10**k z, n in SIZES, against mpmath."""
+    info = np.finfo(dtype)
+    layer = NumericLayer(key)
+    rng = np.random.default_rng(seed)
+    worst, bound, where, silent, points = 0.0, 0.0, "", 0, 0
+    for size in SIZES:
+        z = rng.standard_normal(size)
+        for power in powers:
+            inputs = (z * 10.0**power).astype(dtype)
+            if not np.isfinite(inputs).all() or (inputs == 0).any():
+                continue
+            for eps in epsilons:
+                computed = np.ravel(np.asarray(getattr(layer, name)(inputs, eps), dtype=np.float64))
+                with mpmath.workdps(DIGITS):
+                    true = _true(key, name, inputs, eps)
+                    scale = max(abs(v) for v in true)
+                    if not info.tiny <= scale <= info.max:
+                        continue
+                    points += 1
+                    if not np.isfinite(computed).all():
+                        silent += 1
+                        error = float("inf")
+                    else:
+                        error = max(float(abs(mpmath.mpf(float(c)) - v)) for c, v in zip(computed, true, strict=True))
+                        error = error / float(scale) / float(info.eps)
+                # The bound is 8 n ulp: the worst case is the one closest to its own bound.
+                if not bound or error / (VECTOR_BOUND_PER_FEATURE * size) > worst / bound:
+                    worst, bound = error, VECTOR_BOUND_PER_FEATURE * size
+                    where = f"n = {size}, x = 1e{power} z, epsilon = {eps:.3g}"
+    return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, bound, points, silent)
+
+
+def main() -> int:
+    """``make accuracy``: the table of worst errors, with the seed's and PyTorch's failures."""
+    rows = []
+    for dtype in (np.float64, np.float32):
+        ts, epsilons = scalar_grid(dtype)
+        for key in LAYER_KEYS:
+            for name in ("response", "slope"):
+                rows.append(scalar(key, name, dtype, ts, epsilons))
+    for dtype in (np.float64, np.float32):
+        powers, epsilons = exponents(dtype, 30), 10.0 ** exponents(dtype, 60)
+        for key in LAYER_KEYS:
+            for name in ("forward", "jacobian", "eigenvalues", "spectral_norm"):
+                rows.append(vector(key, name, dtype, powers, epsilons))
+    print(f"{'function':<36}{'dtype':>9}{'worst ulp':>11}{'bound':>7}{'points':>8}  where")
+    for row in rows:
+        flag = "" if row.ok else "   FAIL"
+        print(f"{row.function:<36}{row.dtype:>9}{row.worst:>11.2f}{row.bound:>7g}{row.points:>8}  {row.where}{flag}")
+    return 0 if all(row.ok for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

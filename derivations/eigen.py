@@ -8,6 +8,7 @@ eigenvalue.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cache
 
@@ -16,7 +17,7 @@ import sympy as sp
 from derivations import jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Direction, Layer
-from derivations._proof import DerivationError
+from derivations._proof import DerivationError, equal
 from derivations._sums import over_entries, reduce_sums
 from derivations._symbols import J, i, k, n, ones
 
@@ -51,6 +52,34 @@ def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     # has dimension n minus their number.
     explicit = sum(1 for p in pairs if not p.direction.complement)
     return tuple(Eigen(p.direction, p.value, n - explicit if p.direction.complement else p.multiplicity) for p in pairs)
+
+
+@cache
+def spectral_form(layer: Layer) -> str:
+    r"""Prove J = sum_d lambda_d Pi_d, the spectral decomposition numeric assembles J from.
+
+    Pi_v = v v^T / (v^T v) for each explicit direction and the complement's
+    projector is I minus their sum; the explicit directions are orthogonal.
+    The identity is proved entry by entry against the derived J_ik.
+    """
+    pairs = eigenpairs(layer)
+    explicit = [p for p in pairs if not p.direction.complement]
+    projectors = []
+    for pair in explicit:
+        v_i, v_k = pair.direction.entry.xreplace({k: i}), pair.direction.entry
+        length = layer.express(reduce_sums(over_entries(v_k**2, k)))
+        projectors.append(v_i * v_k / length)
+    for a, b in itertools.combinations(explicit, 2):
+        inner = layer.express(reduce_sums(over_entries(a.direction.entry * b.direction.entry, k)))
+        if sp.simplify(inner) != 0:
+            raise DerivationError(
+                f"{layer.key}: directions {a.direction.name} and {b.direction.name} are not orthogonal"
+            )
+    assembled = sum((p.value * pi for p, pi in zip(explicit, projectors, strict=True)), sp.Integer(0))
+    for pair in pairs:
+        if pair.direction.complement:
+            assembled += pair.value * (sp.KroneckerDelta(i, k) - sum(projectors, sp.Integer(0)))
+    return equal(assembled, jacobian.entry(layer), f"{layer.key}: J = sum of eigenvalue times projector")
 
 
 def formulas(layer: Layer) -> list[Formula]:

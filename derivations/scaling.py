@@ -114,4 +114,3 @@ def formulas(layer: Layer) -> list[Formula]:
             layer.key,
         )
     ]
-

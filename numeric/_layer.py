@@ -112,6 +112,8 @@ class NumericLayer:
 
     @cached_property
     def _eigen(self) -> list[tuple[Any, sp.Expr]]:
+        if jacobian.is_symmetric(self.layer) and self.layer.base is None:
+            eigen.spectral_form(self.layer)  # what `jacobian` assembles from, proved before use
         return [
             (self._compile(pair.value, *self._stat_symbols, epsilon, n), pair.multiplicity)
             for pair in eigen.eigenpairs(self.layer)
@@ -161,8 +163,7 @@ class NumericLayer:
         """The vector of an explicit eigen direction at input x, by its lambdified entry."""
         array = _validate.vector(x)
         stats = self._statistics(array)
-        entry = self._compile(direction.entry, _xk, *self._stat_symbols)
-        return np.broadcast_to(entry(array, *stats), array.shape).astype(np.float64)
+        return np.broadcast_to(self._direction(direction)(array, *stats), array.shape).astype(np.float64)
 
     def asymptotes(self) -> tuple[float, float]:
         """Limits of the response as t -> +oo and t -> -oo."""
@@ -242,7 +243,53 @@ class NumericLayer:
         return _validate.output(np.broadcast_to(out, np.broadcast_shapes(array.shape, e.shape)), dtype)
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
-        """d forward(x)_i / d x_k, shape (..., n, n)."""
+        """d forward(x)_i / d x_k, shape (..., n, n).
+
+        A symmetric Jacobian is assembled from the derived eigenstructure,
+        J = sum_d lambda_d Pi_d (proved in `derivations.eigen.spectral_form`):
+        each term is accurate on its own, where the entry formula subtracts
+        terms of size 1/s to leave eps/s**3 (n = 2, q >> eps).  A gained layer
+        is diag(gain) times its base layer's Jacobian.
+        """
+        if self.layer.base is not None and self.layer.gain is not None:
+            array = _validate.vector(x)
+            gain, *_ = self._parameters(array, parameters, named)
+            return NumericLayer(self.layer.base.key).jacobian(x, epsilon) * gain[..., :, None].astype(
+                _validate.result_dtype(x, epsilon)
+            )
+        if not jacobian.is_symmetric(self.layer):
+            return self.jacobian_from_entry(x, epsilon, *parameters, **named)
+        array, e, stats, dtype, m = self._prepare(x, epsilon)
+        self._parameters(array, parameters, named)
+        size = array.shape[-1]
+        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
+        total = np.zeros((*batch, size, size))
+        covered = np.zeros((*batch, size, size))
+        vanished = np.zeros((*batch, 1, 1), dtype=bool)
+        leftover = np.zeros((*batch, 1, 1))
+        for pair, (value, multiplicity) in zip(self.eigenpairs, self._eigen, strict=True):
+            lam = np.broadcast_to(value(*stats, e, size), (*batch, 1))[..., None]
+            if pair.direction.complement:
+                if int(multiplicity.subs(n, size)) > 0:
+                    leftover = np.where(vanished, leftover, lam)
+                continue
+            v = np.broadcast_to(self._direction(pair.direction)(array, *stats), (*batch, size))
+            # Normalized by its largest entry first, so v.v cannot underflow.
+            largest = np.max(np.abs(v), axis=-1, keepdims=True)
+            zero = largest[..., None] == 0
+            u = v / np.where(largest == 0, 1.0, largest)
+            length = np.sum(u * u, axis=-1)[..., None, None]
+            projector = u[..., :, None] * u[..., None, :] / np.where(zero, 1.0, length)
+            total += lam * projector
+            covered += projector
+            # A direction that vanishes (a constant input) has the complement's eigenvalue there.
+            leftover = np.where(zero, lam, leftover)
+            vanished |= zero
+        total += leftover * (np.eye(size) - covered)
+        return _validate.output(total * m[..., None] ** self._degrees[1]["jacobian"], dtype)
+
+    def jacobian_from_entry(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+        """The Jacobian from the derived entry J_ik directly (the route for non-symmetric layers)."""
         array, e, stats, dtype, m = self._prepare(x, epsilon)
         params = [p[..., :, None] for p in self._parameters(array, parameters, named)]
         scale = m[..., None] ** self._degrees[1]["jacobian"]
@@ -260,6 +307,10 @@ class NumericLayer:
             entries = self._entry(rows, columns, delta, *stacked, e[..., None], size, *params)
         limit = self._degenerate_entry(delta, *stacked, e[..., None], size)
         return _validate.output(np.broadcast_to(np.where(degenerate, limit, entries) * scale, shape), dtype)
+
+    @cache  # noqa: B019 - a handful of directions per layer, layers live forever
+    def _direction(self, direction: Direction) -> Any:
+        return self._compile(direction.entry, _xk, *self._stat_symbols)
 
     def eigen_by_direction(self, x: Any, epsilon: Any) -> dict[str, np.ndarray]:
         """Each derived eigenvalue by the name of its direction, shape (...)."""

@@ -116,7 +116,9 @@ def _vector_reference(key: str) -> dict[str, Any]:
     return {
         "summands": [compile(s.summand, _xj, *stats[:m], n) for m, s in enumerate(layer.statistics)],
         "forward": compile(layer.output, _xi, *stats, epsilon),
-        "jacobian": compile(jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n),
+        "jacobian": compile(
+            jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n
+        ),
         "eigen": [(compile(p.value, *stats, epsilon, n), p.multiplicity) for p in eigen.eigenpairs(layer)],
         "spectral_norm": spectral.spectral_norm(layer),
         "stats": stats,
@@ -124,7 +126,25 @@ def _vector_reference(key: str) -> dict[str, Any]:
 
 
 def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
-    """The exact (50-digit) value of ``name`` at the exact binary inputs."""
+    """``name`` at the exact binary inputs, at 50 digits or more.
+
+    The canonical entry formulas cancel terms of size 1/s to leave eps/s**3,
+    which across the range can take hundreds of digits; the working precision
+    doubles until two evaluations agree to 30 digits.
+    """
+    previous = None
+    for digits in (DIGITS * 2**power for power in range(8)):
+        with mpmath.workdps(digits):
+            values = _true_at(key, name, inputs, eps)
+        if previous is not None and all(
+            abs(a - b) <= mpmath.mpf(10) ** -30 * max(abs(a), abs(b)) for a, b in zip(values, previous, strict=True)
+        ):
+            return values
+        previous = values
+    raise ArithmeticError(f"no stable reference for {key}.{name} at {inputs}, {eps}")
+
+
+def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     reference = _vector_reference(key)
     layer = LAYERS[key]
     size = len(inputs)
@@ -132,12 +152,18 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     e = mpmath.mpf(float(eps))
     stats: list[Any] = []
     for stat, summand in zip(layer.statistics, reference["summands"], strict=True):
-        value = summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
+        value = (
+            summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
+        )
         stats.append(value)
     if name == "forward":
         return [reference["forward"](v, *stats, e) for v in xs]
     if name == "jacobian":
-        return [reference["jacobian"](a, b, int(r == c), *stats, e, size) for r, a in enumerate(xs) for c, b in enumerate(xs)]
+        return [
+            reference["jacobian"](a, b, int(r == c), *stats, e, size)
+            for r, a in enumerate(xs)
+            for c, b in enumerate(xs)
+        ]
     values = [f(*stats, e, size) for f, mult in reference["eigen"] for _ in range(int(mult.subs(n, size)))]
     if name == "eigenvalues":
         return sorted(values)

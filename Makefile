@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: derive test figures report check bench crosscheck clean golden
+.PHONY: derive test figures report check bench crosscheck accuracy clean golden
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ check: $(STAMP)
 crosscheck: $(STAMP)
 	$(PY) -m pip install --quiet 'torch==2.13.0'
 	$(PY) tests/crosscheck/torch_reference.py
+
+# Worst errors against mpmath over the floating-point range; rewrites the README's accuracy block.
+accuracy: $(STAMP)
+	$(PY) tests/accuracy/report.py --readme
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py

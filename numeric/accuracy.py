@@ -13,7 +13,6 @@ standard-normal vector, not inputs built to cancel.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy as sp
+from numpy.typing import DTypeLike
 
 from derivations import LAYERS, eigen, jacobian, response, spectral
 from derivations._symbols import epsilon, i, j, k, n, t, x
@@ -33,7 +33,7 @@ LAYER_KEYS = ("layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside"
 SIZES = (2, 3, 16)
 
 
-def exponents(dtype: np.dtype, step: int) -> np.ndarray:
+def exponents(dtype: DTypeLike, step: int) -> np.ndarray:
     """Powers of ten k with 10**k normal in ``dtype``, from the smallest up in ``step``."""
     info = np.finfo(dtype)
     low, high = int(np.ceil(np.log10(info.tiny))), int(np.floor(np.log10(info.max)))
@@ -41,7 +41,7 @@ def exponents(dtype: np.dtype, step: int) -> np.ndarray:
     return np.arange(low, high + 1, step)
 
 
-def scalar_grid(dtype: np.dtype, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def scalar_grid(dtype: DTypeLike, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """t: 0, +-10**k (step 10) and seeded random magnitudes; epsilon: 10**k (step 20)."""
     rng = np.random.default_rng(seed)
     powers = exponents(dtype, 10)
@@ -74,7 +74,7 @@ def _reference(key: str, name: str) -> Any:
     return sp.lambdify((t, epsilon), expr, modules="mpmath")
 
 
-def scalar(key: str, name: str, dtype: np.dtype, ts: np.ndarray, epsilons: np.ndarray) -> Result:
+def scalar(key: str, name: str, dtype: DTypeLike, ts: np.ndarray, epsilons: np.ndarray) -> Result:
     """Relative error of ``response`` or ``slope`` against mpmath, over every (t, epsilon) pair."""
     info = np.finfo(dtype)
     function = getattr(NumericLayer(key), name)
@@ -170,7 +170,7 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     return [max(abs(v) for v in values)]
 
 
-def vector(key: str, name: str, dtype: np.dtype, powers: np.ndarray, epsilons: np.ndarray, seed: int = 0) -> Result:
+def vector(key: str, name: str, dtype: DTypeLike, powers: np.ndarray, epsilons: np.ndarray, seed: int = 0) -> Result:
     """Normwise error of a vector function for x = 10**k z, n in SIZES, against mpmath."""
     info = np.finfo(dtype)
     layer = NumericLayer(key)
@@ -182,7 +182,7 @@ def vector(key: str, name: str, dtype: np.dtype, powers: np.ndarray, epsilons: n
             inputs = (z * 10.0**power).astype(dtype)
             if not np.isfinite(inputs).all() or (inputs == 0).any():
                 continue
-            for eps in epsilons:
+            for eps in np.asarray(epsilons, dtype=dtype):
                 computed = np.ravel(np.asarray(getattr(layer, name)(inputs, eps), dtype=np.float64))
                 with mpmath.workdps(DIGITS):
                     true = _true(key, name, inputs, eps)
@@ -203,8 +203,18 @@ def vector(key: str, name: str, dtype: np.dtype, powers: np.ndarray, epsilons: n
     return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, bound, points, silent)
 
 
-def main() -> int:
-    """``make accuracy``: the table of worst errors, with the seed's and PyTorch's failures."""
+def table(rows: list[Result]) -> str:
+    lines = [f"{'function':<36}{'dtype':>9}{'worst ulp':>11}{'bound':>7}{'points':>8}  where"]
+    for row in rows:
+        flag = "" if row.ok else "   FAIL"
+        lines.append(
+            f"{row.function:<36}{row.dtype:>9}{row.worst:>11.2f}{row.bound:>7g}{row.points:>8}  {row.where}{flag}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
+    """Every function on the scalar grid and on the vector grid, both dtypes."""
     rows = []
     for dtype in (np.float64, np.float32):
         ts, epsilons = scalar_grid(dtype)
@@ -212,16 +222,10 @@ def main() -> int:
             for name in ("response", "slope"):
                 rows.append(scalar(key, name, dtype, ts, epsilons))
     for dtype in (np.float64, np.float32):
-        powers, epsilons = exponents(dtype, 30), 10.0 ** exponents(dtype, 60)
+        small = np.dtype(dtype) == np.float32
+        powers = exponents(dtype, 10 if small else vector_step)
+        epsilons = 10.0 ** exponents(dtype, 20 if small else epsilon_step)
         for key in LAYER_KEYS:
             for name in ("forward", "jacobian", "eigenvalues", "spectral_norm"):
                 rows.append(vector(key, name, dtype, powers, epsilons))
-    print(f"{'function':<36}{'dtype':>9}{'worst ulp':>11}{'bound':>7}{'points':>8}  where")
-    for row in rows:
-        flag = "" if row.ok else "   FAIL"
-        print(f"{row.function:<36}{row.dtype:>9}{row.worst:>11.2f}{row.bound:>7g}{row.points:>8}  {row.where}{flag}")
-    return 0 if all(row.ok for row in rows) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return rows

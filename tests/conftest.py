@@ -6,7 +6,7 @@ from hypothesis import settings
 
 # Scripts run by make targets, not tests; crosscheck needs torch, which
 # `make test` does not install.
-collect_ignore_glob = ["crosscheck/*", "benchmarks/*", "golden/*"]
+collect_ignore_glob = ["crosscheck/*", "benchmarks/*", "golden/*", "accuracy/*"]
 
 # Derandomized so a failure reproduces; no deadline because the first call
 # of a numeric function compiles its lambdified code.

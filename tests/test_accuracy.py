@@ -1,0 +1,56 @@
+"""Accuracy across the floating-point range, against mpmath (reduced grids; make accuracy runs the full ones)."""
+
+import numpy as np
+import pytest
+
+from numeric import accuracy, layernorm
+
+DTYPES = (np.float64, np.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("key", accuracy.LAYER_KEYS)
+@pytest.mark.parametrize("name", ["response", "slope"])
+def test_scalar_functions_within_their_ulp_bound(key, name, dtype):
+    ts, epsilons = accuracy.scalar_grid(dtype)
+    result = accuracy.scalar(key, name, dtype, ts[::3], epsilons[::2])
+    print(f"{result.function} {result.dtype}: worst {result.worst:.2f} ulp at {result.where}")
+    assert result.points > 50
+    assert result.silent == 0, f"inf, NaN or 0 where the true value is normal: {result.where}"
+    assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("key", ["layernorm", "layernorm_std_eps", "rmsnorm"])
+@pytest.mark.parametrize("name", ["forward", "jacobian", "eigenvalues", "spectral_norm"])
+def test_vector_functions_within_8n_ulp(key, name, dtype):
+    small = np.dtype(dtype) == np.float32
+    powers = accuracy.exponents(dtype, 20 if small else 100)
+    epsilons = 10.0 ** accuracy.exponents(dtype, 30 if small else 200)
+    result = accuracy.vector(key, name, dtype, powers, epsilons)
+    print(f"{result.function} {result.dtype}: worst {result.worst:.2f} ulp at {result.where}")
+    assert result.points > 10
+    assert result.silent == 0
+    assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
+
+
+def test_the_seed_failures_are_fixed():
+    assert layernorm.response(1e200, 0.25) == pytest.approx(1.5**0.5, rel=4e-16)
+    assert layernorm.slope(1e-200, 1e-300) == pytest.approx(1e150, rel=8e-16)
+    value = layernorm.response(np.float32(1e20), np.float32(0.25))
+    assert value.dtype == np.float32
+    assert value == pytest.approx(1.5**0.5, rel=4e-7)
+    forward = layernorm.forward(np.array([-1e20, 0.0, 1e20], dtype=np.float32), np.float32(0.25))
+    assert forward[2] == pytest.approx(1.5**0.5, rel=4e-7)
+
+
+def test_the_accuracy_measure_can_fail(monkeypatch):
+    """A function off by a relative 1e-14 (about 45 ulp) is caught."""
+    layer = accuracy.NumericLayer("layernorm")
+    slope = layer.slope
+    monkeypatch.setattr(accuracy, "NumericLayer", lambda key: layer)
+    monkeypatch.setattr(layer, "slope", lambda t, e: slope(t, e) * (1 + 1e-14))
+    ts, epsilons = accuracy.scalar_grid(np.float64)
+    result = accuracy.scalar("layernorm", "slope", np.float64, ts[::10], epsilons[::4])
+    assert not result.ok
+    assert result.worst > 40

@@ -236,11 +236,42 @@ class NumericLayer:
         return self._scalar(self._slope, self._degrees[1]["slope"], t, epsilon)
 
     def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
-        """The layer applied along the last axis of x, shape (..., n)."""
-        array, e, stats, dtype, m = self._prepare(x, epsilon)
-        params = self._parameters(array, parameters, named)
-        out = self._output(array, *stats, e, *params) * m ** self._degrees[1]["output"]
-        return _validate.output(np.broadcast_to(out, np.broadcast_shapes(array.shape, e.shape)), dtype)
+        """The layer applied along the last axis of x, shape (..., n).
+
+        Rows are processed in cache-sized blocks, each converted to float64,
+        rescaled and rounded back on its own: a float32 batch never exists
+        whole in float64.
+        """
+        array = _validate.vector(x, keep_float=True)
+        e = _validate.epsilon(epsilon)
+        dtype = _validate.result_dtype(x, epsilon)
+        try:
+            batch = np.broadcast_shapes(e.shape, array.shape[:-1])
+        except ValueError:
+            raise ValueError(
+                f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
+            ) from None
+        size = array.shape[-1]
+        params = [
+            np.broadcast_to(p, (*batch, size)).reshape(-1, size)
+            for p in self._parameters(np.broadcast_to(array, (*batch, size)), parameters, named)
+        ]
+        rows = np.broadcast_to(array, (*batch, size)).reshape(-1, size)
+        eps_rows = np.broadcast_to(e, batch).reshape(-1, 1)
+        out = np.empty(rows.shape, dtype=dtype)
+        degree = self._degrees[1]["output"]
+        step = max(1, _BLOCK // size)
+        for start in range(0, rows.shape[0], step):
+            block = rows[start : start + step].astype(np.float64)
+            m, _, e_scaled = self._rescaled(
+                np.max(np.abs(block), axis=-1, keepdims=True), eps_rows[start : start + step]
+            )
+            scaled = block / m
+            value = self._output(
+                scaled, *self._statistics(scaled), e_scaled, *(p[start : start + step] for p in params)
+            )
+            out[start : start + step] = value * m**degree if degree else value
+        return _validate.output(out.reshape(*batch, size), dtype)
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """d forward(x)_i / d x_k, shape (..., n, n).

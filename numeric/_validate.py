@@ -52,12 +52,15 @@ def amplitude(value: Any) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
-def vector(value: Any) -> np.ndarray:
-    """x as float64 with shape (..., n), n >= 2, every entry finite."""
+def vector(value: Any, keep_float: bool = False) -> np.ndarray:
+    """x with shape (..., n), n >= 2, every entry finite; as float64, or (``keep_float``)
+    in its own floating dtype, integers still becoming float64."""
     array = _real(value, "x")
     if array.ndim == 0 or array.shape[-1] < 2:
         raise ValueError(f"x must have shape (..., n) with n >= 2 features, got shape {array.shape}")
     _finite(array, "x")
+    if keep_float and array.dtype.kind == "f":
+        return array
     return array.astype(np.float64, copy=False)
 
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 
 import sympy as sp
 
 from derivations._symbols import LATEX_NAMES
+
+
+@functools.lru_cache(maxsize=256)
+def _latex(expr: sp.Basic) -> str:
+    return sp.latex(expr, symbol_names=LATEX_NAMES)
 
 
 class Established(enum.Enum):
@@ -38,14 +44,19 @@ class Formula:
     layer: str = "layernorm"
 
     def latex(self) -> str:
-        text = sp.latex(self.expr, symbol_names=LATEX_NAMES)
+        if isinstance(self.expr, (sp.Equality, sp.LessThan)):
+            # Printed side by side, so the right-hand side is printed once for both uses.
+            relation = "=" if isinstance(self.expr, sp.Equality) else r"\leq"
+            text = f"{sp.latex(self.expr.lhs, symbol_names=LATEX_NAMES)} {relation} {self.value_latex()}"
+        else:
+            text = sp.latex(self.expr, symbol_names=LATEX_NAMES)
         # SymPy prints a matrix sum with a negative term as "+ -".
         return re.sub(r"\+ - ?", "- ", text)
 
     def value_latex(self) -> str:
         """LaTeX of the right-hand side alone, for an equation or inequality."""
         if isinstance(self.expr, sp.core.relational.Relational):
-            return sp.latex(self.expr.rhs, symbol_names=LATEX_NAMES)
+            return _latex(self.expr.rhs)
         return ""
 
     @property

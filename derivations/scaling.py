@@ -21,7 +21,7 @@ from functools import cache
 
 import sympy as sp
 
-from derivations import eigen, jacobian, response, spectral
+from derivations import eigen, response, spectral
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
@@ -79,12 +79,11 @@ def degrees(layer: Layer) -> dict[str, int]:
     def degree(expr: sp.Expr, what: str) -> int:
         return _power_of_m(expr.xreplace(scaled) / expr, f"{layer.key}.{what}")
 
-    out = {
-        "response": degree(response.response(layer), "response"),
-        "slope": degree(response.slope(layer), "slope"),
-        "output": degree(layer.output, "output"),
-        "jacobian": degree(jacobian.entry(layer), "jacobian"),
-    }
+    # A derivative with respect to x (or t) lowers the degree by one: from
+    # f(m x) = m**d f(x), the chain rule gives m f'(m x) = m**d f'(x).
+    out = {"response": degree(response.response(layer), "response"), "output": degree(layer.output, "output")}
+    out["slope"] = out["response"] - 1
+    out["jacobian"] = out["output"] - 1
     pairs = [p for p in eigen.eigenpairs(layer) if p.value != 0]
     if layer.base is None and pairs:
         eigen_degrees = {degree(p.value, f"eigen_{p.direction.name}") for p in pairs}
@@ -109,7 +108,7 @@ def formulas(layer: Layer) -> list[Formula]:
             sp.Eq(f(m * x[i], m**e * epsilon), m ** sp.Symbol("d") * f(x[i], epsilon)),
             ("m > 0", "epsilon > 0", "n >= 2"),
             Established.ALL_N,
-            "f(m x, m**2 eps) / f(x, eps) simplified to m**d for each result",
+            "f(m x, m**e eps) / f(x, eps) simplified to m**d; derivatives lower d by one (chain rule)",
             "",
             layer.key,
         )

@@ -159,3 +159,15 @@ def test_core_names_keep_working_and_qualified_names_reach_every_layer():
     assert formula("rmsnorm_eps_outside.slope_at_zero_uniform").expr.rhs == 1 / epsilon
     with pytest.raises(ValueError, match="layer must be one of"):
         formula("groupnorm.response")
+
+
+@pytest.mark.parametrize("key", sorted(LAYERS))
+def test_derivative_degrees_match_a_direct_computation(key):
+    """The chain rule gives the Jacobian's and slope's degrees; check them against the ratios."""
+    from derivations import scaling
+
+    layer = LAYERS[key]
+    scaled = scaling._scaled(layer, scaling.epsilon_degree(layer))
+    found = scaling.degrees(layer)
+    for expr, name in ((jacobian.entry(layer), "jacobian"), (response.slope(layer), "slope")):
+        assert scaling._power_of_m(expr.xreplace(scaled) / expr, name) == found[name]

@@ -76,7 +76,9 @@ def main(argv: list[str]) -> int:
         pattern = re.compile(r"(<!-- accuracy:start -->\n)(.*?)(<!-- accuracy:end -->)", re.S)
         text = README.read_text()
         README.write_text(pattern.sub(lambda m: m.group(1) + markdown(results, broken) + m.group(3), text))
-    return 0 if all(r.ok for r in results) else 1
+    passed = sum(r.ok for r in results)
+    print(f"accuracy: {passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
 
 
 if __name__ == "__main__":

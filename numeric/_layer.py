@@ -178,9 +178,11 @@ class NumericLayer:
     def _degrees(self) -> tuple[int, dict[str, int]]:
         return scaling.epsilon_degree(self.layer), scaling.degrees(self.layer)
 
-    def _root(self, e: np.ndarray) -> np.ndarray:
-        """epsilon ** (1 / its degree): the scale epsilon sets, sqrt(epsilon) or epsilon."""
-        return np.sqrt(e) if self._degrees[0] == 2 else e
+    def epsilon_root(self, e: Any) -> Any:
+        """epsilon ** (1 / its derived degree): the length scale epsilon sets,
+        sqrt(epsilon) or epsilon itself (sqrt is correctly rounded, a power is not)."""
+        degree = self._degrees[0]
+        return np.sqrt(e) if degree == 2 else e if degree == 1 else np.power(e, 1.0 / degree)
 
     def _rescaled(self, amplitude: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The scale m = max(|amplitude|, root of epsilon), amplitude / m and epsilon / m**degree.
@@ -188,7 +190,7 @@ class NumericLayer:
         Both scaled inputs are at most 1 and one of them is 1, so no square
         or cube formed from them can overflow or underflow (`derivations.scaling`).
         """
-        root = self._root(e)
+        root = self.epsilon_root(e)
         m = np.maximum(amplitude, root)
         return m, root / m, (root / m) ** self._degrees[0]
 

@@ -71,7 +71,7 @@ def jacobian_against_differences(
     """
     count = 0
     jac = layer.jacobian(x, epsilon, *parameters)
-    scale = max(float(np.abs(x).max()), np.sqrt(epsilon))
+    scale = max(float(np.abs(x).max()), float(layer.epsilon_root(epsilon)))
     # |J v| <= |v| |J|; with a gain the derived bound takes it into account.
     norm = layer.bound(epsilon, parameters[0]) if layer.layer.gain is not None else layer.bound(epsilon)
     for _ in range(3):

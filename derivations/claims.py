@@ -364,17 +364,12 @@ def _sample(
     words: Vocabulary,
     confirm: Confirm | None,
 ) -> Verdict:
-    free = sorted(
-        (relation.lhs - relation.rhs).free_symbols | relation.lhs.atoms(sp.Indexed) | relation.rhs.atoms(sp.Indexed),
-        key=sp.default_sort_key,
-    )
-    free = [
-        f
-        for f in free
-        if not (isinstance(f, sp.Symbol) and f in {i.base.label for i in free if isinstance(i, sp.Indexed)})
-    ]
-    if n not in free and any(isinstance(a, sp.Piecewise) for a in (relation.lhs - relation.rhs).atoms(sp.Piecewise)):
-        free.append(n)
+    # What a point must fix: plain symbols (n included, through a Piecewise's
+    # conditions) and indexed entries such as gamma[2], not their bases.
+    difference = relation.lhs - relation.rhs
+    indexed = difference.atoms(sp.Indexed)
+    inside = {s for entry in indexed for s in entry.free_symbols}
+    free = sorted((difference.free_symbols - inside) | indexed, key=sp.default_sort_key)
     n_conditions = [*conditions, *([sp.Contains(n, allowed)] if n in free else [])]
     checked, worst = 0, None
     margin = _margin(relation.lhs, relation.op, relation.rhs)

@@ -194,17 +194,24 @@ class NumericLayer:
         m = np.maximum(amplitude, root)
         return m, root / m, (root / m) ** self._degrees[0]
 
-    def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
-        """Validated x and epsilon, rescaled by m (returned last) along the last axis."""
-        array = _validate.vector(values)
+    @staticmethod
+    def _validated(
+        values: Any, eps: Any, keep_float: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.dtype, tuple[int, ...]]:
+        """x, epsilon, the result dtype and the batch shape they broadcast to."""
+        array = _validate.vector(values, keep_float=keep_float)
         e = _validate.epsilon(eps)
-        dtype = _validate.result_dtype(values, eps)
         try:
-            np.broadcast_shapes(e.shape, array.shape[:-1])
+            batch = np.broadcast_shapes(e.shape, array.shape[:-1])
         except ValueError:
             raise ValueError(
                 f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
             ) from None
+        return array, e, _validate.result_dtype(values, eps), batch
+
+    def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
+        """Validated x and epsilon, rescaled by m (returned last) along the last axis."""
+        array, e, dtype, _ = self._validated(values, eps)
         m, _, e_scaled = self._rescaled(np.max(np.abs(array), axis=-1, keepdims=True), e[..., None])
         scaled = array / m
         return scaled, e_scaled, self._statistics(scaled), dtype, m
@@ -244,15 +251,7 @@ class NumericLayer:
         rescaled and rounded back on its own: a float32 batch never exists
         whole in float64.
         """
-        array = _validate.vector(x, keep_float=True)
-        e = _validate.epsilon(epsilon)
-        dtype = _validate.result_dtype(x, epsilon)
-        try:
-            batch = np.broadcast_shapes(e.shape, array.shape[:-1])
-        except ValueError:
-            raise ValueError(
-                f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
-            ) from None
+        array, e, dtype, batch = self._validated(x, epsilon, keep_float=True)
         size = array.shape[-1]
         params = [
             np.broadcast_to(p, (*batch, size)).reshape(-1, size)

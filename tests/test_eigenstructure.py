@@ -99,3 +99,19 @@ def test_derived_bound_holds_and_is_attained_at_the_degenerate_input(key, rng):
     assert (norms < layer.bound(eps)).all()
     degenerate = np.zeros(5)  # constant for LayerNorm, zero for RMSNorm
     assert_agree(layer.spectral_norm(degenerate, eps[1]), layer.bound(eps[1]), rtol=1e-15, what="equality")
+
+
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
+@pytest.mark.parametrize("size", SIZES)
+def test_spectral_assembly_and_entry_route_agree(key, size, rng):
+    """Two routes to J: Sum lambda_d Pi_d (the public one) and the derived entry J_ik."""
+    layer = module(key).LAYER
+    values = rng.standard_normal((4, size)) * rng.uniform(0.1, 10)
+    eps = np.array([1e-3, 0.1, 1.0, 30.0])
+    assert_agree(
+        layer.jacobian(values, eps),
+        layer.jacobian_from_entry(values, eps),
+        rtol=1e-9,
+        atol=1e-12 * float(np.max(layer.bound(eps))),
+        what="spectral assembly vs entry",
+    )

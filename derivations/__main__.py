@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from derivations.catalog import LAYERS, rows
+from derivations.catalog import CORE, LAYERS, rows
+from derivations.claims.render import VERDICT_FORMATS
 from derivations.cli import OneLineParser
-from derivations.render import FORMATS, VERDICT_FORMATS
+from derivations.render import FORMATS
 
 
 def _derive(argv: list[str]) -> int:
@@ -35,7 +36,7 @@ def _check(argv: list[str]) -> int:
     )
     parser.add_argument("claim", nargs="?", help='a claim such as "slope_at_zero == 1/sqrt(epsilon)"')
     parser.add_argument("--claims", type=Path, metavar="FILE", help="a TOML file of [[claim]] entries")
-    parser.add_argument("--layer", default="layernorm", choices=list(LAYERS), help="layer of an inline claim")
+    parser.add_argument("--layer", default=CORE, choices=list(LAYERS), help="layer of an inline claim")
     parser.add_argument("--assume", action="append", default=[], metavar="COND", help="assumption, e.g. 'n >= 3'")
     parser.add_argument("--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format")
     args = parser.parse_args(argv)
@@ -46,8 +47,7 @@ def _check(argv: list[str]) -> int:
 
     # Imported here: the checker pulls in the numeric layer for confirmation,
     # which printing formulas does not need.
-    from derivations.claim_language import ClaimError
-    from derivations.claims import Claim, check, load
+    from derivations.claims import Claim, ClaimError, check, load
     from numeric.confirm import confirm
 
     try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derivations._symbols import LATEX_NAMES
+from derivations.symbols import LATEX_NAMES
 
 
 @functools.lru_cache(maxsize=256)
@@ -40,8 +40,8 @@ class Formula:
     assumptions: tuple[str, ...]
     established: Established
     detail: str
-    proof: str = ""
-    layer: str = "layernorm"
+    proof: str
+    layer: str
 
     def latex(self) -> str:
         if isinstance(self.expr, (sp.Equality, sp.LessThan)):

@@ -10,8 +10,8 @@ from functools import cache
 import sympy as sp
 
 from derivations._proof import DerivationError, equal
-from derivations._sums import in_statistics, over_entries, power_sum_values, reduce_sums
-from derivations._symbols import i, j, k, n, x
+from derivations.sums import in_statistics, over_entries, power_sum_values, reduce_sums
+from derivations.symbols import i, j, k, n, x
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,10 +70,8 @@ class Layer:
     there.  ``display`` lists the substitutions that write a derived
     expression in the notation of the statements (for example x_i -> c_i + mu).
     ``notes`` are caveats that belong in the statements, such as a point
-    where a statistic is not differentiable.  ``parameters`` are per-feature
-    inputs besides x (a gain and a bias, by argument name).  A layer with a
-    ``gain`` is ``base`` scaled entry-wise by gain[i] (plus a bias): its
-    Jacobian is proved to be diag(gain) times the base Jacobian.
+    where a statistic is not differentiable.  A gain and a bias are not part
+    of a layer: `derivations.affine.Affine` wraps any layer with them.
     """
 
     key: str
@@ -87,9 +85,21 @@ class Layer:
     approach: Mapping[sp.Expr, sp.Expr] = field(default_factory=dict)
     stated: Mapping[str, sp.Basic] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
-    parameters: tuple[tuple[str, sp.IndexedBase], ...] = ()
-    gain: sp.IndexedBase | None = None
-    base: Layer | None = None
+
+    @property
+    def parameters(self) -> tuple[tuple[str, sp.IndexedBase], ...]:
+        """Per-feature inputs besides x, by argument name, each entering at index i."""
+        return ()
+
+    @property
+    def named_symbols(self) -> dict[str, sp.Expr]:
+        """Symbols a claim may name besides t, epsilon, n and the statistics."""
+        return {}
+
+    @property
+    def requires(self) -> tuple[Layer, ...]:
+        """The layers this one is built on, whose derivations it reuses."""
+        return ()
 
     def entry(self, index: sp.Symbol = i) -> sp.Expr:
         """Output entry ``index`` for symbolic n, every statistic written as a sum."""

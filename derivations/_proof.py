@@ -21,12 +21,19 @@ _ZERO_TACTICS: tuple[tuple[str, Callable[[sp.Expr], sp.Expr]], ...] = (
 )
 
 
+def is_zero(expr: sp.Expr) -> str | None:
+    """The name of the first tactic that reduces ``expr`` to exactly 0, or None."""
+    for name, tactic in _ZERO_TACTICS:
+        if tactic(expr) == 0:
+            return name
+    return None
+
+
 def equal(derived: sp.Expr, stated: sp.Expr, what: str) -> str:
     """Prove ``derived == stated`` for all admissible symbol values."""
-    difference = derived - stated
-    for name, tactic in _ZERO_TACTICS:
-        if tactic(difference) == 0:
-            return f"{name}(derived - stated) = 0"
+    how = is_zero(derived - stated)
+    if how is not None:
+        return f"{how}(derived - stated) = 0"
     raise DerivationError(f"{what}: derived {derived} is not provably equal to stated {stated}")
 
 

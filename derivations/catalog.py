@@ -2,57 +2,62 @@
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 from collections.abc import Sequence
 from functools import cache
 
-from derivations import (
-    eigen,
-    jacobian,
-    layernorm,
-    layernorm_affine,
-    layernorm_std_eps,
-    moments,
-    response,
-    rmsnorm,
-    rmsnorm_eps_outside,
-    scaling,
-    spectral,
-)
+from derivations import quantities
 from derivations._formula import Formula
 from derivations._layer import Layer
 
+# One line per layer: the module under derivations/ that defines it.  The
+# order is the order `make derive` prints them in.
+DEFINITIONS = (
+    "layernorm",
+    "layernorm_affine",
+    "layernorm_std_eps",
+    "rmsnorm",
+    "rmsnorm_affine",
+    "rmsnorm_eps_outside",
+)
+
 LAYERS: dict[str, Layer] = {
-    layer.key: layer
-    for layer in (
-        layernorm.LAYER,
-        layernorm_affine.LAYER,
-        layernorm_std_eps.LAYER,
-        rmsnorm.LAYER,
-        rmsnorm_eps_outside.LAYER,
-    )
+    layer.key: layer for layer in (importlib.import_module(f"derivations.{name}").LAYER for name in DEFINITIONS)
 }
 
-# The derivations in the order `make derive` prints them.
-_STAGES = (response, jacobian, eigen, spectral, moments, scaling)
-
-
-# Bare names such as "response" refer to the core layer.
+# The layer a bare name (``response``) and an unqualified claim refer to.
 CORE = "layernorm"
+
+
+def _known(key: object) -> Layer:
+    if not isinstance(key, str) or key not in LAYERS:
+        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
+    return LAYERS[key]
+
+
+def symmetric() -> tuple[str, ...]:
+    """The layers whose Jacobian is symmetric, so that every eigen check applies (derived)."""
+    from derivations import jacobian
+
+    return tuple(key for key, layer in LAYERS.items() if jacobian.is_symmetric(layer))
 
 
 @cache
 def formulas(key: str = CORE) -> tuple[Formula, ...]:
     """The derived formulas of layer ``key``, in a stable order."""
-    if key not in LAYERS:
-        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
-    layer = LAYERS[key]
-    return tuple(f for stage in _STAGES for f in stage.formulas(layer))
+    return tuple(quantities.formulas(_known(key)))
 
 
 def formula(name: str, key: str | None = None) -> Formula:
-    """One formula by its stable name: ``<layer>.<name>``, or a bare core name."""
+    """One formula by its stable name: ``<layer>.<name>``, or a bare core name.
+
+    >>> formula("rmsnorm.slope_at_zero").expr.rhs
+    1/sqrt(epsilon)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a formula name such as 'layernorm.jacobian'; got {type(name).__name__}")
     if key is None:
         key, _, name = name.rpartition(".")
         key = key or CORE
@@ -74,13 +79,10 @@ def rows(keys: Sequence[str]) -> list[dict[str, object]]:
     derived in forked worker processes.  A layer built on a base layer goes
     to the same worker as its base, which then derives the base only once.
     """
-    for key in keys:
-        if key not in LAYERS:
-            raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     groups: dict[str, list[str]] = {}
     for key in keys:
-        base = LAYERS[key].base
-        groups.setdefault(base.key if base is not None and base.key in keys else key, []).append(key)
+        shared = [layer.key for layer in _known(key).requires if layer.key in keys]
+        groups.setdefault(shared[0] if shared else key, []).append(key)
     tasks = [tuple(group) for group in groups.values()]
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():

@@ -18,8 +18,8 @@ from derivations import jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Direction, Layer
 from derivations._proof import DerivationError, equal
-from derivations._sums import over_entries, reduce_sums
-from derivations._symbols import J, i, k, n, ones
+from derivations.sums import over_entries, reduce_sums
+from derivations.symbols import J, i, k, n, ones
 
 
 @dataclass(frozen=True)
@@ -39,19 +39,37 @@ def _vector(direction: Direction, layer: Layer) -> sp.MatrixExpr:
 
 
 @cache
+def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
+    """(J v)_i / v_i, where it does not depend on i (v is an eigenvector), else None."""
+    product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
+    product = layer.express(product, *direction.constraints)
+    value = sp.factor(sp.cancel(product / direction.entry.xreplace({k: i})))
+    if i in value.free_symbols or value.atoms(sp.Indexed):
+        return None
+    return value
+
+
+@cache
 def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
+    """The layer's directions that are eigenvectors of J, with their eigenvalues.
+
+    A direction that is not one is left out: a gain breaks every eigenvector
+    of the base layer except those with eigenvalue 0.
+    """
     pairs = []
     for direction in layer.directions:
-        product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
-        product = layer.express(product, *direction.constraints)
-        value = sp.factor(sp.cancel(product / direction.entry.xreplace({k: i})))
-        if i in value.free_symbols or any(isinstance(a, sp.Indexed) for a in value.atoms(sp.Indexed)):
-            raise DerivationError(f"{layer.key}: {direction.name} is not an eigenvector: J v / v = {value}")
-        pairs.append(Eigen(direction, value, sp.Integer(1)))
+        value = _quotient(layer, direction)
+        if value is not None:
+            pairs.append(Eigen(direction, value, sp.Integer(1)))
     # The explicit directions are linearly independent, so the complement
     # has dimension n minus their number.
     explicit = sum(1 for p in pairs if not p.direction.complement)
     return tuple(Eigen(p.direction, p.value, n - explicit if p.direction.complement else p.multiplicity) for p in pairs)
+
+
+def pair(layer: Layer, direction: Direction) -> Eigen | None:
+    """The eigenpair of ``direction``, or None where it is not an eigenvector."""
+    return next((p for p in eigenpairs(layer) if p.direction is direction), None)
 
 
 @cache
@@ -82,26 +100,23 @@ def spectral_form(layer: Layer) -> str:
     return equal(assembled, jacobian.entry(layer), f"{layer.key}: J = sum of eigenvalue times projector")
 
 
-def formulas(layer: Layer) -> list[Formula]:
-    out = []
-    for pair in eigenpairs(layer):
-        name = f"eigen_{pair.direction.name}"
-        shown = layer.to_display(pair.value)
-        v = _vector(pair.direction, layer)
-        rhs = sp.ZeroMatrix(n, 1) if shown == 0 else shown * v
-        assumptions: tuple[str, ...] = ("epsilon > 0", "n >= 2")
-        if pair.direction.complement:
-            assumptions += ("w orthogonal to the other directions",)
-        out.append(
-            Formula(
-                name,
-                f"J acting on {pair.direction.meaning}: eigenvalue with multiplicity {pair.multiplicity}.",
-                sp.Eq(J * v, rhs),
-                assumptions,
-                Established.ALL_N,
-                f"symbolic n: sum_k J_ik v_k reduced; multiplicity {pair.multiplicity}",
-                layer.prove_stated(name, shown),
-                layer.key,
-            )
-        )
-    return out
+def eigen_formula(layer: Layer, direction: Direction, name: str) -> Formula:
+    found = pair(layer, direction)
+    if found is None:
+        raise DerivationError(f"{layer.key}: {direction.name} is not an eigenvector of J")
+    shown = layer.to_display(found.value)
+    v = _vector(direction, layer)
+    rhs = sp.ZeroMatrix(n, 1) if shown == 0 else shown * v
+    assumptions: tuple[str, ...] = ("epsilon > 0", "n >= 2")
+    if direction.complement:
+        assumptions += ("w orthogonal to the other directions",)
+    return Formula(
+        name,
+        f"J acting on {direction.meaning}: eigenvalue with multiplicity {found.multiplicity}.",
+        sp.Eq(J * v, rhs),
+        assumptions,
+        Established.ALL_N,
+        f"symbolic n: sum_k J_ik v_k reduced; multiplicity {found.multiplicity}",
+        layer.prove_stated(name, shown),
+        layer.key,
+    )

@@ -4,12 +4,12 @@ The entry :math:`J_{ik} = \partial y_i / \partial x_k` is obtained by
 differentiating the definition, with every statistic written as a sum over
 the n entries, with respect to the indexed entry ``x[k]``; SymPy produces the
 Kronecker deltas.  The sums are then reduced and rewritten in the layer's
-statistics (see `derivations._sums`).
+statistics (see `derivations.sums`).
 """
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, singledispatch
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixElement
@@ -17,8 +17,8 @@ from sympy.matrices.expressions.matexpr import MatrixElement
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
-from derivations._sums import reduce_sums
-from derivations._symbols import J, delta, diag_gamma, i, k, n, ones, tau, x
+from derivations.sums import reduce_sums
+from derivations.symbols import J, delta, i, k, n, ones, tau, x
 
 
 @cache
@@ -46,7 +46,9 @@ def at_degenerate(layer: Layer) -> sp.Expr:
     return sp.factor(limit)
 
 
+@cache
 def is_symmetric(layer: Layer) -> bool:
+    """Whether J_ik = J_ki for every i, k: proved by cancelling the difference."""
     swapped = entry(layer).xreplace({i: k, k: i})
     return sp.cancel(sp.together(entry(layer) - swapped)) == 0
 
@@ -60,22 +62,25 @@ def _vector(factor: sp.Expr, index: sp.Symbol) -> sp.MatrixExpr:
     raise DerivationError(f"no vector has entry {factor} at {index}")
 
 
-@cache
+@singledispatch
 def matrix_form(layer: Layer) -> sp.MatrixExpr:
-    """J as a combination of I and outer products u v^T (times diag(gain), if any)."""
-    if layer.gain is not None and layer.base is not None:
-        factorization(layer)  # J = diag(gain) J_base, proved before it is shown
-        return sp.MatMul(diag_gamma, matrix_form(layer.base))
-    return _matrix(layer, entry(layer))
+    """J as a combination of I and outer products u v^T."""
+    return _matrix_form(layer)
+
+
+@singledispatch
+def proof(layer: Layer, name: str) -> str:
+    """How J was shown equal to what the layer states as ``name`` (empty where nothing is stated)."""
+    if name not in layer.stated:
+        return ""
+    # Compare entry by entry: the stated matrix form indexed at (i, k),
+    # with its named matrices written out, against the derived entry.
+    return equal(layer.to_display(entry(layer)), entry_of(layer.stated[name]), f"{layer.key}.{name}")
 
 
 @cache
-def factorization(layer: Layer) -> str:
-    """Prove J = diag(gain) J_base entry by entry: J_ik = gain_i (J_base)_ik."""
-    if layer.gain is None or layer.base is None:
-        raise DerivationError(f"{layer.key} has no gain and base layer")
-    how = equal(entry(layer), layer.gain[i] * entry(layer.base), f"{layer.key}.jacobian = diag(gain) J_base")
-    return f"J = diag(gain) J_{layer.base.key}: {how}"
+def _matrix_form(layer: Layer) -> sp.MatrixExpr:
+    return _matrix(layer, entry(layer))
 
 
 def _matrix(layer: Layer, element: sp.Expr) -> sp.MatrixExpr:
@@ -153,40 +158,29 @@ def explicit_agrees(layer: Layer, size: int) -> str:
     return f"{size}x{size} entries: symbolic-n entry equals Matrix.jacobian"
 
 
-def formulas(layer: Layer) -> list[Formula]:
-    derived = matrix_form(layer)
-    proof = factorization(layer) if layer.gain is not None else ""
-    if "jacobian" in layer.stated:
-        # Compare entry by entry: the stated matrix form indexed at (i, k),
-        # with its named matrices written out, against the derived entry.
-        stated_entry = entry_of(layer.stated["jacobian"])
-        proof = equal(layer.to_display(entry(layer)), stated_entry, f"{layer.key}.jacobian")
-    out = [
-        Formula(
-            "jacobian",
-            f"Jacobian of {layer.key} for a symbolic number of features n"
-            + (f", where {layer.spread} > 0." if layer.approach else "."),
-            sp.Eq(J, derived),
-            ("epsilon > 0", "n >= 2"),
-            Established.ALL_N,
-            "symbolic n: diff of the indexed definition, sums reduced",
-            proof,
-            layer.key,
-        )
-    ]
-    if layer.approach:
-        limit = _matrix(layer, at_degenerate(layer))
-        out.append(
-            Formula(
-                "jacobian_degenerate",
-                f"Jacobian where {layer.spread} = 0: {layer.spread} is not differentiable there, but J has "
-                "the same limit along every path, so the layer is differentiable with this Jacobian.",
-                sp.Eq(J, limit),
-                ("epsilon > 0", "n >= 2", f"{layer.spread} -> 0+"),
-                Established.LIMIT,
-                f"tau -> 0+ along {', '.join(f'{a} = {b}' for a, b in layer.approach.items())}",
-                layer.prove_stated("jacobian_degenerate", at_degenerate(layer)),
-                layer.key,
-            )
-        )
-    return out
+def jacobian_formula(layer: Layer, _: object, name: str) -> Formula:
+    return Formula(
+        name,
+        f"Jacobian of {layer.key} for a symbolic number of features n"
+        + (f", where {layer.spread} > 0." if layer.approach else "."),
+        sp.Eq(J, matrix_form(layer)),
+        ("epsilon > 0", "n >= 2"),
+        Established.ALL_N,
+        "symbolic n: diff of the indexed definition, sums reduced",
+        proof(layer, name),
+        layer.key,
+    )
+
+
+def degenerate_formula(layer: Layer, _: object, name: str) -> Formula:
+    return Formula(
+        name,
+        f"Jacobian where {layer.spread} = 0: {layer.spread} is not differentiable there, but J has "
+        "the same limit along every path, so the layer is differentiable with this Jacobian.",
+        sp.Eq(J, _matrix(layer, at_degenerate(layer))),
+        ("epsilon > 0", "n >= 2", f"{layer.spread} -> 0+"),
+        Established.LIMIT,
+        f"tau -> 0+ along {', '.join(f'{a} = {b}' for a, b in layer.approach.items())}",
+        layer.prove_stated(name, at_degenerate(layer)),
+        layer.key,
+    )

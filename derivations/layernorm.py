@@ -10,7 +10,7 @@ the literature states, which every derivation must prove, not return.
 import sympy as sp
 
 from derivations._layer import Direction, Layer, Pattern, Statistic
-from derivations._symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, t, w, x
+from derivations.symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, t, w, x
 
 _P = sp.Identity(n) - ones * ones.T / n
 

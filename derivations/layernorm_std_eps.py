@@ -11,8 +11,8 @@ constant input; the output still is, because c * sigma_u is of second order.
 import sympy as sp
 
 from derivations._layer import Layer, Pattern, Statistic
-from derivations._symbols import c, epsilon, i, k, mu, n, q, sigma_u, t, tau, x
 from derivations.layernorm import CENTERED_DIRECTIONS, CENTERED_STATISTICS
+from derivations.symbols import c, epsilon, i, k, mu, n, q, sigma_u, t, tau, x
 
 LAYER = Layer(
     key="layernorm_std_eps",

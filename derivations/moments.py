@@ -8,8 +8,8 @@ import sympy as sp
 
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
-from derivations._sums import over_entries, reduce_sums
-from derivations._symbols import i, n
+from derivations.sums import over_entries, reduce_sums
+from derivations.symbols import i, n
 
 
 @cache
@@ -19,19 +19,15 @@ def second_moment(layer: Layer) -> sp.Expr:
     return sp.factor(sp.cancel(layer.express(total) / n))
 
 
-def formulas(layer: Layer) -> list[Formula]:
-    if layer.parameters:
-        return []  # with a gain and a bias the moments are not functions of the statistics
+def second_moment_formula(layer: Layer, _: object, name: str) -> Formula:
     u2 = sp.Symbol(r"\overline{u^2}")
-    return [
-        Formula(
-            "second_moment",
-            "Mean of the squared output entries.",
-            sp.Eq(u2, second_moment(layer)),
-            ("epsilon > 0", "n >= 2"),
-            Established.ALL_N,
-            "symbolic n: sum of squared entries reduced",
-            layer.prove_stated("second_moment", second_moment(layer)),
-            layer.key,
-        )
-    ]
+    return Formula(
+        name,
+        "Mean of the squared output entries.",
+        sp.Eq(u2, second_moment(layer)),
+        ("epsilon > 0", "n >= 2"),
+        Established.ALL_N,
+        "symbolic n: sum of squared entries reduced",
+        layer.prove_stated(name, second_moment(layer)),
+        layer.key,
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
 
 Row = dict[str, object]
 
@@ -39,18 +38,19 @@ def as_json(rows: Iterable[Row]) -> str:
 
 
 def conventions(rows: Iterable[Row]) -> str:
-    """A markdown table: each layer's slope at zero and its bound on the Jacobian's norm."""
-    from derivations.catalog import LAYERS
+    """A markdown table: per layer, each quantity the registry gives a column."""
+    from derivations import quantities
+    from derivations.catalog import CORE, LAYERS
 
     values = {str(r["name"]): str(r["value"]) for r in rows}
-    lines = [
-        "| layer | convention | slope at 0 on (−t, 0, t) | bound on ‖J‖₂ |",
-        "|---|---|---|---|",
-    ]
+    headings = list(quantities.columns(LAYERS[CORE]))
+    lines = ["| layer | convention | " + " | ".join(headings) + " |", "|---|---|" + "---|" * len(headings)]
     for key, layer in LAYERS.items():
-        if f"{key}.slope_at_zero" in values:
-            slope, bound = values[f"{key}.slope_at_zero"], values[f"{key}.spectral_bound"]
-            lines.append(f"| `{key}` | {layer.title} | ${slope}$ | ${bound}$ |")
+        names = quantities.columns(layer)
+        cells = [values.get(f"{key}.{names[h]}") if h in names else None for h in headings]
+        if any(cell is not None for cell in cells):
+            shown = [f"${cell}$" if cell is not None else "—" for cell in cells]
+            lines.append(f"| `{key}` | {layer.title} | " + " | ".join(shown) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -59,35 +59,4 @@ FORMATS: dict[str, Callable[[Iterable[Row]], str]] = {
     "markdown": markdown,
     "json": as_json,
     "conventions": conventions,
-}
-
-
-def verdicts_text(verdicts: Iterable[Any]) -> str:
-    blocks = []
-    for v in verdicts:
-        expect = "" if v.claim.expect is None else f" (expected {v.claim.expect}{'' if v.met else ': NOT MET'})"
-        blocks.append(f"[{v.claim.id}] {v.verdict}{expect}: {v.claim.text}  [{v.claim.layer}]\n  {v.detail}")
-    return "\n\n".join(blocks) + "\n"
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def verdicts_markdown(verdicts: Iterable[Any]) -> str:
-    lines = ["| id | claim | layer | verdict | detail |", "|---|---|---|---|---|"]
-    for v in verdicts:
-        cells = (v.claim.id, f"`{v.claim.text}`", v.claim.layer, f"**{v.verdict}**", v.detail)
-        lines.append("| " + " | ".join(map(_cell, cells)) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def verdicts_json(verdicts: Iterable[Any]) -> str:
-    return json.dumps([v.row() for v in verdicts], indent=2, ensure_ascii=False) + "\n"
-
-
-VERDICT_FORMATS: dict[str, Callable[[Iterable[Any]], str]] = {
-    "text": verdicts_text,
-    "markdown": verdicts_markdown,
-    "json": verdicts_json,
 }

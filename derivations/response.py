@@ -8,7 +8,8 @@ import sympy as sp
 
 from derivations._formula import Established, Formula
 from derivations._layer import Layer, Pattern
-from derivations._symbols import t
+from derivations._proof import DerivationError
+from derivations.symbols import t
 
 
 @cache
@@ -88,59 +89,67 @@ def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp
     return _at_infinity(value, 1), _at_infinity(value, -1)
 
 
-def _formulas(layer: Layer, pattern: Pattern) -> list[Formula]:
+def _common(pattern: Pattern) -> tuple[sp.Function, tuple[str, ...], str]:
     u = sp.Function(f"u_{pattern.coordinate + 1}")(t)
-    size = f"n = {len(pattern.values)}, input {pattern}"
-    common = ("epsilon > 0", f"input {pattern}")
+    return u, ("epsilon > 0", f"input {pattern}"), f"n = {len(pattern.values)}, input {pattern}"
+
+
+def response_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
+    u, common, size = _common(pattern)
+    return Formula(
+        name,
+        f"Coordinate {pattern.coordinate + 1} of {layer.key} on the input {pattern}.",
+        sp.Eq(u, response(layer, pattern)),
+        common,
+        Established.EXPLICIT_N,
+        size,
+        layer.prove_stated(name, response(layer, pattern)),
+        layer.key,
+    )
+
+
+def slope_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
+    u, common, size = _common(pattern)
+    return Formula(
+        name,
+        "Derivative of the response with respect to the input amplitude t.",
+        sp.Eq(sp.Derivative(u, t), slope(layer, pattern)),
+        common,
+        Established.EXPLICIT_N,
+        size,
+        layer.prove_stated(name, slope(layer, pattern)),
+        layer.key,
+    )
+
+
+def slope_at_zero_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
+    u, common, _ = _common(pattern)
     left, right = slope_at_zero(layer, pattern)
     if sp.simplify(left - right) != 0:
-        raise ValueError(f"{layer.key}: slope has a jump at t = 0: {left} and {right}")
+        raise DerivationError(f"{layer.key}: slope has a jump at t = 0: {left} and {right}")
+    note = layer.notes.get(name.removesuffix(pattern.suffix) if pattern.suffix else name, "")
+    return Formula(
+        name,
+        f"Slope of the response at t = 0, where the input is degenerate{note}.",
+        sp.Eq(sp.Subs(sp.Derivative(u, t), t, 0), right),
+        common,
+        Established.LIMIT,
+        "t -> 0- and t -> 0+ agree",
+        layer.prove_stated(name, right),
+        layer.key,
+    )
+
+
+def asymptote_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
+    u, common, _ = _common(pattern)
     upper, lower = asymptote(layer, pattern)
-    note = layer.notes.get("slope_at_zero", "")
-    names = [f"{stem}{pattern.suffix}" for stem in ("response", "slope", "slope_at_zero", "asymptote")]
-    return [
-        Formula(
-            names[0],
-            f"Coordinate {pattern.coordinate + 1} of {layer.key} on the input {pattern}.",
-            sp.Eq(u, response(layer, pattern)),
-            common,
-            Established.EXPLICIT_N,
-            size,
-            layer.prove_stated(names[0], response(layer, pattern)),
-            layer.key,
-        ),
-        Formula(
-            names[1],
-            "Derivative of the response with respect to the input amplitude t.",
-            sp.Eq(sp.Derivative(u, t), slope(layer, pattern)),
-            common,
-            Established.EXPLICIT_N,
-            size,
-            layer.prove_stated(names[1], slope(layer, pattern)),
-            layer.key,
-        ),
-        Formula(
-            names[2],
-            f"Slope of the response at t = 0, where the input is degenerate{note}.",
-            sp.Eq(sp.Subs(sp.Derivative(u, t), t, 0), right),
-            common,
-            Established.LIMIT,
-            "t -> 0- and t -> 0+ agree",
-            layer.prove_stated(names[2], right),
-            layer.key,
-        ),
-        Formula(
-            names[3],
-            "Limits of the response as t goes to plus and minus infinity.",
-            sp.And(sp.Eq(sp.Limit(u, t, sp.oo), upper), sp.Eq(sp.Limit(u, t, -sp.oo), lower)),
-            common,
-            Established.LIMIT,
-            "t -> +oo and t -> -oo",
-            layer.prove_stated(names[3], upper),
-            layer.key,
-        ),
-    ]
-
-
-def formulas(layer: Layer) -> list[Formula]:
-    return [f for pattern in layer.patterns for f in _formulas(layer, pattern)]
+    return Formula(
+        name,
+        "Limits of the response as t goes to plus and minus infinity.",
+        sp.And(sp.Eq(sp.Limit(u, t, sp.oo), upper), sp.Eq(sp.Limit(u, t, -sp.oo), lower)),
+        common,
+        Established.LIMIT,
+        "t -> +oo and t -> -oo",
+        layer.prove_stated(name, upper),
+        layer.key,
+    )

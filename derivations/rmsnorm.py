@@ -9,7 +9,7 @@ all-ones vector is not special.
 import sympy as sp
 
 from derivations._layer import Direction, Layer, Pattern, Statistic
-from derivations._symbols import epsilon, i, j, k, n, r, s, t, w, x
+from derivations.symbols import epsilon, i, j, k, n, r, s, t, w, x
 
 _x = sp.MatrixSymbol("x", n, 1)
 

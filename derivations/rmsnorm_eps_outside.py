@@ -10,8 +10,8 @@ order there.
 import sympy as sp
 
 from derivations._layer import Layer, Pattern, Statistic
-from derivations._symbols import epsilon, i, j, k, n, r, sigma, t, tau, x
 from derivations.rmsnorm import RAW_DIRECTIONS, UNIFORM
+from derivations.symbols import epsilon, i, j, k, n, r, sigma, t, tau, x
 
 _x = sp.MatrixSymbol("x", n, 1)
 

@@ -21,11 +21,10 @@ from functools import cache
 
 import sympy as sp
 
-from derivations import eigen, response, spectral
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
-from derivations._symbols import epsilon, i, j, k, t, x
+from derivations.symbols import epsilon, i, j, k, t, x
 
 m = sp.Symbol("m", positive=True)
 
@@ -58,7 +57,7 @@ def epsilon_degree(layer: Layer) -> int:
     (m**2, epsilon inside the root) or as a standard deviation (m, epsilon added to sigma)."""
     for candidate in (2, 1):
         try:
-            _power_of_m(layer.output.xreplace(_scaled(layer, candidate)) / layer.output, "output")
+            _power_of_m(layer.output.xreplace(_scaled(layer, candidate)) / layer.output, "the output")
         except DerivationError:
             continue
         return candidate
@@ -71,45 +70,39 @@ def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
     return values
 
 
-@cache
-def degrees(layer: Layer) -> dict[str, int]:
-    """The degree of each numeric result of the layer under (x, eps) -> (m x, m**2 eps)."""
-    scaled = _scaled(layer, epsilon_degree(layer))
+def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
+    """The degree d of ``expr`` under (x, t, eps) -> (m x, m t, m**e eps), e = `epsilon_degree`.
 
-    def degree(expr: sp.Expr, what: str) -> int:
-        return _power_of_m(expr.xreplace(scaled) / expr, f"{layer.key}.{what}")
-
-    # A derivative with respect to x (or t) lowers the degree by one: from
-    # f(m x) = m**d f(x), the chain rule gives m f'(m x) = m**d f'(x).
-    out = {"response": degree(response.response(layer), "response"), "output": degree(layer.output, "output")}
-    out["slope"] = out["response"] - 1
-    out["jacobian"] = out["output"] - 1
-    pairs = [p for p in eigen.eigenpairs(layer) if p.value != 0]
-    if layer.base is None and pairs:
-        eigen_degrees = {degree(p.value, f"eigen_{p.direction.name}") for p in pairs}
-        norm_degrees = {degree(value, "spectral_norm") for _, value in spectral.cases(layer)}
-        if len(eigen_degrees | norm_degrees) != 1:
-            raise DerivationError(f"{layer.key}: eigenvalues scale unlike each other: {eigen_degrees | norm_degrees}")
-        out["eigenvalues"] = out["spectral_norm"] = eigen_degrees.pop()
-    return out
+    Zero has every degree; it is given 0.  A piecewise expression must have
+    one degree in every branch.
+    """
+    if expr == 0:
+        return 0
+    if isinstance(expr, sp.Piecewise):
+        found = {degree_of(layer, value, what) for value, _ in expr.args}
+        if len(found) != 1:
+            raise DerivationError(f"{layer.key}.{what}: branches scale unlike each other: {sorted(found)}")
+        return found.pop()
+    scaled = expr.xreplace(_scaled(layer, epsilon_degree(layer)))
+    return _power_of_m(scaled / expr, f"{layer.key}.{what}")
 
 
-def formulas(layer: Layer) -> list[Formula]:
-    found = degrees(layer)
+def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
+    from derivations import quantities  # the registry lists what every layer derives
+
+    found = {q: degree_of(layer, value, q) for q, value in quantities.values(layer).items()}
     f = sp.Function("f")
     e = epsilon_degree(layer)
-    statement = ", ".join(f"{name}: d = {d}" for name, d in found.items())
+    statement = ", ".join(f"{q}: d = {d}" for q, d in found.items())
     root = "sqrt(epsilon)" if e == 2 else "epsilon"
-    return [
-        Formula(
-            "homogeneity",
-            f"Scaling x by m and epsilon by m**{e} scales each result by m**d "
-            f"({statement}); numeric evaluates at m = max(|x|, {root}).",
-            sp.Eq(f(m * x[i], m**e * epsilon), m ** sp.Symbol("d") * f(x[i], epsilon)),
-            ("m > 0", "epsilon > 0", "n >= 2"),
-            Established.ALL_N,
-            "f(m x, m**e eps) / f(x, eps) simplified to m**d; derivatives lower d by one (chain rule)",
-            "",
-            layer.key,
-        )
-    ]
+    return Formula(
+        name,
+        f"Scaling x by m and epsilon by m**{e} scales each result by m**d "
+        f"({statement}); numeric evaluates at m = max(|x|, {root}).",
+        sp.Eq(f(m * x[i], m**e * epsilon), m ** sp.Symbol("d") * f(x[i], epsilon)),
+        ("m > 0", "epsilon > 0", "n >= 2"),
+        Established.ALL_N,
+        "f(m x, m**e eps) / f(x, eps) simplified to m**d",
+        "",
+        layer.key,
+    )

@@ -8,7 +8,7 @@ of the explicit directions is empty for small n, so the norm is piecewise in n.
 from __future__ import annotations
 
 import itertools
-from functools import cache
+from functools import cache, singledispatch
 
 import sympy as sp
 
@@ -16,7 +16,7 @@ from derivations import eigen, jacobian
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal, less_equal
-from derivations._symbols import gamma_max, n, norm_J
+from derivations.symbols import n, norm_J
 
 
 def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
@@ -92,59 +92,43 @@ def _members(name: str, where: sp.Set) -> str:
     return f"{name} in {where}"
 
 
-def _gained_formulas(layer: Layer) -> list[Formula]:
-    """The bound of a layer that is ``base`` scaled by a gain: no eigenvalues needed."""
-    assert layer.base is not None
-    base_top, _, _ = bound(layer.base)
-    top = gamma_max * base_top
-    return [
-        Formula(
-            "spectral_bound",
-            "Bound on the spectral norm of the non-symmetric J = diag(gamma) J_base: "
-            "||diag(gamma) J_base|| <= ||diag(gamma)|| ||J_base|| = max|gamma_i| ||J_base||.",
-            sp.Le(norm_J, top),
-            ("epsilon > 0", "n >= 2", "gamma real"),
-            Established.ALL_N,
-            f"{jacobian.factorization(layer)}; submultiplicativity; {layer.base.key}.spectral_bound",
-            layer.prove_stated("spectral_bound", top),
-            layer.key,
-        )
-    ]
+@singledispatch
+def bound_value(layer: Layer) -> sp.Expr:
+    """The bound on ||J||_2 over all inputs."""
+    return bound(layer)[0]
 
 
-def formulas(layer: Layer) -> list[Formula]:
-    if layer.base is not None:
-        return _gained_formulas(layer)
+def norm_formula(layer: Layer, _: object, name: str) -> Formula:
     norm = spectral_norm(layer)
-    shown = layer.to_display(norm)
-    top, proofs, where = bound(layer)
-    stated = layer.stated.get("spectral_norm")
+    stated = layer.stated.get(name)
     proof = ""
     if stated is not None:
         proof = "; ".join(
-            equal(layer.to_display(value), stated.subs(n, start), f"{layer.key}.spectral_norm, n = {start}")
+            equal(layer.to_display(value), stated.subs(n, start), f"{layer.key}.{name}, n = {start}")
             for start, value in cases(layer)
         )
-    return [
-        Formula(
-            "spectral_norm",
-            "Spectral norm of J: the largest |eigenvalue| of the symmetric J that occurs for that n.",
-            sp.Eq(norm_J, shown),
-            ("epsilon > 0", "n >= 2"),
-            Established.ALL_N,
-            f"eigenvalues compared; at {layer.spread} = 0 it is {constant_input(layer)}",
-            proof,
-            layer.key,
-        ),
-        Formula(
-            "spectral_bound",
-            "Bound on the spectral norm over all inputs, with equality exactly when "
-            f"{_members(str(layer.spread), where)}.",
-            sp.Le(norm_J, top),
-            ("epsilon > 0", "n >= 2"),
-            Established.ALL_N,
-            "; ".join(proofs),
-            layer.prove_stated("spectral_bound", top),
-            layer.key,
-        ),
-    ]
+    return Formula(
+        name,
+        "Spectral norm of J: the largest |eigenvalue| of the symmetric J that occurs for that n.",
+        sp.Eq(norm_J, layer.to_display(norm)),
+        ("epsilon > 0", "n >= 2"),
+        Established.ALL_N,
+        f"eigenvalues compared; at {layer.spread} = 0 it is {constant_input(layer)}",
+        proof,
+        layer.key,
+    )
+
+
+@singledispatch
+def bound_formula(layer: Layer, _: object, name: str) -> Formula:
+    top, proofs, where = bound(layer)
+    return Formula(
+        name,
+        f"Bound on the spectral norm over all inputs, with equality exactly when {_members(str(layer.spread), where)}.",
+        sp.Le(norm_J, top),
+        ("epsilon > 0", "n >= 2"),
+        Established.ALL_N,
+        "; ".join(proofs),
+        layer.prove_stated(name, top),
+        layer.key,
+    )

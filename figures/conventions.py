@@ -5,20 +5,18 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+import numeric
+from derivations import symmetric
 from figures._output import display_math
-from numeric import layernorm, layernorm_std_eps, rmsnorm, rmsnorm_eps_outside
 
 FILENAME = "conventions.png"
 EPSILON = 0.1
-# Solid for epsilon inside the root, dashed for epsilon added to a standard
-# deviation; LayerNorm and RMSNorm coincide on (-t, 0, t), whose mean is 0,
-# so RMSNorm is drawn thinner on top.
-STYLES = {
-    layernorm: ("#0072b2", "-", 3.2),
-    rmsnorm: ("#56b4e9", "-", 1.4),
-    layernorm_std_eps: ("#d55e00", "--", 2.4),
-    rmsnorm_eps_outside: ("#009e73", ":", 2.4),
-}
+COLORS = ("#0072b2", "#d55e00", "#56b4e9", "#009e73", "#cc79a7", "#e69f00")
+# Solid for epsilon inside the root, dashed and dotted for epsilon added to a
+# standard deviation.  Conventions that coincide on (-t, 0, t), whose mean is
+# 0 (LayerNorm and RMSNorm), are drawn thinner on top of each other.
+DASHES = ("--", ":", "-.")
+SOLID_WIDTHS = (3.2, 1.4, 0.8)
 
 
 def draw() -> Figure:
@@ -28,9 +26,13 @@ def draw() -> Figure:
     fig.suptitle("Where epsilon sits decides the slope at zero", fontsize=14, y=0.97)
     fig.text(0.5, 0.89, rf"Input $(-t, 0, t)$, third coordinate, $\varepsilon = {EPSILON:g}$", ha="center")
     t = np.linspace(-2, 2, 801)
-    for module, (color, style, width) in STYLES.items():
-        layer = module.LAYER
-        label = rf"{layer.layer.key}: slope at 0 = ${display_math(layer.latex('slope_at_zero'))}$"
+    dashes, widths = iter(DASHES), iter(SOLID_WIDTHS)
+    for position, key in enumerate(symmetric()):
+        module = getattr(numeric, key)
+        inside = module.LAYER.epsilon_root(4.0) == 2.0  # the length scale is sqrt(epsilon): under the root
+        style, width = ("-", next(widths)) if inside else (next(dashes), 2.4)
+        color = COLORS[position % len(COLORS)]
+        label = rf"{key}: slope at 0 = ${display_math(module.slope_at_zero.latex)}$"
         forward.plot(t, module.response(t, EPSILON), color=color, ls=style, lw=width, label=label)
         slope.plot(t, module.slope(t, EPSILON), color=color, ls=style, lw=width)
     forward.set(xlim=(-2, 2), xlabel="input amplitude t", ylabel=r"normalized coordinate $u_3(t)$", title="Response")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
-
 from numeric.layernorm import LAYER
 
 FILENAME = "spectrum.png"

@@ -1,13 +1,70 @@
 """NumPy functions lambdified from the derivations; nothing here is typed by hand.
 
-``response`` and ``slope`` are LayerNorm's, on the input (-t, 0, t):
+There is one module ``numeric.<key>`` per layer of the catalog, made here,
+with that layer's functions: ``forward`` and ``jacobian``, and every scalar
+quantity of the registry that has a numeric form (``response``, ``slope``,
+``slope_at_zero``, ``eigen_<direction>``, ``spectral_norm``, ``bound``, ...).
 
+>>> import numpy as np
 >>> import numeric
->>> float(numeric.slope(0.0, 0.25))  # 1/sqrt(epsilon)
+>>> from numeric import layernorm
+>>> float(layernorm.slope_at_zero(0.25))  # 1/sqrt(epsilon)
 2.0
+>>> float(layernorm.response(1.0, 0.25))  # t / sqrt(2 t**2/3 + epsilon) at t = 1
+1.044465935734187
+>>> layernorm.forward(np.array([1.0, 2.0, 3.0]), 1e-5).round(6)
+array([-1.224736,  0.      ,  1.224736])
+>>> layernorm.jacobian(np.array([1.0, -1.0]), 0.25).round(4)  # J = I/s - 11^T/(ns) - cc^T/(ns^3), n = 2
+array([[ 0.0894, -0.0894],
+       [-0.0894,  0.0894]])
+>>> float(layernorm.spectral_norm(np.array([1.0, -1.0]), 0.25))  # epsilon / s**3 at n = 2
+0.17888543819998318
+>>> layernorm.eigenvalues(np.array([1.0, -1.0, 0.0]), 0.25).round(4)
+array([0.    , 0.2849, 1.0445])
+>>> float(numeric.rmsnorm_affine.bound(1e-4, np.array([0.5, -2.0])))  # max|gain| / sqrt(epsilon)
+200.0
 """
 
-from numeric import layernorm, rmsnorm
-from numeric.layernorm import response, slope
+import sys
+from types import ModuleType
+from typing import Any
 
-__all__ = ["layernorm", "response", "rmsnorm", "slope"]
+from derivations import LAYERS
+from numeric import _affine  # noqa: F401 - registers the wrapper's facade
+from numeric._layer import NumericLayer, facade
+
+
+class _LayerModule(ModuleType):
+    """``numeric.<key>``: the layer's functions, compiled when first called."""
+
+    LAYER: NumericLayer
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in self.LAYER.names():
+            raise AttributeError(f"module {self.__name__!r} has no function {name!r}")
+        return getattr(self.LAYER, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self.LAYER.names()})
+
+
+def _module(key: str) -> ModuleType:
+    module = _LayerModule(f"{__name__}.{key}", f"{LAYERS[key].title}: NumPy functions from the derivations.")
+    module.LAYER = facade(key)
+    sys.modules[module.__name__] = module
+    return module
+
+
+for _key in LAYERS:
+    globals()[_key] = _module(_key)
+
+__all__ = [*LAYERS]
+
+
+def __getattr__(name: str) -> Any:
+    """Bare names (``numeric.response``) are the core layer's functions."""
+    from derivations import CORE
+
+    return getattr(sys.modules[f"{__name__}.{CORE}"], name)

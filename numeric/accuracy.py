@@ -22,15 +22,49 @@ import numpy as np
 import sympy as sp
 from numpy.typing import DTypeLike
 
-from derivations import LAYERS, eigen, jacobian, response, spectral
-from derivations._symbols import epsilon, i, j, k, n, t, x
-from numeric._layer import NumericLayer
+from derivations import LAYERS, eigen, jacobian, quantities, symmetric
+from derivations.symbols import epsilon, i, j, k, n, t, x
+from numeric._layer import facade
 
 DIGITS = 50
-SCALAR_BOUNDS = {"response": 4, "slope": 8}  # ulp
+# ulp: a function of t, and a derivative in t (one more rounding through the chain rule)
+SCALAR_BOUND, DERIVATIVE_BOUND = 4, 8
 VECTOR_BOUND_PER_FEATURE = 8  # ulp times n
-LAYER_KEYS = ("layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside")
 SIZES = (2, 3, 16)
+
+
+def layer_keys() -> tuple[str, ...]:
+    """The layers measured: those with a symmetric Jacobian, whose every function is derived."""
+    return symmetric()
+
+
+def scalar_functions(key: str) -> dict[str, int]:
+    """Each function of (t, epsilon) of the layer, with its ulp bound."""
+    out = {}
+    for quantity, item in quantities.rows(LAYERS[key]):
+        name = quantity.numeric_name(item)
+        if quantity.evaluate == "of_t" and name is not None and facade(key).function(name) is not None:
+            out[name] = DERIVATIVE_BOUND if quantity.derivative_of else SCALAR_BOUND
+    return out
+
+
+def vector_functions(key: str) -> tuple[str, ...]:
+    """The functions of x measured normwise: forward, the Jacobian, the eigenvalues, and each
+    function of the statistics (eigenvalues by direction, the spectral norm, the second moment)."""
+    # An identically zero quantity (J 1 = 0) has no relative error to measure.
+    statistics = [name for name in _by_strategy(key, "of_statistics") if _derived(key, name) != 0]
+    return (*_by_strategy(key, "applied", "entrywise"), "eigenvalues", *statistics)
+
+
+def _by_strategy(key: str, *strategies: str) -> list[str]:
+    """The numeric names of the layer's quantities evaluated by one of ``strategies``, in that order."""
+    rows = list(quantities.rows(LAYERS[key]))
+    return [
+        name
+        for strategy in strategies
+        for quantity, item in rows
+        if quantity.evaluate == strategy and (name := quantity.numeric_name(item)) is not None
+    ]
 
 
 def exponents(dtype: DTypeLike, step: int) -> np.ndarray:
@@ -67,17 +101,22 @@ class Result:
         return self.worst <= self.bound and self.silent == 0
 
 
+def _derived(key: str, numeric: str) -> sp.Expr:
+    """The derived expression of the registry row whose numeric function is ``numeric``."""
+    layer = LAYERS[key]
+    (expr,) = [q.derive(layer, item) for q, item in quantities.rows(layer) if q.numeric_name(item) == numeric]
+    return expr
+
+
 @cache
 def _reference(key: str, name: str) -> Any:
-    layer = LAYERS[key]
-    expr = getattr(response, name)(layer)
-    return sp.lambdify((t, epsilon), expr, modules="mpmath")
+    return sp.lambdify((t, epsilon), _derived(key, name), modules="mpmath")
 
 
 def scalar(key: str, name: str, dtype: DTypeLike, ts: np.ndarray, epsilons: np.ndarray) -> Result:
     """Relative error of ``response`` or ``slope`` against mpmath, over every (t, epsilon) pair."""
     info = np.finfo(dtype)
-    function = getattr(NumericLayer(key), name)
+    function = getattr(facade(key), name)
     tt, ee = np.meshgrid(ts, epsilons)
     computed = np.asarray(function(tt, ee), dtype=np.float64)
     reference = _reference(key, name)
@@ -96,7 +135,7 @@ def scalar(key: str, name: str, dtype: DTypeLike, ts: np.ndarray, epsilons: np.n
                 error = float(abs((mpmath.mpf(float(value)) - true) / true)) / float(info.eps)
             if error > worst:
                 worst, where = error, f"t = {tt[index]:.3g}, epsilon = {ee[index]:.3g}"
-    return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, SCALAR_BOUNDS[name], points, silent)
+    return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, scalar_functions(key)[name], points, silent)
 
 
 _xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
@@ -115,14 +154,22 @@ def _vector_reference(key: str) -> dict[str, Any]:
     delta = sp.Symbol("delta")
     return {
         "summands": [compile(s.summand, _xj, *stats[:m], n) for m, s in enumerate(layer.statistics)],
-        "forward": compile(layer.output, _xi, *stats, epsilon),
-        "jacobian": compile(
+        "applied": compile(layer.output, _xi, *stats, epsilon),
+        "entrywise": compile(
             jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n
         ),
-        "eigen": [(compile(p.value, *stats, epsilon, n), p.multiplicity) for p in eigen.eigenpairs(layer)],
-        "spectral_norm": spectral.spectral_norm(layer),
-        "stats": stats,
+        "eigenpairs": [(compile(p.value, *stats, epsilon, n), p.multiplicity) for p in eigen.eigenpairs(layer)],
+        "of_statistics": {
+            name: compile(_derived(key, name), *stats, epsilon, n) for name in _by_strategy(key, "of_statistics")
+        },
     }
+
+
+def _strategy(key: str, numeric: str) -> str | None:
+    """How the registry evaluates the numeric function ``numeric`` (None: a composite, the eigenvalues)."""
+    layer = LAYERS[key]
+    found = [q.evaluate for q, item in quantities.rows(layer) if q.numeric_name(item) == numeric]
+    return found[0] if found else None
 
 
 def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
@@ -156,24 +203,25 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
             summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
         )
         stats.append(value)
-    if name == "forward":
-        return [reference["forward"](v, *stats, e) for v in xs]
-    if name == "jacobian":
+    strategy = _strategy(key, name)
+    if strategy == "applied":
+        return [reference["applied"](v, *stats, e) for v in xs]
+    if strategy == "entrywise":
         return [
-            reference["jacobian"](a, b, int(r == c), *stats, e, size)
+            reference["entrywise"](a, b, int(r == c), *stats, e, size)
             for r, a in enumerate(xs)
             for c, b in enumerate(xs)
         ]
-    values = [f(*stats, e, size) for f, mult in reference["eigen"] for _ in range(int(mult.subs(n, size)))]
-    if name == "eigenvalues":
-        return sorted(values)
-    return [max(abs(v) for v in values)]
+    if name in reference["of_statistics"]:
+        return [reference["of_statistics"][name](*stats, e, size)]
+    values = [f(*stats, e, size) for f, mult in reference["eigenpairs"] for _ in range(int(mult.subs(n, size)))]
+    return sorted(values)
 
 
 def vector(key: str, name: str, dtype: DTypeLike, powers: np.ndarray, epsilons: np.ndarray, seed: int = 0) -> Result:
     """Normwise error of a vector function for x = 10**k z, n in SIZES, against mpmath."""
     info = np.finfo(dtype)
-    layer = NumericLayer(key)
+    layer = facade(key)
     rng = np.random.default_rng(seed)
     worst, bound, where, silent, points = 0.0, 0.0, "", 0, 0
     for size in SIZES:
@@ -218,14 +266,14 @@ def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
     rows = []
     for dtype in (np.float64, np.float32):
         ts, epsilons = scalar_grid(dtype)
-        for key in LAYER_KEYS:
-            for name in ("response", "slope"):
+        for key in layer_keys():
+            for name in scalar_functions(key):
                 rows.append(scalar(key, name, dtype, ts, epsilons))
     for dtype in (np.float64, np.float32):
         small = np.dtype(dtype) == np.float32
         powers = exponents(dtype, 10 if small else vector_step)
         epsilons = 10.0 ** exponents(dtype, 20 if small else epsilon_step)
-        for key in LAYER_KEYS:
-            for name in ("forward", "jacobian", "eigenvalues", "spectral_norm"):
+        for key in layer_keys():
+            for name in vector_functions(key):
                 rows.append(vector(key, name, dtype, powers, epsilons))
     return rows

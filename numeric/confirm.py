@@ -2,24 +2,38 @@
 
 A counterexample from `derivations.claims` gives values of n, epsilon, t and
 the layer's statistics.  Here each derived quantity the claim names is
-computed again by the layer's NumPy functions (the spectral norm also by
-``numpy.linalg.norm`` of the lambdified Jacobian) on an input vector with
-those statistics, and the claim is evaluated with those numbers.
+computed again by the numeric function its registry row names, on an input
+vector with those statistics, and, where the row names an independent
+reference (``numpy.linalg.norm`` of the Jacobian, the mean square of the
+output), by that too; the claim is then evaluated with those numbers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from derivations.claim_language import Relation
-from derivations.claims import Vocabulary
-from numeric._layer import NumericLayer
+from derivations import quantities
+from derivations.claims import Relation, Vocabulary
+from numeric._layer import NumericLayer, facade
 
 # A fixed input pattern with mean 0 and mean square 1, scaled to the statistics asked for.
 _FEATURES = 4
+
+# Independent computations a registry row may name as its ``reference``.
+REFERENCES: dict[str, tuple[str, Callable[[NumericLayer, np.ndarray, float], float]]] = {
+    "norm2_of_jacobian": (
+        "numpy.linalg.norm(J, 2)",
+        lambda layer, x, eps: float(np.linalg.norm(layer.jacobian(x, eps), 2)),
+    ),
+    "mean_square_of_output": (
+        "mean(forward(x)**2)",
+        lambda layer, x, eps: float(np.mean(layer.forward(x, eps) ** 2)),
+    ),
+}
 
 
 def _pattern(size: int) -> np.ndarray:
@@ -40,33 +54,33 @@ def _input(layer: NumericLayer, example: dict[str, Any]) -> np.ndarray:
 
 
 def _value(name: str, layer: NumericLayer, example: dict[str, Any], eps: float) -> tuple[float, str]:
-    """The quantity ``name`` computed numerically, and how."""
-    key = layer.layer.key
-    if name in ("response", "slope"):
-        return float(getattr(layer, name)(example.get("t", 0.0), eps)), f"numeric.{key}.{name}(t, epsilon)"
-    if name == "slope_at_zero":
-        return float(layer.slope(0.0, eps)), f"numeric.{key}.slope(0, epsilon)"
-    if name == "spectral_bound":
-        gain = None if layer.layer.gain is None else np.full(_FEATURES, example.get("gamma_max", 1.0))
-        return float(layer.bound(eps, gain) if gain is not None else layer.bound(eps)), f"numeric.{key}.bound(epsilon)"
+    """The quantity ``name`` computed numerically by its row's strategy, and how."""
+    quantity, item = quantities.names(layer.definition)[name]
+    numeric = quantity.numeric_name(item)
+    function = None if numeric is None else layer.function(numeric)
+    if function is None:
+        raise KeyError(name)
+    call = f"numeric.{layer.key}.{numeric}"
+    if quantity.evaluate == "of_t":
+        return float(function(example.get("t", 0.0), eps)), f"{call}(t, epsilon)"
+    if quantity.evaluate == "of_epsilon":
+        return float(function(eps)), f"{call}(epsilon)"
     x = _input(layer, example)
     shown = np.array2string(x + 0.0, precision=4, separator=", ")  # + 0.0 turns -0. into 0.
-    if name == "spectral_norm":
-        value = float(layer.spectral_norm(x, eps))
-        independent = float(np.linalg.norm(layer.jacobian(x, eps), 2))
+    value = float(function(x, eps))
+    how = f"{call}(x, epsilon) with x = {shown}"
+    if quantity.reference is not None:
+        what, reference = REFERENCES[quantity.reference]
+        independent = reference(layer, x, eps)
         if not np.isclose(value, independent, rtol=1e-9, atol=0):
-            raise ValueError(f"spectral_norm {value} disagrees with numpy.linalg.norm {independent}")
-        return value, f"numeric.{key}.spectral_norm(x, epsilon) = numpy.linalg.norm(J, 2) with x = {shown}"
-    if name.startswith("eigen_"):
-        return float(layer.eigen_by_direction(x, eps)[name[len("eigen_") :]]), f"eigenvalue at x = {shown}"
-    if name == "second_moment":
-        return float(np.mean(layer.forward(x, eps) ** 2)), f"mean(forward(x)**2) with x = {shown}"
-    raise KeyError(name)
+            raise ValueError(f"{name} {value} disagrees with {what} {independent}")
+        how += f" = {what}"
+    return value, how
 
 
 def confirm(key: str, parsed: Relation, words: Vocabulary, example: dict[str, Any]) -> str:
     """Re-evaluate the claim at ``example`` with numeric values of its quantities."""
-    layer = NumericLayer(key)
+    layer = facade(key)
     eps = float(example.get("epsilon", 0.25))
     numbers: dict[sp.Basic, float] = {}
     notes = []

@@ -11,19 +11,22 @@ import sys
 
 import numpy as np
 
-from derivations import response
-from derivations._symbols import epsilon as eps_symbol
-from derivations._symbols import t
-from numeric._layer import NumericLayer
+from derivations import eigen, quantities, symmetric
+from derivations.symbols import epsilon as eps_symbol
+from derivations.symbols import t
+from numeric._layer import NumericLayer, facade
 from numeric.agreement import AgreementError, assert_agree, exact
 
-# The layers whose Jacobian is symmetric, so that every check applies.
-SYMMETRIC = tuple(NumericLayer(key) for key in ("layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside"))
+
+def symmetric_layers() -> tuple[NumericLayer, ...]:
+    """The layers whose Jacobian is symmetric, so that every check applies (from the catalog)."""
+    return tuple(facade(key) for key in symmetric())
+
 
 # What `run` reports, in order.
 CHECKS = (
-    "response and slope, lambdified vs symbolic evaluated exactly",
-    "slope vs central differences of the response",
+    "functions of t, lambdified vs symbolic evaluated exactly",
+    "derivatives in t vs central differences",
     "J v vs central differences in random directions",
     "eigenvalues, J v per direction and spectral norm vs numpy.linalg",
 )
@@ -34,31 +37,49 @@ _FD_STEP = np.finfo(np.float64).eps ** (1 / 3)
 _ROOT_STEP = np.finfo(np.float64).eps ** (1 / 2)
 
 
+def functions_of_t(layer: NumericLayer) -> list[tuple[str, str | None]]:
+    """(numeric name, numeric name of what it is the t-derivative of) for each function of t."""
+    out = []
+    for quantity, item in quantities.rows(layer.definition):
+        name = quantity.numeric_name(item)
+        if quantity.evaluate == "of_t" and name is not None and layer.function(name) is not None:
+            of = quantity.derivative_of
+            out.append((name, None if of is None else quantities.names(layer.definition)[of][0].numeric_name(item)))
+    return out
+
+
 def scalar_against_symbolic(layer: NumericLayer, name: str, ts: np.ndarray, epsilons: np.ndarray) -> int:
-    """``response`` or ``slope`` lambdified vs the derived expression evaluated exactly."""
-    expr = getattr(response, name)(layer.layer)
+    """A function of (t, epsilon), lambdified, vs its derived expression evaluated exactly."""
+    (expr,) = [
+        quantity.derive(layer.definition, item)
+        for quantity, item in quantities.rows(layer.definition)
+        if quantity.numeric_name(item) == name
+    ]
     function = getattr(layer, name)
     tt, ee = np.meshgrid(ts, epsilons)
     expected = np.array([exact(expr, {t: a, eps_symbol: b}) for a, b in zip(tt.ravel(), ee.ravel(), strict=True)])
     return assert_agree(function(tt.ravel(), ee.ravel()), expected, rtol=1e-13, what=f"{name} vs symbolic")
 
 
-def slope_against_differences(layer: NumericLayer, ts: np.ndarray, epsilon: float) -> int:
-    """``slope`` vs central differences of ``response``, the step scaled to t and the response's width.
+def derivative_against_differences(layer: NumericLayer, name: str, of: str, ts: np.ndarray, epsilon: float) -> int:
+    """A derivative in t vs central differences of what it is the derivative of.
 
-    The width, over which the response rises to its asymptote, is
-    asymptote / slope at 0 (sqrt(epsilon) or epsilon, by convention).  Some
-    conventions have a kink at t = 0 where central differences are only
-    first-order accurate, so the step is sqrt(u) times the scale there,
-    which keeps both truncation and rounding near 1e-8 relative.
+    The step is scaled to t and to the width over which the response rises to
+    its asymptote, asymptote / slope at 0 (sqrt(epsilon) or epsilon, by
+    convention).  Some conventions have a kink at t = 0 where central
+    differences are only first-order accurate, so the step is sqrt(u) times
+    the scale there, which keeps both truncation and rounding near 1e-8 relative.
     """
-    peak = layer.slope(0.0, epsilon)
+    derivative, primitive = getattr(layer, name), getattr(layer, of)
+    peak = derivative(0.0, epsilon)
     width = layer.asymptotes()[0] / peak
     h = _ROOT_STEP * np.maximum(np.abs(ts), width)
-    differences = (layer.response(ts + h, epsilon) - layer.response(ts - h, epsilon)) / (2 * h)
+    differences = (primitive(ts + h, epsilon) - primitive(ts - h, epsilon)) / (2 * h)
     # The slope never exceeds its value at 0; the absolute part of the
     # tolerance is relative to that.
-    return assert_agree(differences, layer.slope(ts, epsilon), rtol=1e-7, atol=1e-8 * peak, what="slope vs differences")
+    return assert_agree(
+        differences, derivative(ts, epsilon), rtol=1e-7, atol=1e-8 * peak, what=f"{name} vs differences of {of}"
+    )
 
 
 def jacobian_against_differences(
@@ -73,7 +94,7 @@ def jacobian_against_differences(
     jac = layer.jacobian(x, epsilon, *parameters)
     scale = max(float(np.abs(x).max()), float(layer.epsilon_root(epsilon)))
     # |J v| <= |v| |J|; with a gain the derived bound takes it into account.
-    norm = layer.bound(epsilon, parameters[0]) if layer.layer.gain is not None else layer.bound(epsilon)
+    norm = layer.bound(epsilon, *parameters[:1])
     for _ in range(3):
         v = rng.standard_normal(x.shape[-1])
         h = _FD_STEP * scale / np.linalg.norm(v)
@@ -98,12 +119,9 @@ def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.r
     )
     stats = layer.statistics(x)
     point = {**stats, eps_symbol: epsilon}
-    explicit = {
-        pair.direction.name: layer.direction(pair.direction, x)
-        for pair in layer.eigenpairs
-        if not pair.direction.complement
-    }
-    for pair in layer.eigenpairs:
+    pairs = eigen.eigenpairs(layer.definition)
+    explicit = {p.direction.name: layer.direction(p.direction, x) for p in pairs if not p.direction.complement}
+    for pair in pairs:
         value = exact(pair.value, point)
         if pair.direction.complement:
             basis, _ = np.linalg.qr(np.column_stack(list(explicit.values())))
@@ -123,11 +141,14 @@ def run(seed: int = 0) -> dict[str, int]:
     ts = np.array([-3.0, -0.8, -0.1, 0.0, 0.2, 0.7, 3.0])
     epsilons = np.array([1e-6, 0.04, 0.25, 1.0, 100.0])
     counts = dict.fromkeys(CHECKS, 0)
-    for layer in SYMMETRIC:
-        counts[CHECKS[0]] += scalar_against_symbolic(layer, "response", ts, epsilons)
-        counts[CHECKS[0]] += scalar_against_symbolic(layer, "slope", ts, epsilons)
-        for e in epsilons:
-            counts[CHECKS[1]] += slope_against_differences(layer, np.linspace(-1, 1, 41), float(e))
+    for layer in symmetric_layers():
+        for name, of in functions_of_t(layer):
+            counts[CHECKS[0]] += scalar_against_symbolic(layer, name, ts, epsilons)
+            if of is not None:
+                for e in epsilons:
+                    counts[CHECKS[1]] += derivative_against_differences(
+                        layer, name, of, np.linspace(-1, 1, 41), float(e)
+                    )
         for size in (2, 3, 7, 64):
             for e in (1e-3, 0.25, 1.0):
                 x = rng.standard_normal(size)

@@ -1,15 +1,17 @@
-"""The parameter grids the tests share."""
+"""The parameter grids the tests share; the sets of layers come from the catalog."""
 
 import importlib
 from types import ModuleType
+
+from derivations import LAYERS, symmetric
 
 EPSILONS = (1e-6, 1e-3, 0.04, 0.25, 1.0, 100.0)
 SIZES = (2, 3, 7, 64)
 
 # Every layer whose Jacobian is symmetric, so that its eigenstructure is derived.
-SYMMETRIC_LAYERS = ("layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside")
+SYMMETRIC_LAYERS = symmetric()
 # The layers whose statistic has a kink at the degenerate input.
-KINKED_LAYERS = ("layernorm_std_eps", "rmsnorm_eps_outside")
+KINKED_LAYERS = tuple(key for key in SYMMETRIC_LAYERS if LAYERS[key].approach)
 
 
 def module(key: str) -> ModuleType:

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from derivations.__main__ import main
-from derivations.claim_language import ClaimError, parse
-from derivations.claims import Claim, check, load, vocabulary
+from derivations.claims import Claim, ClaimError, check, load, parse, vocabulary
 from numeric.confirm import confirm
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "claims.toml"

@@ -1,4 +1,4 @@
-"""Layer 4: eigenstructure through properties, against numpy.linalg."""
+"""Tier 4: eigenstructure through properties, against numpy.linalg."""
 
 import numpy as np
 import pytest

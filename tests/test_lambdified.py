@@ -1,16 +1,16 @@
-"""Layer 2: lambdified functions against the symbolic expressions, at seeded points."""
+"""Tier 2: lambdified functions against the symbolic expressions, at seeded points."""
 
 import numpy as np
 import pytest
 import sympy as sp
 from grids import EPSILONS
+from numeric.layernorm import LAYER
 
 from derivations import eigen, jacobian
-from derivations._symbols import epsilon as EPS
-from derivations._symbols import i, k, mu, n, q, x
+from derivations.symbols import epsilon as EPS
+from derivations.symbols import i, k, mu, n, q, x
 from numeric import layernorm, verify
 from numeric.agreement import AgreementError, assert_agree, exact
-from numeric.layernorm import LAYER
 
 T_GRID = np.concatenate([[0.0, -0.0], -np.logspace(-4, 2, 7), np.logspace(-4, 2, 7), [-0.8, -0.1, 0.2, 0.7]])
 
@@ -22,7 +22,7 @@ def test_scalar_function_matches_symbolic(name, epsilon):
 
 
 def test_symbolic_check_catches_a_wrong_function(monkeypatch):
-    monkeypatch.setattr(LAYER, "_slope", lambda t, e: e / (2 * t**2 / 3 + e) ** 1.4999)
+    monkeypatch.setattr(LAYER, "slope", lambda t, e: e / (2 * t**2 / 3 + e) ** 1.4999)
     with pytest.raises(AgreementError, match="slope vs symbolic"):
         verify.scalar_against_symbolic(LAYER, "slope", T_GRID, np.array([0.25]))
 
@@ -30,7 +30,7 @@ def test_symbolic_check_catches_a_wrong_function(monkeypatch):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_jacobian_entries_match_symbolic(epsilon, rng):
     values = rng.standard_normal(4)
-    entry = jacobian.entry(LAYER.layer)
+    entry = jacobian.entry(LAYER.definition)
     m, v = float(np.mean(values)), float(np.var(values))
     expected = np.array(
         [
@@ -52,7 +52,8 @@ def test_forward_matches_definition(epsilon, rng):
     m = sp.Rational(float(np.mean(values)))
     expected = [
         exact(
-            LAYER.layer.output.subs(x[i], x[r]), {x[r]: values[r], mu: float(m), q: float(np.var(values)), EPS: epsilon}
+            LAYER.definition.output.subs(x[i], x[r]),
+            {x[r]: values[r], mu: float(m), q: float(np.var(values)), EPS: epsilon},
         )
         for r in range(5)
     ]
@@ -64,7 +65,9 @@ def test_eigenvalues_match_symbolic_values(size, rng):
     values = rng.standard_normal(size)
     point = {mu: float(np.mean(values)), q: float(np.var(values)), EPS: 0.25}
     expected = sorted(
-        exact(p.value, point) for p in eigen.eigenpairs(LAYER.layer) for _ in range(int(p.multiplicity.subs(n, size)))
+        exact(p.value, point)
+        for p in eigen.eigenpairs(LAYER.definition)
+        for _ in range(int(p.multiplicity.subs(n, size)))
     )
     assert_agree(layernorm.eigenvalues(values, 0.25), np.array(expected), rtol=1e-13, atol=1e-16, what="eigenvalues")
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import sympy as sp
 
 from derivations._proof import DerivationError
-from derivations._symbols import n
+from derivations.symbols import n
 
 # The canonical summation index inside a PowerSum, so that the same sum met
 # under different dummy indices is one and the same object.

@@ -1,0 +1,111 @@
+r"""A learnable gain and bias over any layer: :math:`y = \gamma \odot \mathrm{base}(x) + \beta`.
+
+The wrapper owns what the gain changes.  Its Jacobian is diag(gamma) J_base,
+proved entry by entry; that matrix is not symmetric, so its norm is bounded
+through :math:`\|\mathrm{diag}(\gamma) J\| \le \max_i |\gamma_i|\,\|J\|`
+rather than read off eigenvalues.  Everything else (the response, the slope,
+the eigenvectors that survive the gain) goes through the generic machinery.
+
+>>> from derivations import LAYERS
+>>> from derivations.spectral import bound_value
+>>> bound_value(LAYERS["rmsnorm_affine"])
+gamma_max/sqrt(epsilon)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+import sympy as sp
+
+from derivations import jacobian, spectral
+from derivations._formula import Established, Formula
+from derivations._layer import Layer
+from derivations._proof import equal
+from derivations.symbols import beta, diag_gamma, gamma, gamma_max, i, norm_J
+
+
+@dataclass(frozen=True, eq=False)
+class Affine(Layer):
+    """``base`` scaled entry-wise by gain[i], plus bias[i]; build it with `affine`."""
+
+    base: Layer = field(kw_only=True)
+
+    @property
+    def parameters(self) -> tuple[tuple[str, sp.IndexedBase], ...]:
+        return (("gain", gamma), ("bias", beta))
+
+    @property
+    def named_symbols(self) -> dict[str, sp.Expr]:
+        # The gain and bias at the patterns' coordinate, and the largest |gain|.
+        coordinate = self.patterns[0].coordinate
+        return {"gamma": gamma[coordinate], "beta": beta[coordinate], "gamma_max": gamma_max}
+
+    @property
+    def requires(self) -> tuple[Layer, ...]:
+        return (self.base,)
+
+
+def affine(base: Layer, key: str, title: str, stated: Mapping[str, sp.Basic] | None = None) -> Affine:
+    """The layer ``gain * base + bias``, with the base's statistics, patterns and directions.
+
+    The base's directions are candidates: those the gain keeps as
+    eigenvectors (eigenvalue 0) are found by the eigen derivation.
+    """
+    return Affine(
+        key=key,
+        title=title,
+        statistics=base.statistics,
+        output=gamma[i] * base.output + beta[i],
+        patterns=base.patterns,
+        directions=base.directions,
+        display=base.display,
+        spread=base.spread,
+        approach=base.approach,
+        stated=dict(stated or {}),
+        notes=base.notes,
+        base=base,
+    )
+
+
+@cache
+def factorization(layer: Affine) -> str:
+    """Prove J = diag(gain) J_base entry by entry: J_ik = gain_i (J_base)_ik."""
+    how = equal(
+        jacobian.entry(layer), gamma[i] * jacobian.entry(layer.base), f"{layer.key}.jacobian = diag(gain) J_base"
+    )
+    return f"J = diag(gain) J_{layer.base.key}: {how}"
+
+
+@jacobian.matrix_form.register
+def _(layer: Affine) -> sp.MatrixExpr:
+    factorization(layer)  # J = diag(gain) J_base, proved before it is shown
+    return sp.MatMul(diag_gamma, jacobian.matrix_form(layer.base))
+
+
+@jacobian.proof.register
+def _(layer: Affine, name: str) -> str:
+    return factorization(layer)
+
+
+@spectral.bound_value.register
+def _(layer: Affine) -> sp.Expr:
+    return gamma_max * spectral.bound_value(layer.base)
+
+
+@spectral.bound_formula.register
+def _(layer: Affine, _: object, name: str) -> Formula:
+    top = spectral.bound_value(layer)
+    return Formula(
+        name,
+        "Bound on the spectral norm of the non-symmetric J = diag(gamma) J_base: "
+        "||diag(gamma) J_base|| <= ||diag(gamma)|| ||J_base|| = max|gamma_i| ||J_base||.",
+        sp.Le(norm_J, top),
+        ("epsilon > 0", "n >= 2", "gamma real"),
+        Established.ALL_N,
+        f"{factorization(layer)}; submultiplicativity; {layer.base.key}.{name}",
+        layer.prove_stated(name, top),
+        layer.key,
+    )

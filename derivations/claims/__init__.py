@@ -1,0 +1,30 @@
+"""Claims as reviewers state them: a whitelisted language, proofs, sampling, verdicts.
+
+The modules follow the pipeline: `language` parses text into a relation
+without evaluating anything, `vocabulary` says what a claim about a layer may
+name (the registry's quantities), `proof` tries to prove the relation for
+every admissible value, `sampling` looks for a counterexample, `checker`
+gives the verdict, `files` reads claim files and `render` prints verdicts.
+"""
+
+from derivations.claims.checker import VERDICTS, Claim, Confirm, Verdict, check
+from derivations.claims.files import load
+from derivations.claims.language import ClaimError, Relation, parse, parse_condition
+from derivations.claims.render import VERDICT_FORMATS
+from derivations.claims.vocabulary import Vocabulary, vocabulary
+
+__all__ = [
+    "VERDICTS",
+    "VERDICT_FORMATS",
+    "Claim",
+    "ClaimError",
+    "Confirm",
+    "Relation",
+    "Verdict",
+    "Vocabulary",
+    "check",
+    "load",
+    "parse",
+    "parse_condition",
+    "vocabulary",
+]

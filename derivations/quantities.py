@@ -1,0 +1,325 @@
+"""The one registry of derived quantities: each quantity is a row, named once.
+
+A row says how to derive the quantity (``value``), how `make derive` states it
+(``formula``), what it is (scalar, vector, matrix, or a statement only), what
+it ranges over (the layer, each input pattern, each eigen direction), which
+numeric evaluation computes it and under which name, and whether a claim may
+name it.  Everything that consumes quantities (the catalog, the claims, the
+homogeneity degrees, `numeric`, the renderers and the figures) iterates over
+these rows; none of them spells a quantity's name.
+
+>>> from derivations import LAYERS
+>>> list(names(LAYERS["rmsnorm"]))[:4]
+['response', 'response_uniform', 'slope', 'slope_uniform']
+>>> value(LAYERS["layernorm"], "slope_at_zero")
+1/sqrt(epsilon)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from derivations import eigen, jacobian, moments, response, scaling, spectral
+from derivations._formula import Formula
+from derivations._layer import Layer
+
+
+def _always(layer: Layer, item: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One derived quantity, for every layer and item it applies to.
+
+    ``over`` is ``"layer"`` (one per layer), ``"pattern"`` (one per input
+    pattern, named with the pattern's suffix) or ``"direction"`` (one per eigen
+    direction, named ``<stem>_<direction>``).  ``evaluate`` names the numeric
+    evaluation strategy: ``"of_t"`` (elementwise in t and epsilon),
+    ``"of_epsilon"`` (elementwise in epsilon), ``"of_statistics"`` (a function
+    of the statistics of x), ``"entrywise"`` (a matrix from its entry J_ik) or
+    ``"applied"`` (the layer applied to x); ``numeric`` is the
+    stem of the numeric function's name (None: no numeric function).
+    ``reference`` names an independent numeric computation of the same
+    number, for re-checking counterexamples.  ``derivative_of`` names the
+    quantity (over the same item) this one is the t-derivative of, which the
+    numeric checks compare with finite differences.  ``column`` heads the
+    quantity's column in the conventions table (on the first pattern).
+    """
+
+    stem: str
+    kind: str  # "scalar", "vector", "matrix" or "statement"
+    over: str
+    formula: Callable[[Layer, Any, str], Formula] | None
+    value: Callable[..., sp.Expr] | None  # (layer) for a row over the layer, else (layer, item)
+    applies: Callable[[Layer, Any], bool] = _always
+    evaluate: str | None = None
+    numeric: str | None = None
+    claim: bool = False
+    reference: str | None = None
+    derivative_of: str | None = None
+    column: str | None = None
+    meaning: str = ""
+
+    def name(self, item: Any) -> str:
+        if self.over == "pattern":
+            return f"{self.stem}{item.suffix}"
+        if self.over == "direction":
+            return f"{self.stem}_{item.name}"
+        return self.stem
+
+    def numeric_name(self, item: Any) -> str | None:
+        """The numeric function's name: the stem, with the item's suffix beyond the first pattern."""
+        if self.numeric is None:
+            return None
+        if self.over == "pattern":
+            return f"{self.numeric}{item.suffix}"
+        if self.over == "direction":
+            return f"{self.numeric}_{item.name}"
+        return self.numeric
+
+    def derive(self, layer: Layer, item: Any) -> sp.Expr:
+        """The derived value for ``layer`` (and its pattern or direction ``item``)."""
+        assert self.value is not None, f"{self.stem} is a statement, not a value"
+        return self.value(layer) if self.over == "layer" else self.value(layer, item)
+
+    def items(self, layer: Layer) -> tuple[Any, ...]:
+        if self.over == "pattern":
+            return layer.patterns
+        if self.over == "direction":
+            return layer.directions
+        return (None,)
+
+
+def _slope_at_zero(layer: Layer, pattern: Any) -> sp.Expr:
+    return response.slope_at_zero(layer, pattern)[1]
+
+
+def _asymptote(layer: Layer, pattern: Any) -> sp.Expr:
+    return response.asymptote(layer, pattern)[0]
+
+
+def _eigenvalue(layer: Layer, direction: Any) -> sp.Expr:
+    found = eigen.pair(layer, direction)
+    assert found is not None, "applies() keeps only eigenvectors"
+    return found.value
+
+
+def _is_eigen(layer: Layer, direction: Any) -> bool:
+    return eigen.pair(layer, direction) is not None
+
+
+def _symmetric(layer: Layer, _: Any) -> bool:
+    return jacobian.is_symmetric(layer)
+
+
+def _has_degenerate_limit(layer: Layer, _: Any) -> bool:
+    return bool(layer.approach)
+
+
+def _without_parameters(layer: Layer, _: Any) -> bool:
+    # With per-feature parameters the output's moments involve their sums too,
+    # which the statistics of x do not fix.
+    return not layer.parameters
+
+
+# In the order `make derive` prints them; consecutive rows over patterns are
+# printed pattern by pattern.
+QUANTITIES: tuple[Quantity, ...] = (
+    Quantity(
+        "response",
+        "scalar",
+        "pattern",
+        response.response_formula,
+        response.response,
+        evaluate="of_t",
+        numeric="response",
+        claim=True,
+        meaning="the pattern's coordinate of the output, as a function of t",
+    ),
+    Quantity(
+        "slope",
+        "scalar",
+        "pattern",
+        response.slope_formula,
+        response.slope,
+        evaluate="of_t",
+        numeric="slope",
+        claim=True,
+        derivative_of="response",
+        meaning="d response / dt",
+    ),
+    Quantity(
+        "slope_at_zero",
+        "scalar",
+        "pattern",
+        response.slope_at_zero_formula,
+        _slope_at_zero,
+        evaluate="of_epsilon",
+        numeric="slope_at_zero",
+        claim=True,
+        column="slope at 0 on (−t, 0, t)",
+        meaning="the slope at t = 0",
+    ),
+    Quantity(
+        "asymptote",
+        "scalar",
+        "pattern",
+        response.asymptote_formula,
+        _asymptote,
+        evaluate="of_epsilon",
+        numeric="asymptote",
+        claim=True,
+        meaning="the response's limit as t -> oo",
+    ),
+    Quantity(
+        "jacobian",
+        "matrix",
+        "layer",
+        jacobian.jacobian_formula,
+        jacobian.entry,
+        evaluate="entrywise",
+        numeric="jacobian",
+        meaning="J_ik = d y_i / d x_k",
+    ),
+    Quantity(
+        "jacobian_degenerate",
+        "matrix",
+        "layer",
+        jacobian.degenerate_formula,
+        jacobian.at_degenerate,
+        applies=_has_degenerate_limit,
+        meaning="J at the degenerate input, as a limit",
+    ),
+    Quantity(
+        "eigen",
+        "scalar",
+        "direction",
+        eigen.eigen_formula,
+        _eigenvalue,
+        applies=_is_eigen,
+        evaluate="of_statistics",
+        numeric="eigen",
+        claim=True,
+        meaning="the eigenvalue of J along the direction",
+    ),
+    Quantity(
+        "spectral_norm",
+        "scalar",
+        "layer",
+        spectral.norm_formula,
+        spectral.spectral_norm,
+        applies=_symmetric,
+        evaluate="of_statistics",
+        numeric="spectral_norm",
+        claim=True,
+        reference="norm2_of_jacobian",
+        meaning="||J||_2 at the input",
+    ),
+    Quantity(
+        "spectral_bound",
+        "scalar",
+        "layer",
+        spectral.bound_formula,
+        spectral.bound_value,
+        evaluate="of_epsilon",
+        numeric="bound",
+        claim=True,
+        column="bound on ‖J‖₂",
+        meaning="the bound on ||J||_2 over all inputs",
+    ),
+    Quantity(
+        "second_moment",
+        "scalar",
+        "layer",
+        moments.second_moment_formula,
+        moments.second_moment,
+        applies=_without_parameters,
+        evaluate="of_statistics",
+        numeric="second_moment",
+        claim=True,
+        reference="mean_square_of_output",
+        meaning="mean of the squared output entries",
+    ),
+    Quantity(
+        "output",
+        "vector",
+        "layer",
+        None,
+        lambda layer: layer.output,
+        evaluate="applied",
+        numeric="forward",
+        meaning="the layer's output y_i",
+    ),
+    Quantity("homogeneity", "statement", "layer", scaling.homogeneity_formula, None),
+)
+
+
+def rows(layer: Layer) -> Iterator[tuple[Quantity, Any]]:
+    """Every (quantity, item) that applies to ``layer``, in printing order."""
+    for by_pattern, run in itertools.groupby(QUANTITIES, key=lambda quantity: quantity.over == "pattern"):
+        group = list(run)
+        pairs = (
+            [(quantity, pattern) for pattern in layer.patterns for quantity in group]
+            if by_pattern
+            else [(quantity, item) for quantity in group for item in quantity.items(layer)]
+        )
+        yield from ((quantity, item) for quantity, item in pairs if quantity.applies(layer, item))
+
+
+def names(layer: Layer) -> dict[str, tuple[Quantity, Any]]:
+    """Every quantity with a value that ``layer`` may have, by full name.
+
+    Structural only: no derivation runs.  Whether a name applies (an
+    eigenvector survives, J is symmetric) is decided when its value is asked for.
+    """
+    return {
+        quantity.name(item): (quantity, item)
+        for quantity in QUANTITIES
+        if quantity.value is not None
+        for item in quantity.items(layer)
+    }
+
+
+class NotApplicable(ValueError):
+    """A quantity that the layer does not have (J is not symmetric, say)."""
+
+
+def value(layer: Layer, name: str) -> sp.Expr:
+    """The derived value of quantity ``name`` of ``layer``."""
+    known = names(layer)
+    if name not in known:
+        raise ValueError(f"name must be a quantity of {layer.key} ({', '.join(known)}); got {name!r}")
+    quantity, item = known[name]
+    if not quantity.applies(layer, item):
+        raise NotApplicable(f"{layer.key} has no {name}: {quantity.meaning} is not derived for it")
+    return quantity.derive(layer, item)
+
+
+def values(layer: Layer) -> dict[str, sp.Expr]:
+    """Every applicable quantity's derived value, by name, in printing order."""
+    return {
+        quantity.name(item): quantity.derive(layer, item)
+        for quantity, item in rows(layer)
+        if quantity.value is not None
+    }
+
+
+def formulas(layer: Layer) -> list[Formula]:
+    """Every formula `make derive` prints for ``layer``, in order."""
+    return [quantity.formula(layer, item, quantity.name(item)) for quantity, item in rows(layer) if quantity.formula]
+
+
+def columns(layer: Layer) -> dict[str, str]:
+    """Conventions-table column heading -> the full name of the layer's quantity under it."""
+    out = {}
+    for quantity in QUANTITIES:
+        items = quantity.items(layer)
+        if quantity.column is not None and items:
+            out[quantity.column] = quantity.name(items[0])
+    return out

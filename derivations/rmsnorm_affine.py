@@ -1,0 +1,26 @@
+r"""RMSNorm with a learnable gain (PyTorch ``nn.RMSNorm`` with ``elementwise_affine``, LLaMA).
+
+.. math:: y = \gamma \odot \frac{x}{\sqrt{r + \varepsilon}} + \beta, \qquad r = \overline{x^2}.
+
+The same wrapper as `derivations.layernorm_affine`, over RMSNorm.  PyTorch's
+RMSNorm has no bias; it is the case beta = 0.  No eigenvector of RMSNorm
+survives the gain (none has eigenvalue 0), so only the bound remains.
+"""
+
+import sympy as sp
+
+from derivations import rmsnorm
+from derivations.affine import affine
+from derivations.symbols import beta, epsilon, gamma, gamma_max, t
+
+LAYER = affine(
+    rmsnorm.LAYER,
+    key="rmsnorm_affine",
+    title="RMSNorm with gain and bias, epsilon inside the square root",
+    stated={
+        "response": gamma[2] * t / sp.sqrt(2 * t**2 / 3 + epsilon) + beta[2],
+        "slope_at_zero": gamma[2] / sp.sqrt(epsilon),
+        "response_uniform": gamma[2] * t / sp.sqrt(t**2 + epsilon) + beta[2],
+        "spectral_bound": gamma_max / sp.sqrt(epsilon),
+    },
+)

@@ -1,0 +1,55 @@
+"""The numeric side of `derivations.affine.Affine`: a wrapper around the base layer's functions.
+
+The forward map is the affine layer's own lambdified output; the Jacobian is
+diag(gain) times the base layer's (the factorization the derivation proved),
+and the bound is max|gain| times the base layer's bound.  Nothing else here
+knows of gains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from derivations import scaling, spectral
+from derivations.affine import Affine
+from derivations.symbols import epsilon as eps_symbol
+from derivations.symbols import gamma_max
+from numeric import _layer, _rescale, _validate
+from numeric._lambdify import compile
+
+
+class NumericAffine(_layer.NumericLayer):
+    """``gain * base(x) + bias``: forward, Jacobian and the bound over gains."""
+
+    definition: Affine
+
+    def __init__(self, definition: Affine) -> None:
+        super().__init__(definition)
+        self.base = _layer.facade(definition.base.key)
+        # The derived bound is gamma_max times the base's; the base's part is compiled here.
+        top = spectral.bound_value(definition).xreplace({gamma_max: 1})
+        self._bound = compile(top, (eps_symbol,))
+        self._bound_degree = scaling.degree_of(definition, top, "bound")
+
+    def names(self) -> tuple[str, ...]:
+        return (*super().names(), "bound")
+
+    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+        """diag(gain) J_base, shape (..., n, n); the bias does not enter."""
+        array = _validate.vector(x)
+        gain, _ = self._parameters(array, parameters, named)
+        dtype = _validate.result_dtype(x, epsilon)
+        return (self.base.jacobian(x, epsilon) * gain[..., :, None]).astype(dtype, copy=False)
+
+    def bound(self, epsilon: Any, gain: Any) -> Any:
+        """The derived bound on ||diag(gain) J||_2 over all inputs: max|gain| times the base's bound."""
+        array = _validate.parameter(gain, "gain", np.shape(gain))
+        largest = np.max(np.abs(array), axis=-1)
+        e = _validate.epsilon(epsilon)
+        value = _rescale.elementwise(self._bound, self._bound_degree, self._c.epsilon_degree, e)
+        return _validate.output(np.asarray(value) * largest, _validate.result_dtype(epsilon, gain))
+
+
+_layer.register(Affine, NumericAffine)

@@ -1,0 +1,90 @@
+r"""Rescaling by the derived homogeneity, so that no intermediate overflows or underflows.
+
+`derivations.scaling` proves f(m x, m**e eps) = m**d f(x, eps).  At the scale
+m = max(|x|, eps**(1/e)) both scaled inputs are at most 1 and one of them is
+1, so every square or cube formed from them is a normal float64, and
+
+.. math:: f(x, \varepsilon) = m^{d} f(x/m, \varepsilon/m^e).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numeric import _validate
+
+# The range of the scale m where the plain lambdified scalar expressions are
+# used as they are: every power of m up to the third is a normal float64.
+MODERATE = (1e-100, 1e100)
+
+# Elementwise functions run over chunks of this many entries, so that the
+# temporaries of each chunk stay in cache; on 10^6 points this halves the time.
+BLOCK = 1 << 15
+
+
+def epsilon_root(e: Any, degree: int) -> Any:
+    """epsilon ** (1 / degree): the length scale epsilon sets, sqrt(epsilon) or
+    epsilon itself (sqrt is correctly rounded, a general power is not)."""
+    return np.sqrt(e) if degree == 2 else e if degree == 1 else np.power(e, 1.0 / degree)
+
+
+def rescaled(amplitude: np.ndarray, e: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """The scale m = max(|amplitude|, root of epsilon) and epsilon / m**degree."""
+    root = epsilon_root(e, degree)
+    m = np.maximum(amplitude, root)
+    return m, (root / m) ** degree
+
+
+def blockwise(function: Any, *arrays: np.ndarray) -> np.ndarray:
+    """``function(*arrays)`` with broadcasting, evaluated chunk by chunk."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    size = int(np.prod(shape))
+    if size <= BLOCK:
+        return np.broadcast_to(function(*arrays), shape)
+    flat = [a.reshape(()) if a.size == 1 else np.broadcast_to(a, shape).ravel() for a in arrays]
+    out = np.empty(size)
+    for start in range(0, size, BLOCK):
+        out[start : start + BLOCK] = function(*(a if a.ndim == 0 else a[start : start + BLOCK] for a in flat))
+    return out.reshape(shape)
+
+
+def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
+    """A scalar function of (t, epsilon) or (epsilon): plain where the scale is moderate,
+    rescaled elsewhere.  The last argument is epsilon; a first one is the amplitude t."""
+    *amplitude, eps = args
+    arrays = [*(_validate.amplitude(a) for a in amplitude), _validate.epsilon(eps)]
+
+    def chunk(*values: np.ndarray) -> np.ndarray:
+        *tc, ec = values
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            out = np.asarray(function(*values), dtype=np.float64)
+        size = np.abs(tc[0]) if tc else np.zeros(())
+        m, _ = rescaled(size, ec, eps_degree)
+        far = (m < MODERATE[0]) | (m > MODERATE[1])
+        if far.any():
+            out = np.array(np.broadcast_to(out, far.shape))
+            picked = [np.broadcast_to(v, far.shape)[far] for v in values]
+            scale, e_scaled = rescaled(np.abs(picked[0]) if tc else np.zeros(()), picked[-1], eps_degree)
+            out[far] = (
+                np.broadcast_to(function(*(p / scale for p in picked[:-1]), e_scaled), scale.shape) * scale**degree
+            )
+        return out
+
+    return _validate.output(blockwise(chunk, *arrays), _validate.result_dtype(*args))
+
+
+def validated(
+    values: Any, eps: Any, keep_float: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.dtype, tuple[int, ...]]:
+    """x, epsilon, the result dtype and the batch shape they broadcast to."""
+    array = _validate.vector(values, keep_float=keep_float)
+    e = _validate.epsilon(eps)
+    try:
+        batch = np.broadcast_shapes(e.shape, array.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"epsilon of shape {e.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
+        ) from None
+    return array, e, _validate.result_dtype(values, eps), batch

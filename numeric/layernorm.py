@@ -1,8 +1,0 @@
-"""LayerNorm (epsilon inside the square root): NumPy functions from the derivations."""
-
-from numeric._layer import NumericLayer
-
-LAYER = NumericLayer("layernorm")
-forward, jacobian, eigenvalues, spectral_norm, response, slope = LAYER.functions()
-
-__all__ = ["eigenvalues", "forward", "jacobian", "response", "slope", "spectral_norm"]

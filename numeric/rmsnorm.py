@@ -1,8 +1,0 @@
-"""RMSNorm (epsilon inside the square root): NumPy functions from the derivations."""
-
-from numeric._layer import NumericLayer
-
-LAYER = NumericLayer("rmsnorm")
-forward, jacobian, eigenvalues, spectral_norm, response, slope = LAYER.functions()
-
-__all__ = ["eigenvalues", "forward", "jacobian", "response", "slope", "spectral_norm"]

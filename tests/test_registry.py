@@ -1,0 +1,86 @@
+"""The registry of quantities: names spelled once, rows consumed generically, the catalog one source."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import numeric
+from derivations import LAYERS, QUANTITIES, formulas, quantities
+from derivations.catalog import DEFINITIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The registry itself, and the layer definitions, which state results by name.
+ALLOWED = {ROOT / "derivations" / "quantities.py"} | {ROOT / "derivations" / f"{name}.py" for name in DEFINITIONS}
+
+
+def _quantity_names() -> set[str]:
+    names = {quantity.stem for quantity in QUANTITIES}
+    for layer in LAYERS.values():
+        names |= set(quantities.names(layer))
+    return names
+
+
+def _spelled(path: Path, names: set[str], root: Path = ROOT) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        f"{path.relative_to(root)}:{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
+    ]
+
+
+def test_no_module_spells_a_quantity_name_outside_the_registry():
+    names = _quantity_names()
+    sources = [p for folder in ("derivations", "numeric", "figures") for p in sorted((ROOT / folder).rglob("*.py"))]
+    found = [hit for path in sources if path not in ALLOWED for hit in _spelled(path, names)]
+    assert found == [], "quantity names spelled outside derivations/quantities.py:\n" + "\n".join(found)
+
+
+def test_the_spelling_check_can_fail(tmp_path):
+    module = tmp_path / "module.py"
+    module.write_text('"""A docstring may mention spectral_norm."""\nNAME = "spectral_norm"\n')
+    assert len(_spelled(module, _quantity_names(), root=tmp_path)) == 1
+
+
+@pytest.mark.parametrize("key", list(LAYERS))
+def test_every_formula_comes_from_a_registry_row(key):
+    layer = LAYERS[key]
+    expected = [quantity.name(item) for quantity, item in quantities.rows(layer) if quantity.formula]
+    assert [f.name for f in formulas(key)] == expected
+
+
+@pytest.mark.parametrize("key", list(LAYERS))
+def test_every_layer_has_a_numeric_module(key):
+    module = getattr(numeric, key)
+    assert module.LAYER.key == key
+    assert {"forward", "jacobian"} <= set(dir(module))
+    assert __import__(f"numeric.{key}", fromlist=["LAYER"]).LAYER is module.LAYER
+    assert key in numeric.__all__
+
+
+def test_a_quantity_a_layer_lacks_is_refused_by_name():
+    with pytest.raises(quantities.NotApplicable, match="layernorm_affine has no spectral_norm"):
+        quantities.value(LAYERS["layernorm_affine"], "spectral_norm")
+    with pytest.raises(ValueError, match="name must be a quantity"):
+        quantities.value(LAYERS["layernorm"], "eigen_x")
+    with pytest.raises(AttributeError, match="has no function 'spectral_norm'"):
+        numeric.layernorm_affine.spectral_norm  # noqa: B018
+
+
+def test_declared_directions_of_a_plain_layer_are_all_eigenvectors():
+    """Only a wrapper may lose directions (to its gain); a plain layer's typo must not vanish silently."""
+    from derivations import eigen
+
+    for key, layer in LAYERS.items():
+        if not layer.requires:
+            assert len(eigen.eigenpairs(layer)) == len(layer.directions), key

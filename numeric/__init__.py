@@ -44,7 +44,9 @@ class _LayerModule(ModuleType):
             raise AttributeError(name)
         if name not in self.LAYER.names():
             raise AttributeError(f"module {self.__name__!r} has no function {name!r}")
-        return getattr(self.LAYER, name)
+        function = getattr(self.LAYER, name)
+        setattr(self, name, function)  # found once; later lookups are plain attributes
+        return function
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self.LAYER.names()})

@@ -24,6 +24,7 @@ class NumericAffine(_layer.NumericLayer):
     """``gain * base(x) + bias``: forward, Jacobian and the bound over gains."""
 
     definition: Affine
+    methods = ("bound",)
 
     def __init__(self, definition: Affine) -> None:
         super().__init__(definition)
@@ -32,9 +33,6 @@ class NumericAffine(_layer.NumericLayer):
         top = spectral.bound_value(definition).xreplace({gamma_max: 1})
         self._bound = compile(top, (eps_symbol,))
         self._bound_degree = scaling.degree_of(definition, top, "bound")
-
-    def names(self) -> tuple[str, ...]:
-        return (*super().names(), "bound")
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """diag(gain) J_base, shape (..., n, n); the bias does not enter."""

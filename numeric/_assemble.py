@@ -15,34 +15,37 @@ def from_eigen(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.nd
     r"""J = sum_d lambda_d Pi_d, proved in `derivations.eigen.spectral_form`.
 
     Each term is accurate on its own, where the entry formula subtracts terms
-    of size 1/s to leave eps/s**3 (n = 2, q >> eps).  Pi_v = v v^T / (v^T v)
-    for each explicit direction, and I minus their sum for the complement.
+    of size 1/s to leave eps/s**3 (n = 2, q >> eps).  With Pi_v = v v^T / (v^T v)
+    for each explicit direction and I minus their sum for the rest, this is
+    J = lambda_rest I + sum_v (lambda_v - lambda_rest) Pi_v: one scaled
+    identity and one rank-one update per direction.
     """
     size = array.shape[-1]
     batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
-    total = np.zeros((*batch, size, size))
-    covered = np.zeros((*batch, size, size))
-    vanished = np.zeros((*batch, 1, 1), dtype=bool)
-    leftover = np.zeros((*batch, 1, 1))
+    # lambda_rest: the complement's eigenvalue where the complement exists at
+    # this n; a direction that vanishes (a constant input) joins the rest,
+    # with its own eigenvalue, which equals the complement's there.
+    rest = np.zeros((*batch, 1))
+    vanished = np.zeros((*batch, 1), dtype=bool)
+    updates = []
     for pair in c.eigen:
-        lam = np.broadcast_to(pair.value(*stats, e, size), (*batch, 1))[..., None]
+        lam = np.broadcast_to(pair.value(*stats, e, size), (*batch, 1))
         if pair.entry is None:
             if pair.count(size) > 0:
-                leftover = np.where(vanished, leftover, lam)
+                rest = np.where(vanished, rest, lam)
             continue
         v = np.broadcast_to(pair.entry(array, *stats), (*batch, size))
         # Normalized by its largest entry first, so v.v cannot underflow.
         largest = np.max(np.abs(v), axis=-1, keepdims=True)
-        zero = largest[..., None] == 0
-        u = v / np.where(largest == 0, 1.0, largest)
-        length = np.sum(u * u, axis=-1)[..., None, None]
-        projector = u[..., :, None] * u[..., None, :] / np.where(zero, 1.0, length)
-        total += lam * projector
-        covered += projector
-        # A direction that vanishes (a constant input) has the complement's eigenvalue there.
-        leftover = np.where(zero, lam, leftover)
+        zero = largest == 0
+        u = v / np.where(zero, 1.0, largest)
+        updates.append((lam, u, np.where(zero, 1.0, np.sum(u * u, axis=-1, keepdims=True)), zero))
+        rest = np.where(zero, lam, rest)
         vanished |= zero
-    total += leftover * (np.eye(size) - covered)
+    total = rest[..., None] * np.eye(size)
+    for lam, u, length, zero in updates:
+        weight = np.where(zero, 0.0, (lam - rest) / length)
+        total += (weight * u)[..., :, None] * u[..., None, :]
     return total
 
 

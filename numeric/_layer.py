@@ -25,6 +25,9 @@ from numeric._compiled import Compiled, compiled
 class NumericLayer:
     """The forward map, Jacobian, eigenvalues and every scalar quantity of a layer."""
 
+    # Public functions a subclass adds as methods of its own.
+    methods: tuple[str, ...] = ()
+
     def __init__(self, definition: Layer) -> None:
         self.definition = definition
         self.key = definition.key
@@ -35,6 +38,7 @@ class NumericLayer:
 
     # --- the registry's scalar quantities ---------------------------------
 
+    @cache  # noqa: B019 - facades are interned by `facade`
     def names(self) -> tuple[str, ...]:
         """The public function names of this layer, in registry order."""
         out = []
@@ -44,7 +48,8 @@ class NumericLayer:
             if numeric and numeric not in out and (methods or self.function(numeric) is not None):
                 out.append(numeric)
         # The spectrum, assembled from the eigenpairs, where J is symmetric.
-        return (*out, "eigenvalues") if self._c.symmetric else tuple(out)
+        spectrum = ("eigenvalues",) if self._c.symmetric else ()
+        return (*out, *spectrum, *self.methods)
 
     @cache  # noqa: B019 - a few names per layer; facades are interned by `facade`
     def function(self, numeric: str) -> Callable[..., Any] | None:

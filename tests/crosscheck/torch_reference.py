@@ -42,6 +42,8 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         "layernorm_affine": lambda x: F.layer_norm(x, (n,), weight=gain, bias=bias, eps=eps),
         "layernorm_std_eps": lambda x: annotated_transformer(x, eps),
         "rmsnorm": lambda x: F.rms_norm(x, (n,), eps=eps),
+        # nn.RMSNorm with elementwise_affine has a weight and no bias.
+        "rmsnorm_affine": lambda x: F.rms_norm(x, (n,), weight=gain, eps=eps),
         "rmsnorm_eps_outside": lambda x: rmsnorm_reference(x, eps),
     }[key]
 
@@ -59,7 +61,10 @@ def main() -> int:
             for eps in EPSILONS:
                 x = rng.standard_normal(n) * rng.uniform(0.1, 10) + rng.standard_normal()
                 gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
-                params = (gain, bias) if key == "layernorm_affine" else ()
+                if key == "rmsnorm_affine":
+                    bias = np.zeros(n)
+                # A wrapped layer takes the gain and bias; the others take nothing besides x.
+                params = (gain, bias) if module.LAYER.definition.parameters else ()
                 function = reference(key, n, eps, torch.from_numpy(gain), torch.from_numpy(bias))
                 tx = torch.from_numpy(x)
                 forward = np.abs(module.forward(x, eps, *params) - function(tx).numpy()).max()

@@ -4,6 +4,10 @@ For a direction v the product :math:`(Jv)_i = \sum_k J_{ik} v_k` is reduced
 like any other sum; v is an eigenvector when the result divided by
 :math:`v_i` no longer depends on the index i, and that quotient is the
 eigenvalue.
+
+>>> from derivations import LAYERS
+>>> [(p.direction.name, p.value, p.multiplicity) for p in eigenpairs(LAYERS["rmsnorm"])]
+[('x', epsilon/(epsilon + r)**(3/2), 1), ('complement', 1/sqrt(epsilon + r), n - 1)]
 """
 
 from __future__ import annotations

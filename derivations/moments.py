@@ -1,4 +1,9 @@
-"""Moments of the normalized output u = layer(x), for symbolic n."""
+"""Moments of the normalized output u = layer(x), for symbolic n.
+
+>>> from derivations import LAYERS
+>>> second_moment(LAYERS["rmsnorm"])
+r/(epsilon + r)
+"""
 
 from __future__ import annotations
 

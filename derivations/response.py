@@ -1,4 +1,14 @@
-"""The response along each of the layer's input patterns, its slope, and its limits."""
+"""The response along each of the layer's input patterns, its slope, and its limits.
+
+>>> from derivations import LAYERS
+>>> layer = LAYERS["layernorm_std_eps"]
+>>> response(layer)
+t/(epsilon + Abs(t))
+>>> slope_at_zero(layer)  # from the left and from the right
+(1/epsilon, 1/epsilon)
+>>> asymptote(LAYERS["rmsnorm"])
+(sqrt(6)/2, -sqrt(6)/2)
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,12 @@ r"""The spectral norm of the Jacobian and its bound in epsilon.
 For a symmetric J the spectral norm is the largest |eigenvalue| over the
 eigenvalues that occur, i.e. whose multiplicity is positive.  The complement
 of the explicit directions is empty for small n, so the norm is piecewise in n.
+
+>>> from derivations import LAYERS
+>>> spectral_norm(LAYERS["layernorm"])
+Piecewise((epsilon/(epsilon + q)**(3/2), Eq(n, 2)), (1/sqrt(epsilon + q), n >= 3))
+>>> bound_value(LAYERS["layernorm"])
+1/sqrt(epsilon)
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m figures", description=__doc__)
     parser.add_argument("--out", type=Path, default=BUILD, help=f"output folder (default: {BUILD})")
     args = parser.parse_args(argv)
-    if verify.main() != 0:
+    if verify.main([]) != 0:
         print("python -m figures: no figure written", file=sys.stderr)
         return 1
     for module in FIGURES:

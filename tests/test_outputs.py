@@ -1,8 +1,10 @@
 """Outputs: a figure set and the report are written whole or not at all; every command fails in one line."""
 
+import errno
 import os
 import re
 import runpy
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,12 +15,15 @@ from matplotlib.figure import Figure
 
 import figures
 import figures.__main__ as figures_command
+import figures._output
 from derivations import claims
 from figures import report
 from numeric import verify
 
 ROOT = Path(__file__).resolve().parents[1]
+OUT = Path("build") / "figures"
 NAMES = ("a.png", "b.png", "c.png")
+SET = {f"build/figures/{name}" for name in NAMES}
 CLAIM = "slope_at_zero == 1/sqrt(epsilon)"
 
 
@@ -62,12 +67,128 @@ def _python_m(module, argv, monkeypatch):
 # What each case sets up in its (current) folder before the command runs.
 
 
+def _old(tmp, *names):
+    (tmp / OUT).mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (tmp / OUT / name).write_bytes(f"old {name}".encode())
+
+
+def _file_at_out(tmp, monkeypatch):
+    (tmp / "build").mkdir()
+    (tmp / OUT).write_text("not a folder")
+
+
+def _refusing(code):
+    """The output folder refuses new files, as an unwritable or read-only one does."""
+
+    def arrange(tmp, monkeypatch):
+        _old(tmp, *NAMES)
+        real = os.open
+
+        def refuse(path, flags, *args, **kwargs):
+            if flags & os.O_CREAT and Path(os.fsdecode(path)).parent.resolve() == (tmp / OUT).resolve():
+                raise OSError(code, os.strerror(code), os.fspath(path))
+            return real(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refuse)
+
+    return arrange
+
+
+def _failing_on_second(name, code):
+    """``name`` (a savefig or a rename) fails at its second call, as on a full or failing disk."""
+
+    def arrange(tmp, monkeypatch):
+        _old(tmp, *NAMES)
+        owner = Figure if name == "savefig" else os
+        real = getattr(owner, name)
+        calls = []
+
+        def failing(*args, **kwargs):
+            calls.append(args)
+            if len(calls) == 2:
+                target = args[1] if name == "savefig" else args[0]
+                if hasattr(target, "write"):
+                    target.write(b"half a PNG")
+                raise OSError(code, os.strerror(code))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, failing)
+
+    return arrange
+
+
+def _directory_at_a_png(tmp, monkeypatch):
+    _old(tmp, "a.png", "b.png")
+    (tmp / OUT / "c.png").mkdir()
+
+
 def _nothing(tmp, monkeypatch):
     pass
 
 
+FIGURES_ERROR = "python -m figures: error: "
+
 # module, argv, stdout (None: captured), arrange, exit status, the one stderr line (None: silent), new files.
 CASES = {
+    # 5. The figure set is written whole or not at all; the old one is kept byte for byte.
+    "figures | head -1 writes the whole set": ("figures", [], "closed pipe", _nothing, 0, None, SET),
+    "figures into an empty folder": ("figures", [], None, _nothing, 0, None, SET),
+    "a directory at a PNG's path": (
+        "figures",
+        [],
+        None,
+        _directory_at_a_png,
+        2,
+        FIGURES_ERROR + r"build/figures/c\.png: Is a directory",
+        set(),
+    ),
+    "disk full at the second PNG": (
+        "figures",
+        [],
+        None,
+        _failing_on_second("savefig", errno.ENOSPC),
+        2,
+        FIGURES_ERROR + r"build/figures/b\.png: No space left on device",
+        set(),
+    ),
+    "the second rename fails": (
+        "figures",
+        [],
+        None,
+        _failing_on_second("replace", errno.EIO),
+        2,
+        FIGURES_ERROR + r"build/figures/b\.png: Input/output error",
+        set(),
+    ),
+    # 6. Clear failures, not tracebacks.
+    "a file where build/figures should be": (
+        "figures",
+        [],
+        None,
+        _file_at_out,
+        2,
+        FIGURES_ERROR + "build/figures: Not a directory",
+        set(),
+    ),
+    "an unwritable output folder": (
+        "figures",
+        [],
+        None,
+        _refusing(errno.EACCES),
+        2,
+        FIGURES_ERROR + r"build/figures/a\.png: Permission denied",
+        set(),
+    ),
+    "a read-only output folder": (
+        "figures",
+        [],
+        None,
+        _refusing(errno.EROFS),
+        2,
+        FIGURES_ERROR + r"build/figures/a\.png: Read-only file system",
+        set(),
+    ),
     # 7. Unknown flags are refused.
     "numeric.verify --bogus": (
         "numeric.verify",
@@ -99,6 +220,7 @@ CASES = {
         "python -m derivations: error: No space left on device",
         set(),
     ),
+    "figures > /dev/full": ("figures", [], "/dev/full", _nothing, 2, FIGURES_ERROR + "No space left on device", SET),
     "numeric.verify | head -1": ("numeric.verify", [], "closed pipe", _nothing, 0, None, set()),
     "numeric.verify > /dev/full": (
         "numeric.verify",
@@ -144,6 +266,62 @@ def test_a_command_ends_in_its_status_and_at_most_one_line(case, tmp_path, monke
     after = _tree(tmp_path)
     assert set(after) - set(before) == new, "no temporary left, and nothing written that should not be"
     assert {name: after.get(name) for name in before} == before, "the old files are kept byte for byte"
+
+
+@pytest.mark.usefixtures("fast")
+def test_pngs_get_the_permissions_the_umask_gives(tmp_path):
+    mask = os.umask(0o002)
+    try:
+        assert figures_command.main(["--out", str(tmp_path)]) == 0
+    finally:
+        os.umask(mask)
+    for name in NAMES:
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o664
+
+
+# A write stopped halfway: ``figures._output`` alone (it imports nothing of the project), a
+# writer that writes a little, says so, and waits.
+STOPPED = """
+import importlib.util, sys, time
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("output", sys.argv[1])
+output = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(output)
+
+def slow(file):
+    file.write(b"half a PNG")
+    print("writing", flush=True)
+    time.sleep(60)
+
+output.write_all({Path(sys.argv[2]) / "a.png": slow})
+"""
+
+
+@pytest.mark.usefixtures("fast")
+def test_no_temporary_survives_sigterm_nor_the_start_after_sigkill(tmp_path):
+    folders = {sig: tmp_path / sig.name for sig in (signal.SIGTERM, signal.SIGKILL)}
+    stopped = {}
+    for sig, folder in folders.items():
+        folder.mkdir()
+        (folder / "a.png").write_bytes(b"old")
+        command = [sys.executable, "-c", STOPPED, figures._output.__file__, str(folder)]
+        stopped[sig] = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    for sig, process in stopped.items():
+        assert process.stdout is not None
+        assert process.stdout.readline() == "writing\n"
+        process.send_signal(sig)
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert stopped[signal.SIGTERM].returncode == 128 + signal.SIGTERM
+    assert _tree(folders[signal.SIGTERM]) == {"a.png": b"old"}
+    # SIGKILL leaves its temporary; the next start removes it (a live process's own it leaves alone).
+    killed = folders[signal.SIGKILL]
+    assert len(_tree(killed)) == 2
+    live = killed / f".partial-{os.getpid()}-0-b.png"
+    live.write_bytes(b"")
+    assert figures_command.main(["--out", str(killed)]) == 0
+    assert sorted(_tree(killed)) == [live.name, *NAMES]
 
 
 def test_a_real_process_ends_without_a_traceback():

@@ -19,6 +19,7 @@ import figures._output
 from derivations import claims
 from figures import report
 from numeric import verify
+from numeric.agreement import AgreementError
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path("build") / "figures"
@@ -123,11 +124,35 @@ def _directory_at_a_png(tmp, monkeypatch):
     (tmp / OUT / "c.png").mkdir()
 
 
+def _figures_built(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+
+
+def _failing_checks(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+
+    def run(seed=0):
+        raise AgreementError("slope vs symbolic: at (3,) got 1.0, expected 2.0")
+
+    monkeypatch.setattr(verify, "run", run)
+
+
+def _old_report_and_full_disk(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+    (tmp / "build" / "report.md").write_text("the old report, whole")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+
+
 def _nothing(tmp, monkeypatch):
     pass
 
 
 FIGURES_ERROR = "python -m figures: error: "
+REPORT = "python -m figures.report"
 
 # module, argv, stdout (None: captured), arrange, exit status, the one stderr line (None: silent), new files.
 CASES = {
@@ -189,7 +214,44 @@ CASES = {
         FIGURES_ERROR + r"build/figures/a\.png: Read-only file system",
         set(),
     ),
-    # 7. Unknown flags are refused.
+    "figures.report with no figures built": (
+        "figures.report",
+        [],
+        None,
+        _nothing,
+        2,
+        f"{REPORT}: error: build/figures/a\\.png is missing: run make figures first",
+        set(),
+    ),
+    "figures.report when verification fails": (
+        "figures.report",
+        [],
+        None,
+        _failing_checks,
+        1,
+        f"{REPORT}: verification failed: slope vs symbolic: .*; no report written",
+        set(),
+    ),
+    # 7. The report: written atomically; --help and unknown flags write nothing.
+    "figures.report on a full disk keeps the old report": (
+        "figures.report",
+        [],
+        None,
+        _old_report_and_full_disk,
+        2,
+        f"{REPORT}: error: build/report\\.md: No space left on device",
+        set(),
+    ),
+    "figures.report --help": ("figures.report", ["--help"], None, _nothing, 0, None, set()),
+    "figures.report --bogus": (
+        "figures.report",
+        ["--bogus"],
+        None,
+        _nothing,
+        2,
+        f"{REPORT}: error: unrecognized arguments: --bogus",
+        set(),
+    ),
     "numeric.verify --bogus": (
         "numeric.verify",
         ["--bogus"],
@@ -230,6 +292,15 @@ CASES = {
         2,
         "python -m numeric.verify: error: No space left on device",
         set(),
+    ),
+    "figures.report | head -1": (
+        "figures.report",
+        [],
+        "closed pipe",
+        _figures_built,
+        0,
+        None,
+        {"build/report.md"},
     ),
 }
 

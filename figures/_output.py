@@ -66,7 +66,7 @@ def write_all(files: Mapping[Path, Writer]) -> list[Path]:
             raise
         finally:
             for path in leftovers:
-                with suppress(FileNotFoundError):
+                with suppress(OSError):  # at worst, the next write to the folder removes it
                     os.remove(path)
     return list(files)
 
@@ -84,9 +84,9 @@ def _prepare(folder: Path) -> None:
 
 
 def _orphaned(path: Path) -> bool:
-    """Whether the process that named this temporary is gone (POSIX: signal 0 only probes)."""
+    """Whether the process that named this temporary is gone: signal 0 probes, on POSIX only."""
     pid = path.name.removeprefix(PARTIAL).split("-", 1)[0]
-    if not pid.isdigit():
+    if os.name != "posix" or not pid.isdigit():  # elsewhere os.kill would end the process
         return False
     try:
         os.kill(int(pid), 0)

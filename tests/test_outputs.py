@@ -328,7 +328,8 @@ def test_a_command_ends_in_its_status_and_at_most_one_line(case, tmp_path, monke
         with _stdout(stdout) as file, monkeypatch.context() as patch:
             patch.setattr(sys, "stdout", file)
             assert _python_m(module, argv, monkeypatch) == status
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: ") == ("--help" in argv)
     if line is None:
         assert err == ""
     else:

@@ -22,10 +22,11 @@ def _derive(argv: list[str]) -> int:
     parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
     args = parser.parse_args(argv)
     try:
-        sys.stdout.write(FORMATS[args.format](rows([args.layer] if args.layer else list(LAYERS))))
+        text = FORMATS[args.format](rows([args.layer] if args.layer else list(LAYERS)))
     except Exception as error:
         print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
+    sys.stdout.write(text)  # a failure to write is the caller's: `run` makes it one line
     return 0
 
 
@@ -68,4 +69,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from derivations.cli import run
+
+    raise SystemExit(run(main, "python -m derivations"))

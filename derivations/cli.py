@@ -1,9 +1,12 @@
-"""Command-line plumbing shared by ``python -m derivations`` and ``python -m figures``."""
+"""Command-line plumbing shared by every command: derivations, figures, figures.report, numeric.verify."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
+from contextlib import suppress
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -12,3 +15,52 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def run(main: Callable[[list[str] | None], int], prog: str, argv: list[str] | None = None) -> int:
+    """Run a command's ``main``: its exit status, and never a traceback for a failure to write.
+
+    A reader that stopped early (a broken pipe) ends the command quietly, with
+    status 0 if ``main`` had not finished.  Any other failure to write, stdout
+    or a file (a full disk, an unwritable folder), is one line on stderr and
+    status 2.  stdout is flushed here, inside the guard, because the flush
+    Python makes at exit reports a failure as a traceback.
+    """
+    stop: SystemExit | None = None
+    status = 0
+    try:
+        try:
+            status = main(argv)
+        except SystemExit as exiting:  # argparse, after --help or a usage error; the help is still to flush
+            stop = exiting
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    except OSError as error:
+        print(f"{prog}: error: {_describe(error)}", file=sys.stderr)
+        stop, status = None, 2
+    finally:
+        _release_stdout()
+    if stop is not None:
+        raise stop
+    return status
+
+
+def _describe(error: OSError) -> str:
+    if error.strerror is None:
+        return str(error)
+    return error.strerror if error.filename is None else f"{error.filename}: {error.strerror}"
+
+
+def _release_stdout() -> None:
+    """Flush stdout; if it takes no more output, point it at devnull, so that the flush at exit cannot fail.
+
+    The Python documentation's "Note on SIGPIPE" (module ``signal``).
+    """
+    try:
+        sys.stdout.flush()
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with suppress(ValueError, OSError):  # not a file descriptor: nothing is flushed at exit
+            os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -1,14 +1,29 @@
-"""Where figures go, and how they are written: atomically, or not at all."""
+"""Where figures go, and how files are written: a whole set of them, or none."""
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import secrets
+import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, BinaryIO
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 BUILD = Path("build") / "figures"
+
+# Temporaries are named ".partial-<pid>-<random>-<name>".  One that a killed
+# process left behind is removed by the next write to its folder.
+PARTIAL = ".partial-"
+
+Writer = Callable[[BinaryIO], object]
 
 
 def display_math(latex: str) -> str:
@@ -16,15 +31,127 @@ def display_math(latex: str) -> str:
     return latex.replace(r"\frac", r"\dfrac")
 
 
-def save(figure: Figure, path: Path) -> Path:
-    """Write ``figure`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix)
-    os.close(handle)
+def png(figure: Figure) -> Writer:
+    """What writes ``figure`` as a PNG to a file."""
+    return lambda file: figure.savefig(file, format="png", dpi=figure.dpi, facecolor="white", transparent=False)
+
+
+def write_all(files: Mapping[Path, Writer]) -> list[Path]:
+    """Write every file, or leave every old one as it was.
+
+    Each is written through a temporary in its own folder, synced, with the
+    permissions the umask gives.  Only when all are written does each replace
+    its target; the old target is kept as a hard link until all are in place.
+    A failure at any step, SIGTERM included, puts the old files back and
+    removes every temporary.
+    """
+    leftovers: list[Path] = []  # removed at the end, whatever happens
+    replaced: list[tuple[Path, Path | None]] = []  # target, and its old file (None: none); before the rename
+    with _sigterm_exits():
+        try:
+            for folder in {target.parent for target in files}:
+                _prepare(folder)
+            staged = [(target, _stage(target, write, leftovers)) for target, write in files.items()]
+            for target, temporary in staged:
+                with _naming(target):
+                    replaced.append((target, _keep(target, leftovers)))
+                    os.replace(temporary, target)
+        except BaseException:
+            for target, old in reversed(replaced):
+                with suppress(OSError):
+                    if old is None:
+                        os.remove(target)
+                    else:
+                        os.replace(old, target)
+            raise
+        finally:
+            for path in leftovers:
+                with suppress(OSError):  # at worst, the next write to the folder removes it
+                    os.remove(path)
+    return list(files)
+
+
+def _prepare(folder: Path) -> None:
+    """Create ``folder``, and remove the temporaries that killed processes left in it."""
     try:
-        figure.savefig(temporary, dpi=figure.dpi, facecolor="white", transparent=False)
-        os.replace(temporary, path)
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)) from None
+    for path in folder.glob(f"{PARTIAL}*"):
+        if _orphaned(path):
+            with suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _orphaned(path: Path) -> bool:
+    """Whether the process that named this temporary is gone: signal 0 probes, on POSIX only."""
+    pid = path.name.removeprefix(PARTIAL).split("-", 1)[0]
+    if os.name != "posix" or not pid.isdigit():  # elsewhere os.kill would end the process
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, but is not ours to signal
+        return False
+    return False
+
+
+def _temporary(target: Path) -> Path:
+    return target.with_name(f"{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}-{target.name}")
+
+
+def _stage(target: Path, write: Writer, leftovers: list[Path]) -> Path:
+    """A temporary beside ``target`` holding what ``write`` writes, on disk."""
+    with _naming(target):
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        temporary = _temporary(target)
+        leftovers.append(temporary)  # before it exists: a SIGTERM in between still removes it
+        # Mode 0o666 less the umask, as open() creates a file.
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+    return temporary
+
+
+def _keep(target: Path, leftovers: list[Path]) -> Path | None:
+    """A second name for the old ``target``, to put back if a later step fails; None if there is none."""
+    if not target.exists():
+        return None
+    old = _temporary(target)
+    leftovers.append(old)
+    try:
+        os.link(target, old)
+    except OSError:  # a filesystem without hard links
+        shutil.copy2(target, old)
+    return old
+
+
+@contextmanager
+def _naming(target: Path) -> Iterator[None]:
+    """An OSError on the way to ``target`` names ``target``, not a temporary."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(target)) from error
+
+
+@contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """While files are written, SIGTERM raises SystemExit, so that the clean-up runs."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
     finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-    return path
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

@@ -17,10 +17,14 @@ import numpy as np
 import sympy as sp
 
 from derivations.catalog import LAYERS, rows
+from derivations.cli import OneLineParser, run
 from figures import FIGURES
-from figures._output import BUILD
+from figures._output import BUILD, write_all
 from numeric import verify
+from numeric.agreement import AgreementError
 
+PROG = "python -m figures.report"
+REPORT = Path("build") / "report.md"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "claims.toml"
 
 
@@ -86,7 +90,11 @@ def _versions() -> list[str]:
     ]
 
 
-def build(out: Path = Path("build") / "report.md", figures: Path = BUILD) -> Path:
+def build(out: Path = REPORT, figures: Path = BUILD) -> Path:
+    """Write the sheet to ``out``, whole or not at all; missing figures or failing checks write nothing."""
+    # The cheap check first, then the checks that can fail, then the rest.
+    figure_lines = _figures(out, figures)
+    check_lines = _checks()
     text = "\n".join(
         [
             "# Derivation sheet: what epsilon does in normalization layers",
@@ -95,15 +103,29 @@ def build(out: Path = Path("build") / "report.md", figures: Path = BUILD) -> Pat
             "definition; where the layer states a form, the derivation proved it equal to that form.",
             "",
             *_formulas(),
-            *_figures(out, figures),
-            *_checks(),
+            *figure_lines,
+            *check_lines,
             *_versions(),
         ]
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    write_all({out: lambda file: file.write(data)})
     return out
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog=PROG, description=__doc__)
+    parser.add_argument("--out", type=Path, default=REPORT, help=f"the sheet (default: {REPORT})")
+    parser.add_argument("--figures", type=Path, default=BUILD, help=f"the figures' folder (default: {BUILD})")
+    args = parser.parse_args(argv)
+    try:
+        path = build(args.out, args.figures)
+    except AgreementError as error:
+        print(f"{PROG}: verification failed: {error}; no report written", file=sys.stderr)
+        return 1
+    print(f"wrote {path}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(f"wrote {build()}")
+    raise SystemExit(run(main, PROG))

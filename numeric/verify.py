@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from derivations import eigen, quantities, symmetric
+from derivations import cli, eigen, quantities, symmetric
 from derivations.symbols import epsilon as eps_symbol
 from derivations.symbols import t
 from numeric._layer import NumericLayer, facade
@@ -157,7 +157,13 @@ def run(seed: int = 0) -> dict[str, int]:
     return counts
 
 
-def main() -> int:
+PROG = "python -m numeric.verify"
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli.OneLineParser(
+        prog=PROG, description="Run the agreement checks that must pass before any figure is drawn."
+    ).parse_args(argv)
     try:
         count = sum(run().values())
     except AgreementError as error:
@@ -168,4 +174,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli.run(main, PROG))

@@ -1,0 +1,414 @@
+"""Outputs: a figure set and the report are written whole or not at all; every command fails in one line."""
+
+import errno
+import os
+import re
+import runpy
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from matplotlib.figure import Figure
+
+import figures
+import figures.__main__ as figures_command
+import figures._output
+from derivations import claims
+from figures import report
+from numeric import verify
+from numeric.agreement import AgreementError
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path("build") / "figures"
+NAMES = ("a.png", "b.png", "c.png")
+SET = {f"build/figures/{name}" for name in NAMES}
+CLAIM = "slope_at_zero == 1/sqrt(epsilon)"
+
+
+def _tiny(name):
+    def draw():
+        figure = Figure(figsize=(1, 1), dpi=20)
+        figure.add_subplot().plot([0, 1])
+        return figure
+
+    return SimpleNamespace(FILENAME=name, draw=draw, __doc__=f"Figure {name}")
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    """Three tiny figures, a verification that passes at once, and no example claims to check."""
+    tiny = tuple(_tiny(name) for name in NAMES)
+    for module in (figures, figures_command, report):
+        monkeypatch.setattr(module, "FIGURES", tiny)
+    monkeypatch.setattr(verify, "run", lambda seed=0: {"agreement": 1})
+    monkeypatch.setattr(claims, "load", lambda path: [])
+
+
+def _tree(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _python_m(module, argv, monkeypatch):
+    """``python -m module argv`` in this process: its ``__main__`` block, then the flush at exit."""
+    name = f"{module}.__main__" if module in ("derivations", "figures") else module
+    monkeypatch.setattr(sys, "argv", [name, *argv])
+    monkeypatch.delitem(sys.modules, name, raising=False)  # runpy runs a fresh copy; a loaded one would warn
+    try:
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
+        status = 0
+    except SystemExit as stop:
+        status = stop.code
+    sys.stdout.flush()  # what the interpreter does at exit: a failure here is a traceback
+    return status
+
+
+# What each case sets up in its (current) folder before the command runs.
+
+
+def _old(tmp, *names):
+    (tmp / OUT).mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (tmp / OUT / name).write_bytes(f"old {name}".encode())
+
+
+def _file_at_out(tmp, monkeypatch):
+    (tmp / "build").mkdir()
+    (tmp / OUT).write_text("not a folder")
+
+
+def _refusing(code):
+    """The output folder refuses new files, as an unwritable or read-only one does."""
+
+    def arrange(tmp, monkeypatch):
+        _old(tmp, *NAMES)
+        real = os.open
+
+        def refuse(path, flags, *args, **kwargs):
+            if flags & os.O_CREAT and Path(os.fsdecode(path)).parent.resolve() == (tmp / OUT).resolve():
+                raise OSError(code, os.strerror(code), os.fspath(path))
+            return real(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refuse)
+
+    return arrange
+
+
+def _failing_on_second(name, code):
+    """``name`` (a savefig or a rename) fails at its second call, as on a full or failing disk."""
+
+    def arrange(tmp, monkeypatch):
+        _old(tmp, *NAMES)
+        owner = Figure if name == "savefig" else os
+        real = getattr(owner, name)
+        calls = []
+
+        def failing(*args, **kwargs):
+            calls.append(args)
+            if len(calls) == 2:
+                target = args[1] if name == "savefig" else args[0]
+                if hasattr(target, "write"):
+                    target.write(b"half a PNG")
+                raise OSError(code, os.strerror(code))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, failing)
+
+    return arrange
+
+
+def _directory_at_a_png(tmp, monkeypatch):
+    _old(tmp, "a.png", "b.png")
+    (tmp / OUT / "c.png").mkdir()
+
+
+def _figures_built(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+
+
+def _failing_checks(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+
+    def run(seed=0):
+        raise AgreementError("slope vs symbolic: at (3,) got 1.0, expected 2.0")
+
+    monkeypatch.setattr(verify, "run", run)
+
+
+def _old_report_and_full_disk(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+    (tmp / "build" / "report.md").write_text("the old report, whole")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+
+
+def _nothing(tmp, monkeypatch):
+    pass
+
+
+FIGURES_ERROR = "python -m figures: error: "
+REPORT = "python -m figures.report"
+
+# module, argv, stdout (None: captured), arrange, exit status, the one stderr line (None: silent), new files.
+CASES = {
+    # 5. The figure set is written whole or not at all; the old one is kept byte for byte.
+    "figures | head -1 writes the whole set": ("figures", [], "closed pipe", _nothing, 0, None, SET),
+    "figures into an empty folder": ("figures", [], None, _nothing, 0, None, SET),
+    "a directory at a PNG's path": (
+        "figures",
+        [],
+        None,
+        _directory_at_a_png,
+        2,
+        FIGURES_ERROR + r"build/figures/c\.png: Is a directory",
+        set(),
+    ),
+    "disk full at the second PNG": (
+        "figures",
+        [],
+        None,
+        _failing_on_second("savefig", errno.ENOSPC),
+        2,
+        FIGURES_ERROR + r"build/figures/b\.png: No space left on device",
+        set(),
+    ),
+    "the second rename fails": (
+        "figures",
+        [],
+        None,
+        _failing_on_second("replace", errno.EIO),
+        2,
+        FIGURES_ERROR + r"build/figures/b\.png: Input/output error",
+        set(),
+    ),
+    # 6. Clear failures, not tracebacks.
+    "a file where build/figures should be": (
+        "figures",
+        [],
+        None,
+        _file_at_out,
+        2,
+        FIGURES_ERROR + "build/figures: Not a directory",
+        set(),
+    ),
+    "an unwritable output folder": (
+        "figures",
+        [],
+        None,
+        _refusing(errno.EACCES),
+        2,
+        FIGURES_ERROR + r"build/figures/a\.png: Permission denied",
+        set(),
+    ),
+    "a read-only output folder": (
+        "figures",
+        [],
+        None,
+        _refusing(errno.EROFS),
+        2,
+        FIGURES_ERROR + r"build/figures/a\.png: Read-only file system",
+        set(),
+    ),
+    "figures.report with no figures built": (
+        "figures.report",
+        [],
+        None,
+        _nothing,
+        2,
+        f"{REPORT}: error: build/figures/a\\.png is missing: run make figures first",
+        set(),
+    ),
+    "figures.report when verification fails": (
+        "figures.report",
+        [],
+        None,
+        _failing_checks,
+        1,
+        f"{REPORT}: verification failed: slope vs symbolic: .*; no report written",
+        set(),
+    ),
+    # 7. The report: written atomically; --help and unknown flags write nothing.
+    "figures.report on a full disk keeps the old report": (
+        "figures.report",
+        [],
+        None,
+        _old_report_and_full_disk,
+        2,
+        f"{REPORT}: error: build/report\\.md: No space left on device",
+        set(),
+    ),
+    "figures.report --help": ("figures.report", ["--help"], None, _nothing, 0, None, set()),
+    "figures.report --bogus": (
+        "figures.report",
+        ["--bogus"],
+        None,
+        _nothing,
+        2,
+        f"{REPORT}: error: unrecognized arguments: --bogus",
+        set(),
+    ),
+    "numeric.verify --bogus": (
+        "numeric.verify",
+        ["--bogus"],
+        None,
+        _nothing,
+        2,
+        "python -m numeric.verify: error: unrecognized arguments: --bogus",
+        set(),
+    ),
+    # 8. A reader that stopped early ends quietly with 0; a full device is one line and 2.
+    "derivations | head -1": ("derivations", ["--layer", "rmsnorm"], "closed pipe", _nothing, 0, None, set()),
+    "derivations > /dev/full": (
+        "derivations",
+        ["--layer", "rmsnorm"],
+        "/dev/full",
+        _nothing,
+        2,
+        "python -m derivations: error: No space left on device",
+        set(),
+    ),
+    "derivations check | head -1": ("derivations", ["check", CLAIM], "closed pipe", _nothing, 0, None, set()),
+    "derivations check > /dev/full": (
+        "derivations",
+        ["check", CLAIM],
+        "/dev/full",
+        _nothing,
+        2,
+        "python -m derivations: error: No space left on device",
+        set(),
+    ),
+    "figures > /dev/full": ("figures", [], "/dev/full", _nothing, 2, FIGURES_ERROR + "No space left on device", SET),
+    "numeric.verify | head -1": ("numeric.verify", [], "closed pipe", _nothing, 0, None, set()),
+    "numeric.verify > /dev/full": (
+        "numeric.verify",
+        [],
+        "/dev/full",
+        _nothing,
+        2,
+        "python -m numeric.verify: error: No space left on device",
+        set(),
+    ),
+    "figures.report | head -1": (
+        "figures.report",
+        [],
+        "closed pipe",
+        _figures_built,
+        0,
+        None,
+        {"build/report.md"},
+    ),
+}
+
+
+def _stdout(kind):
+    if kind == "closed pipe":
+        read, write = os.pipe()
+        os.close(read)
+        return open(write, "w")
+    return open(kind, "w")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.usefixtures("fast")
+def test_a_command_ends_in_its_status_and_at_most_one_line(case, tmp_path, monkeypatch, capsys):
+    module, argv, stdout, arrange, status, line, new = CASES[case]
+    if stdout == "/dev/full" and not Path(stdout).exists():
+        pytest.skip("no /dev/full here")
+    monkeypatch.chdir(tmp_path)
+    arrange(tmp_path, monkeypatch)
+    before = _tree(tmp_path)
+    if stdout is None:
+        assert _python_m(module, argv, monkeypatch) == status
+    else:
+        with _stdout(stdout) as file, monkeypatch.context() as patch:
+            patch.setattr(sys, "stdout", file)
+            assert _python_m(module, argv, monkeypatch) == status
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: ") == ("--help" in argv)
+    if line is None:
+        assert err == ""
+    else:
+        assert len(err.splitlines()) == 1, err
+        assert re.fullmatch(line, err.strip()), err
+    after = _tree(tmp_path)
+    assert set(after) - set(before) == new, "no temporary left, and nothing written that should not be"
+    assert {name: after.get(name) for name in before} == before, "the old files are kept byte for byte"
+
+
+@pytest.mark.usefixtures("fast")
+def test_pngs_get_the_permissions_the_umask_gives(tmp_path):
+    mask = os.umask(0o002)
+    try:
+        assert figures_command.main(["--out", str(tmp_path)]) == 0
+    finally:
+        os.umask(mask)
+    for name in NAMES:
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o664
+
+
+# A write stopped halfway: ``figures._output`` alone (it imports nothing of the project), a
+# writer that writes a little, says so, and waits.
+STOPPED = """
+import importlib.util, sys, time
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("output", sys.argv[1])
+output = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(output)
+
+def slow(file):
+    file.write(b"half a PNG")
+    print("writing", flush=True)
+    time.sleep(60)
+
+output.write_all({Path(sys.argv[2]) / "a.png": slow})
+"""
+
+
+@pytest.mark.usefixtures("fast")
+def test_no_temporary_survives_sigterm_nor_the_start_after_sigkill(tmp_path):
+    folders = {sig: tmp_path / sig.name for sig in (signal.SIGTERM, signal.SIGKILL)}
+    stopped = {}
+    for sig, folder in folders.items():
+        folder.mkdir()
+        (folder / "a.png").write_bytes(b"old")
+        command = [sys.executable, "-c", STOPPED, figures._output.__file__, str(folder)]
+        stopped[sig] = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    for sig, process in stopped.items():
+        assert process.stdout is not None
+        assert process.stdout.readline() == "writing\n"
+        process.send_signal(sig)
+        process.wait(timeout=30)
+        process.stdout.close()
+    assert stopped[signal.SIGTERM].returncode == 128 + signal.SIGTERM
+    assert _tree(folders[signal.SIGTERM]) == {"a.png": b"old"}
+    # SIGKILL leaves its temporary; the next start removes it (a live process's own it leaves alone).
+    killed = folders[signal.SIGKILL]
+    assert len(_tree(killed)) == 2
+    live = killed / f".partial-{os.getpid()}-0-b.png"
+    live.write_bytes(b"")
+    assert figures_command.main(["--out", str(killed)]) == 0
+    assert sorted(_tree(killed)) == [live.name, *NAMES]
+
+
+def test_a_real_process_ends_without_a_traceback():
+    """The interpreter's own flush at exit finds nothing left to fail on; stdout buffered, as by default."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    command = [sys.executable, "-m", "derivations", "--layer", "rmsnorm"]
+    expected = {"closed pipe": (0, ""), "/dev/full": (2, "python -m derivations: error: No space left on device\n")}
+    running = {}
+    for stdout in expected:  # at once: each spends its time starting up
+        with _stdout(stdout) as file:
+            running[stdout] = subprocess.Popen(
+                command, stdout=file, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=environment
+            )
+    for stdout, process in running.items():
+        _, err = process.communicate(timeout=60)
+        assert (process.returncode, err) == expected[stdout]

@@ -64,6 +64,29 @@ def epsilon_degree(layer: Layer) -> int:
     raise DerivationError(f"{layer.key}: no scaling of epsilon makes the output homogeneous")
 
 
+@cache
+def translation_invariant(layer: Layer) -> bool:
+    """Whether the output is unchanged when every entry of x is shifted by the same a.
+
+    Each statistic is followed under x -> x + a 1: a mean of x itself moves
+    by a, one unchanged by the shift stays; the output must then be unchanged.
+    A layer that passes depends on x only through x - mean(x), so numeric
+    code may subtract the mean exactly before anything else (centering an
+    input with a large offset first keeps its signal).
+    """
+    a = sp.Dummy("a", real=True)
+    shift: dict[sp.Basic, sp.Expr] = {x[j]: x[j] + a, x[i]: x[i] + a}
+    for stat in layer.statistics:
+        moved = sp.expand(stat.summand.xreplace(shift) - stat.summand)
+        if moved == 0:
+            continue
+        if stat.mean and moved == a:
+            shift[stat.symbol] = stat.symbol + a
+            continue
+        return False
+    return sp.cancel(sp.together(layer.output.xreplace(shift) - layer.output)) == 0
+
+
 def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
     values: dict[sp.Basic, sp.Expr] = {x[i]: m * x[i], x[k]: m * x[k], epsilon: m**eps_degree * epsilon, t: m * t}
     values.update({s: m**d * s for s, d in statistic_degrees(layer).items()})

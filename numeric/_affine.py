@@ -43,9 +43,15 @@ class NumericAffine(_layer.NumericLayer):
 
     def bound(self, epsilon: Any, gain: Any) -> Any:
         """The derived bound on ||diag(gain) J||_2 over all inputs: max|gain| times the base's bound."""
-        array = _validate.parameter(gain, "gain", np.shape(gain))
+        array = _validate.parameter(gain, "gain", ())
         largest = np.max(np.abs(array), axis=-1)
         e = _validate.epsilon(epsilon)
+        try:
+            np.broadcast_shapes(e.shape, largest.shape)
+        except ValueError:
+            raise ValueError(
+                f"epsilon of shape {e.shape} does not broadcast with the batch shape {largest.shape} of gain"
+            ) from None
         value = _rescale.elementwise(self._bound, self._bound_degree, self._c.epsilon_degree, e)
         return _validate.output(np.asarray(value) * largest, _validate.result_dtype(epsilon, gain))
 

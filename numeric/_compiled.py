@@ -69,6 +69,11 @@ class Compiled:
         return scaling.epsilon_degree(self.layer)
 
     @cached_property
+    def centered(self) -> bool:
+        """Whether the layer sees x only through x - mean(x) (derived)."""
+        return scaling.translation_invariant(self.layer)
+
+    @cached_property
     def summands(self) -> tuple[Any, ...]:
         return tuple(
             self._compile(stat.summand, _xj, *self.statistics[:m], n) for m, stat in enumerate(self.layer.statistics)

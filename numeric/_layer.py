@@ -105,10 +105,7 @@ class NumericLayer:
     def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
         """Validated x and epsilon, rescaled by m (returned last) along the last axis."""
         array, e, dtype, _ = _rescale.validated(values, eps)
-        m, e_scaled = _rescale.rescaled(
-            np.max(np.abs(array), axis=-1, keepdims=True), e[..., None], self._c.epsilon_degree
-        )
-        scaled = array / m
+        scaled, e_scaled, m = _rescale.normalized(array, e[..., None], self._c.epsilon_degree, self._c.centered)
         return scaled, e_scaled, self._statistics(scaled), dtype, m
 
     def _parameters(self, array: np.ndarray, given: tuple[Any, ...], named: dict[str, Any]) -> list[np.ndarray]:
@@ -148,10 +145,9 @@ class NumericLayer:
         step = max(1, _rescale.BLOCK // size)
         for start in range(0, rows.shape[0], step):
             block = rows[start : start + step].astype(np.float64)
-            m, e_scaled = _rescale.rescaled(
-                np.max(np.abs(block), axis=-1, keepdims=True), eps_rows[start : start + step], self._c.epsilon_degree
+            scaled, e_scaled, m = _rescale.normalized(
+                block, eps_rows[start : start + step], self._c.epsilon_degree, self._c.centered
             )
-            scaled = block / m
             value = output.function(
                 scaled, *self._statistics(scaled), e_scaled, *(p[start : start + step] for p in params)
             )

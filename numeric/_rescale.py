@@ -37,6 +37,41 @@ def rescaled(amplitude: np.ndarray, e: np.ndarray, degree: int) -> tuple[np.ndar
     return m, (root / m) ** degree
 
 
+def normalized(
+    array: np.ndarray, e: np.ndarray, degree: int, centered: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x and epsilon brought to size at most 1, and the scale M with x = M * scaled.
+
+    A translation-invariant layer (`derivations.scaling.translation_invariant`)
+    sees only x - mean(x), so the mean is subtracted first, in two passes and
+    after a first division by max(|x|, root of epsilon) that keeps every sum
+    finite; then the centered input, whose size is the spread rather than the
+    offset, sets the scale.  A constant input thus has scale root(epsilon),
+    and an offset of 1e15 keeps an O(1) signal.  Returns (scaled x, scaled
+    epsilon, M), epsilon and M with a trailing axis of length 1.
+    """
+    root = epsilon_root(e, degree)
+    # A power of two at least max(|x|, root): dividing by it is exact, so the
+    # centering below subtracts exactly what the input holds.
+    _, exponent = np.frexp(np.maximum(np.max(np.abs(array), axis=-1, keepdims=True), root))
+    m = np.ldexp(1.0, np.minimum(exponent, 1023))  # 2**1024 is not a float64
+    values = array / m
+    relative_root = root / m
+    if centered:
+        values = values - np.mean(values, axis=-1, keepdims=True)
+        values -= np.mean(values, axis=-1, keepdims=True)
+        spread = np.max(np.abs(values), axis=-1, keepdims=True)
+        inner = np.maximum(spread, relative_root)
+        # Where both vanish (a constant input, epsilon below the offset's
+        # resolution) the only scale left is root(epsilon) itself.
+        lost = inner == 0
+        inner = np.where(lost, 1.0, inner)
+        values = values / inner
+        relative_root = np.where(lost, 1.0, relative_root / inner)
+        m = np.where(lost, root, m * inner)
+    return values, relative_root**degree, m
+
+
 def blockwise(function: Any, *arrays: np.ndarray) -> np.ndarray:
     """``function(*arrays)`` with broadcasting, evaluated chunk by chunk."""
     shape = np.broadcast_shapes(*(a.shape for a in arrays))

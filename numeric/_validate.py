@@ -6,14 +6,26 @@ from typing import Any
 
 import numpy as np
 
+_FLOAT64_MAX = np.finfo(np.float64).max
+
 
 def _real(value: Any, name: str) -> np.ndarray:
+    if isinstance(value, np.ma.MaskedArray):
+        # Its mask would be silently dropped by every computation here.
+        raise ValueError(f"{name} must not be a masked array; fill or compress it first")
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{name} must be a real number or an array of them ({error})") from None
     if array.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be real numbers, got {type(value).__name__} of dtype {array.dtype}")
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:
+        # Computed in float64: a wider float must fit it (NaN and inf are reported as not finite).
+        finite = array[np.isfinite(array)]
+        if finite.size and np.max(np.abs(finite)) > _FLOAT64_MAX:
+            raise ValueError(
+                f"{name} has entries beyond float64's range (dtype {array.dtype}); at most {_FLOAT64_MAX:g}"
+            )
     return array
 
 
@@ -65,20 +77,28 @@ def vector(value: Any, keep_float: bool = False) -> np.ndarray:
 
 
 def parameter(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """A per-feature parameter (gain, bias) as float64, finite, broadcast to ``shape``."""
+    """A per-feature parameter (gain, bias) as float64, finite, broadcast to x's ``shape``
+    without enlarging it: shape (n,), or any shape that broadcasts to x's."""
     array = _real(value, name)
     _finite(array, name)
+    if array.size == 0:
+        raise ValueError(f"{name} must have at least one entry, got shape {array.shape}")
+    expected = f"shape ({shape[-1]},) or one that broadcasts to x's shape {shape}" if shape else "shape (n,)"
     if array.ndim == 0 or (shape and array.shape[-1] != shape[-1]):
-        raise ValueError(
-            f"{name} must have one entry per feature, shape (..., {shape[-1] if shape else 'n'}), got {array.shape}"
-        )
+        raise ValueError(f"{name} must have one entry per feature, {expected}; got {array.shape}")
     try:
-        return np.broadcast_to(array.astype(np.float64, copy=False), np.broadcast_shapes(array.shape, shape))
+        fits = not shape or np.broadcast_shapes(array.shape, shape) == tuple(shape)
     except ValueError:
-        raise ValueError(f"{name} of shape {array.shape} does not broadcast with x of shape {shape}") from None
+        fits = False
+    if not fits:
+        raise ValueError(f"{name} must have {expected}; got {array.shape}")
+    return np.broadcast_to(array.astype(np.float64, copy=False), shape or array.shape)
 
 
 def output(array: np.ndarray, dtype: np.dtype) -> Any:
     """Round to the result dtype; a 0-d result becomes a NumPy scalar."""
     rounded = np.asarray(array).astype(dtype, copy=False)
-    return rounded[()] if rounded.ndim == 0 else rounded
+    if rounded.ndim == 0:
+        return rounded[()]
+    # A broadcast view is read-only and shares memory: hand out an array of its own.
+    return rounded if rounded.flags.writeable and rounded.flags.owndata else rounded.copy()

@@ -1,0 +1,94 @@
+"""Issue 10, numerics: constant and offset inputs, input edge cases, parameter errors.
+
+Each case here was found by trying the toolkit as a user would, and failed before its fix.
+"""
+
+import numpy as np
+import pytest
+from grids import SYMMETRIC_LAYERS, module
+
+import numeric
+from numeric import layernorm, layernorm_affine, rmsnorm_affine
+
+
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
+@pytest.mark.parametrize("value", [3.0, -1e200, 1e-200, 7e-310])
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-170, 1e-5, 1e150])
+def test_constant_inputs_give_finite_values_everywhere(key, value, epsilon):
+    layer = module(key)
+    x = np.full(3, value)
+    for name in ("forward", "jacobian", "eigenvalues", "spectral_norm"):
+        result = np.asarray(getattr(layer, name)(x, epsilon))
+        assert np.isfinite(result).all(), f"{key}.{name} at x = {value} * 1, epsilon = {epsilon}: {result}"
+
+
+def test_the_reported_constant_input_cases():
+    assert np.isfinite(numeric.layernorm_std_eps.jacobian(np.full(3, 3.0), 1e-170)).all()
+    assert np.isfinite(layernorm.eigenvalues(np.full(3, 3.0), 1e-300)).all()
+    assert layernorm.eigenvalues(np.full(3, 3.0), 1e-300)[-1] == pytest.approx(1e150, rel=1e-15)
+    assert (layernorm.forward(np.full(3, 1e200), 1e-160) == 0).all()
+
+
+@pytest.mark.parametrize("offset", [1e4, 1e8, 1e12, 1e15])
+def test_a_large_offset_does_not_lose_the_signal(offset):
+    spread = np.array([1.0, -1.0, 2.0, 0.0])
+    got = layernorm.forward(offset + spread, 1e-5)
+    # The exact input is offset + spread only where float64 holds it exactly; the
+    # reference is LayerNorm of the rounded input, centered exactly (Fractions).
+    from fractions import Fraction
+
+    rounded = [Fraction(float(v)) for v in offset + spread]
+    mean = sum(rounded) / 4
+    centered = [v - mean for v in rounded]
+    variance = sum(c * c for c in centered) / 4
+    expected = np.array([float(c) for c in centered]) / np.sqrt(float(variance) + 1e-5)
+    np.testing.assert_allclose(got, expected, rtol=1e-14, atol=0)
+
+
+def test_longdouble_beyond_float64_is_refused():
+    huge = np.array([1.0, 2.0], dtype=np.longdouble) * np.longdouble(10) ** 400
+    if not np.isfinite(huge).all() or np.finfo(np.longdouble).max <= np.finfo(np.float64).max:
+        pytest.skip("this platform's longdouble is float64")
+    with pytest.raises(ValueError, match=r"x has entries beyond float64"):
+        layernorm.forward(huge, 1e-5)
+
+
+def test_masked_arrays_are_refused():
+    masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
+    with pytest.raises(ValueError, match="x must not be a masked array"):
+        layernorm.forward(masked, 1e-5)
+    with pytest.raises(ValueError, match="epsilon must not be a masked array"):
+        layernorm.response(1.0, np.ma.masked_array([0.1], mask=[True]))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: layernorm.response(np.array([1.0, 2.0]), 0.25),
+        lambda: layernorm.slope(np.array([1.0, 2.0]), 0.25),
+        lambda: layernorm.spectral_norm(np.ones((2, 3)) * [[1], [2]] + np.arange(3), 0.25),
+        lambda: layernorm.bound(np.array([0.25, 1.0])),
+        lambda: layernorm_affine.bound(np.array([0.25, 1.0]), np.ones(3)),
+    ],
+)
+def test_array_results_are_writable(call):
+    result = call()
+    assert isinstance(result, np.ndarray)
+    assert result.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: layernorm_affine.forward(np.ones(3), 0.1, np.ones((2, 3)), np.zeros(3)), r"gain .*shape \(3,\)"),
+        (lambda: layernorm_affine.jacobian(np.ones(3), 0.1, np.ones((2, 3)), np.zeros(3)), r"gain .*shape \(3,\)"),
+        (lambda: layernorm_affine.forward(np.ones(3), 0.1, np.ones(3), bias=np.zeros(4)), r"bias .*\(3,\)"),
+        (lambda: layernorm_affine.forward(np.ones(3), 0.1, np.ones(3), gain=np.ones(3)), "gain is given both"),
+        (lambda: layernorm_affine.bound(0.1, []), "gain must have at least one entry"),
+        (lambda: rmsnorm_affine.bound(np.ones(3) * 0.1, np.ones((4, 2))), "epsilon .* gain"),
+        (lambda: layernorm_affine.forward(np.ones((2, 3)), np.ones(3) * 0.1, np.ones(3), np.zeros(3)), "epsilon"),
+    ],
+)
+def test_parameter_errors_name_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -67,8 +67,10 @@ def normalized(
         lost = inner == 0
         inner = np.where(lost, 1.0, inner)
         values = values / inner
-        relative_root = np.where(lost, 1.0, relative_root / inner)
         m = np.where(lost, root, m * inner)
+        # Divided once by the final scale: root / m alone can be subnormal
+        # (epsilon far below a large offset) and lose its digits.
+        relative_root = np.where(lost, 1.0, root / m)
     return values, relative_root**degree, m
 
 

@@ -158,6 +158,12 @@ def _vector_reference(key: str) -> dict[str, Any]:
         "entrywise": compile(
             jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n
         ),
+        "degenerate": compile(
+            jacobian.at_degenerate(layer).subs(sp.KroneckerDelta(i, k), delta), delta, *stats, epsilon, n
+        )
+        if layer.approach
+        else None,
+        "spread": stats.index(layer.spread),
         "eigenpairs": [(compile(p.value, *stats, epsilon, n), p.multiplicity) for p in eigen.eigenpairs(layer)],
         "of_statistics": {
             name: compile(_derived(key, name), *stats, epsilon, n) for name in _by_strategy(key, "of_statistics")
@@ -177,17 +183,23 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
 
     The canonical entry formulas cancel terms of size 1/s to leave eps/s**3,
     which across the range can take hundreds of digits; the working precision
-    doubles until two evaluations agree to 30 digits.
+    doubles until two evaluations agree to 30 digits.  A value that is exactly
+    0 at two precisions may still be a cancellation that more digits resolve,
+    so zeros are trusted only at the highest precision.
     """
-    previous = None
+    previous: list[Any] | None = None
+    agree = False
     for digits in (DIGITS * 2**power for power in range(8)):
         with mpmath.workdps(digits):
             values = _true_at(key, name, inputs, eps)
-        if previous is not None and all(
+        agree = previous is not None and all(
             abs(a - b) <= mpmath.mpf(10) ** -30 * max(abs(a), abs(b)) for a, b in zip(values, previous, strict=True)
-        ):
+        )
+        if agree and all(v != 0 for v in values):
             return values
         previous = values
+    if agree and previous is not None:
+        return previous
     raise ArithmeticError(f"no stable reference for {key}.{name} at {inputs}, {eps}")
 
 
@@ -206,6 +218,9 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     strategy = _strategy(key, name)
     if strategy == "applied":
         return [reference["applied"](v, *stats, e) for v in xs]
+    if strategy == "entrywise" and reference["degenerate"] is not None and stats[reference["spread"]] == 0:
+        # The entry divides by the spread; where it is 0 the derived limit is J.
+        return [reference["degenerate"](int(r == c), *stats, e, size) for r in range(size) for c in range(size)]
     if strategy == "entrywise":
         return [
             reference["entrywise"](a, b, int(r == c), *stats, e, size)
@@ -218,8 +233,38 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     return sorted(values)
 
 
-def vector(key: str, name: str, dtype: DTypeLike, powers: np.ndarray, epsilons: np.ndarray, seed: int = 0) -> Result:
-    """Normwise error of a vector function for x = 10**k z, n in SIZES, against mpmath."""
+# The input families of the vector grid: x = 10**k z over the whole range;
+# constant inputs 10**k 1 (and their negatives); and a large offset 10**k
+# (k = 4 .. 15) plus an O(1) spread, as float64 z and as small integers,
+# which float64 holds exactly.
+FAMILIES = ("scaled", "constant", "offset", "integer offset")
+
+
+def _inputs(family: str, z: np.ndarray, power: int, dtype: DTypeLike) -> list[tuple[np.ndarray, str]]:
+    if family == "scaled":
+        return [((z * 10.0**power).astype(dtype), f"x = 1e{power} z")]
+    if family == "constant":
+        return [(np.full(z.shape, sign * 10.0**power).astype(dtype), f"x = {sign:+d}e{power} 1") for sign in (1, -1)]
+    if not 4 <= power <= 15:
+        return []
+    spread = np.rint(3 * z) if family == "integer offset" else z
+    return [((10.0**power + spread).astype(dtype), f"x = 1e{power} + {'rint(3 z)' if family != 'offset' else 'z'}")]
+
+
+def vector(
+    key: str,
+    name: str,
+    dtype: DTypeLike,
+    powers: np.ndarray,
+    epsilons: np.ndarray,
+    seed: int = 0,
+    family: str = "scaled",
+) -> Result:
+    """Normwise error of a vector function over one input family, n in SIZES, against mpmath.
+
+    Where the true value is exactly zero (the output at a constant input) the
+    computed one must be exactly zero too.
+    """
     info = np.finfo(dtype)
     layer = facade(key)
     rng = np.random.default_rng(seed)
@@ -227,36 +272,41 @@ def vector(key: str, name: str, dtype: DTypeLike, powers: np.ndarray, epsilons: 
     for size in SIZES:
         z = rng.standard_normal(size)
         for power in powers:
-            inputs = (z * 10.0**power).astype(dtype)
-            if not np.isfinite(inputs).all() or (inputs == 0).any():
-                continue
-            for eps in np.asarray(epsilons, dtype=dtype):
-                computed = np.ravel(np.asarray(getattr(layer, name)(inputs, eps), dtype=np.float64))
-                with mpmath.workdps(DIGITS):
-                    true = _true(key, name, inputs, eps)
-                    scale = max(abs(v) for v in true)
-                    if not info.tiny <= scale <= info.max:
-                        continue
-                    points += 1
-                    if not np.isfinite(computed).all():
-                        silent += 1
-                        error = float("inf")
-                    else:
-                        error = max(float(abs(mpmath.mpf(float(c)) - v)) for c, v in zip(computed, true, strict=True))
-                        error = error / float(scale) / float(info.eps)
-                # The bound is 8 n ulp: the worst case is the one closest to its own bound.
-                if not bound or error / (VECTOR_BOUND_PER_FEATURE * size) > worst / bound:
-                    worst, bound = error, VECTOR_BOUND_PER_FEATURE * size
-                    where = f"n = {size}, x = 1e{power} z, epsilon = {eps:.3g}"
-    return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, bound, points, silent)
+            for inputs, shown in _inputs(family, z, int(power), dtype):
+                if not np.isfinite(inputs).all() or (family == "scaled" and (inputs == 0).any()):
+                    continue
+                for eps in np.asarray(epsilons, dtype=dtype):
+                    computed = np.ravel(np.asarray(getattr(layer, name)(inputs, eps), dtype=np.float64))
+                    with mpmath.workdps(DIGITS):
+                        true = _true(key, name, inputs, eps)
+                        scale = max(abs(v) for v in true)
+                        if scale != 0 and not info.tiny <= scale <= info.max:
+                            continue
+                        points += 1
+                        if not np.isfinite(computed).all():
+                            silent += 1
+                            error = float("inf")
+                        elif scale == 0:
+                            error = 0.0 if not computed.any() else float("inf")
+                        else:
+                            error = max(
+                                float(abs(mpmath.mpf(float(c)) - v)) for c, v in zip(computed, true, strict=True)
+                            )
+                            error = error / float(scale) / float(info.eps)
+                    # The bound is 8 n ulp: the worst case is the one closest to its own bound.
+                    if not bound or error / (VECTOR_BOUND_PER_FEATURE * size) > worst / bound:
+                        worst, bound = error, VECTOR_BOUND_PER_FEATURE * size
+                        where = f"n = {size}, {shown}, epsilon = {eps:.3g}"
+    label = f"{key}.{name}" if family == "scaled" else f"{key}.{name} [{family}]"
+    return Result(label, str(np.dtype(dtype)), worst, where, bound, points, silent)
 
 
 def table(rows: list[Result]) -> str:
-    lines = [f"{'function':<36}{'dtype':>9}{'worst ulp':>11}{'bound':>7}{'points':>8}  where"]
+    lines = [f"{'function':<56}{'dtype':>9}{'worst ulp':>11}{'bound':>7}{'points':>8}  where"]
     for row in rows:
         flag = "" if row.ok else "   FAIL"
         lines.append(
-            f"{row.function:<36}{row.dtype:>9}{row.worst:>11.2f}{row.bound:>7g}{row.points:>8}  {row.where}{flag}"
+            f"{row.function:<56}{row.dtype:>9}{row.worst:>11.2f}{row.bound:>7g}{row.points:>8}  {row.where}{flag}"
         )
     return "\n".join(lines) + "\n"
 
@@ -275,5 +325,6 @@ def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
         epsilons = 10.0 ** exponents(dtype, 20 if small else epsilon_step)
         for key in layer_keys():
             for name in vector_functions(key):
-                rows.append(vector(key, name, dtype, powers, epsilons))
+                for family in FAMILIES:
+                    rows.append(vector(key, name, dtype, powers, epsilons, family=family))
     return rows

@@ -38,6 +38,19 @@ def test_vector_functions_within_8n_ulp(key, name, dtype):
     assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
 
 
+@pytest.mark.parametrize("family", ["constant", "offset", "integer offset"])
+@pytest.mark.parametrize(("key", "name"), VECTOR)
+def test_constant_and_offset_inputs_within_8n_ulp(key, name, family):
+    # make accuracy runs the full families; here the ends of each range.
+    powers = np.array([-300, 0, 300]) if family == "constant" else np.array([4, 15])
+    epsilons = 10.0 ** np.array([-300, -5, 300])
+    result = accuracy.vector(key, name, np.float64, powers, epsilons, family=family)
+    print(f"{result.function} {result.dtype}: worst {result.worst:.2f} ulp at {result.where}")
+    assert result.points > 10
+    assert result.silent == 0, f"inf or NaN where the true value is finite: {result.where}"
+    assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
+
+
 def test_the_seed_failures_are_fixed():
     assert layernorm.response(1e200, 0.25) == pytest.approx(1.5**0.5, rel=4e-16)
     assert layernorm.slope(1e-200, 1e-300) == pytest.approx(1e150, rel=8e-16)

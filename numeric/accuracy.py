@@ -323,8 +323,16 @@ def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
         small = np.dtype(dtype) == np.float32
         powers = exponents(dtype, 10 if small else vector_step)
         epsilons = 10.0 ** exponents(dtype, 20 if small else epsilon_step)
+        # Constant inputs trust an exact-zero reference only at the highest
+        # precision, so their grid is coarser; offsets run k = 4 .. 15.
+        grids = {
+            "scaled": (powers, epsilons),
+            "constant": (exponents(dtype, 40 if small else 100), 10.0 ** exponents(dtype, 40 if small else 150)),
+            "offset": (np.arange(4, 16), 10.0 ** exponents(dtype, 40 if small else 100)),
+        }
+        grids["integer offset"] = grids["offset"]
         for key in layer_keys():
             for name in vector_functions(key):
                 for family in FAMILIES:
-                    rows.append(vector(key, name, dtype, powers, epsilons, family=family))
+                    rows.append(vector(key, name, dtype, *grids[family], family=family))
     return rows

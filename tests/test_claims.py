@@ -223,3 +223,11 @@ def test_missing_claims_file_is_a_usage_error(tmp_path):
     result = _run("--claims", str(tmp_path / "absent.toml"))
     assert result.returncode == 2
     assert "absent.toml" in result.stderr
+
+
+@pytest.mark.parametrize("layer", ["layernorm_affine", "rmsnorm_affine"])
+@pytest.mark.parametrize("name", ["spectral_norm", "second_moment"])
+def test_a_quantity_the_layer_lacks_is_an_error_verdict(layer, name):
+    verdict = check(Claim(f"{name} <= 1/sqrt(epsilon)", layer))
+    assert verdict.verdict == "error"
+    assert f"{layer} has no {name}" in verdict.detail

@@ -18,6 +18,7 @@ from typing import Any
 import sympy as sp
 
 from derivations.catalog import CORE
+from derivations.quantities import NotApplicable
 from derivations.claims import sampling
 from derivations.claims.language import ClaimError, Relation, parse, parse_condition
 from derivations.claims.proof import describe_n, n_range, prove, strengthened
@@ -79,9 +80,10 @@ def check(claim: Claim, confirm: Confirm | None = None) -> Verdict:
         words = vocabulary(claim.layer)
         parsed = parse(claim.text, words.names(), {"t": t}, words.expand)
         conditions = [parse_condition(c, words.symbols).as_sympy() for c in claim.assumptions]
-    except ClaimError as error:
+        relation = Relation(words.expand(parsed.lhs), parsed.op, words.expand(parsed.rhs))
+    except (ClaimError, NotApplicable) as error:
+        # A name the layer lacks (spectral_norm of a gained layer) is an error verdict, never a crash.
         return Verdict(claim, "error", str(error))
-    relation = Relation(words.expand(parsed.lhs), parsed.op, words.expand(parsed.rhs))
     used = tuple(name for name, stand_in in words.placeholders.items() if parsed.as_sympy().has(stand_in))
     allowed = n_range(conditions)
     if allowed == sp.EmptySet:

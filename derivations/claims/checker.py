@@ -18,11 +18,11 @@ from typing import Any
 import sympy as sp
 
 from derivations.catalog import CORE
-from derivations.quantities import NotApplicable
 from derivations.claims import sampling
 from derivations.claims.language import ClaimError, Relation, parse, parse_condition
 from derivations.claims.proof import describe_n, n_range, prove, strengthened
 from derivations.claims.vocabulary import Vocabulary, vocabulary
+from derivations.quantities import NotApplicable
 from derivations.symbols import n, t
 
 VERDICTS = ("proved", "refuted", "supported", "error")

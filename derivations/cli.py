@@ -7,10 +7,17 @@ import os
 import sys
 from collections.abc import Callable
 from contextlib import suppress
+from typing import Any
 
 
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr and exit status 2."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse's own version swallows a failure to write (--help > /dev/full);
+        # here it reaches `run`, which reports it in one line.
+        if message:
+            (file or sys.stderr).write(message)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: error: {message}", file=sys.stderr)

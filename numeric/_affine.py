@@ -37,7 +37,7 @@ class NumericAffine(_layer.NumericLayer):
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """diag(gain) J_base, shape (..., n, n); the bias does not enter."""
         array = _validate.vector(x)
-        gain, _ = self._parameters(array, parameters, named)
+        gain, _ = self._parameters(array, parameters, named, defaults={"bias": np.zeros(array.shape[-1])})
         dtype = _validate.result_dtype(x, epsilon)
         return (self.base.jacobian(x, epsilon) * gain[..., :, None]).astype(dtype, copy=False)
 

@@ -81,7 +81,7 @@ class NumericLayer:
     def _of_statistics(self, scalar: Any, x: Any, epsilon: Any) -> Any:
         array, e, stats, dtype, m = self._prepare(x, epsilon)
         batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
-        value = scalar.function(*stats, e, array.shape[-1]) * m**scalar.degree
+        value = _rescale.times_power(scalar.function(*stats, e, array.shape[-1]), m, scalar.degree)
         return _validate.output(np.broadcast_to(value, batch)[..., 0], dtype)
 
     # --- statistics, validation and rescaling -----------------------------
@@ -108,8 +108,11 @@ class NumericLayer:
         scaled, e_scaled, m = _rescale.normalized(array, e[..., None], self._c.epsilon_degree, self._c.centered)
         return scaled, e_scaled, self._statistics(scaled), dtype, m
 
-    def _parameters(self, array: np.ndarray, given: tuple[Any, ...], named: dict[str, Any]) -> list[np.ndarray]:
-        """The layer's parameters by position or name, each real, finite and broadcast to x's shape."""
+    def _parameters(
+        self, array: np.ndarray, given: tuple[Any, ...], named: dict[str, Any], defaults: dict[str, Any] | None = None
+    ) -> list[np.ndarray]:
+        """The layer's parameters by position or name (or from ``defaults``, for one the
+        result does not depend on), each real, finite and broadcast to x's shape."""
         names = self._c.parameter_names
         if len(given) > len(names):
             raise ValueError(f"{self.key} takes parameters {list(names)}, got {len(given)} positional")
@@ -120,6 +123,7 @@ class NumericLayer:
             if name in values:
                 raise ValueError(f"{name} is given both by position and by name")
             values[name] = value
+        values = {**(defaults or {}), **values}
         missing = [name for name in names if name not in values]
         if missing:
             raise ValueError(f"{missing[0]} is required by {self.key}")
@@ -151,7 +155,7 @@ class NumericLayer:
             value = output.function(
                 scaled, *self._statistics(scaled), e_scaled, *(p[start : start + step] for p in params)
             )
-            out[start : start + step] = value * m**output.degree if output.degree else value
+            out[start : start + step] = _rescale.times_power(value, m, output.degree)
         return _validate.output(out.reshape(*batch, size), dtype)
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
@@ -165,14 +169,14 @@ class NumericLayer:
         array, e, stats, dtype, m = self._prepare(x, epsilon)
         self._parameters(array, parameters, named)
         total = _assemble.from_eigen(self._c, array, stats, e)
-        return _validate.output(total * m[..., None] ** self._c.entry.degree, dtype)
+        return _validate.output(_rescale.times_power(total, m[..., None], self._c.entry.degree), dtype)
 
     def jacobian_from_entry(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """The Jacobian from the derived entry J_ik directly (the route for non-symmetric layers)."""
         array, e, stats, dtype, m = self._prepare(x, epsilon)
         params = self._parameters(array, parameters, named)
         entries = _assemble.from_entry(self._c, array, stats, e, params)
-        return _validate.output(entries * m[..., None] ** self._c.entry.degree, dtype)
+        return _validate.output(_rescale.times_power(entries, m[..., None], self._c.entry.degree), dtype)
 
     # --- eigenstructure --------------------------------------------------------
 
@@ -185,9 +189,12 @@ class NumericLayer:
         """Each derived eigenvalue by the name of its direction, shape (...)."""
         array, e, stats, _, m = self._prepare(x, epsilon)
         batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
-        scale = m**self._c.eigen_degree
+        degree = self._c.eigen_degree
         return {
-            pair.direction.name: np.broadcast_to(pair.value(*stats, e, array.shape[-1]) * scale, (*batch, 1))[..., 0]
+            pair.direction.name: np.broadcast_to(
+                _rescale.times_power(np.broadcast_to(pair.value(*stats, e, array.shape[-1]), m.shape), m, degree),
+                (*batch, 1),
+            )[..., 0]
             for pair in self._c.eigen
         }
 
@@ -198,9 +205,11 @@ class NumericLayer:
         array, e, stats, dtype, m = self._prepare(x, epsilon)
         size = array.shape[-1]
         batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
-        scale = m**self._c.eigen_degree
+        degree = self._c.eigen_degree
         columns = [
-            np.broadcast_to(pair.value(*stats, e, size) * scale, batch).repeat(pair.count(size), axis=-1)
+            np.broadcast_to(
+                _rescale.times_power(np.broadcast_to(pair.value(*stats, e, size), m.shape), m, degree), batch
+            ).repeat(pair.count(size), axis=-1)
             for pair in self._c.eigen
         ]
         return _validate.output(np.sort(np.concatenate(columns, axis=-1), axis=-1), dtype)
@@ -238,6 +247,9 @@ class _Function:
         self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified."
 
     def __call__(self, *args: Any) -> Any:
+        wanted = _ARGUMENTS[self._strategy]
+        if len(args) != len(wanted):
+            raise TypeError(f"{self.__name__}() takes ({', '.join(wanted)}); got {len(args)} arguments")
         return self._strategy(self._layer, self._scalar, *args)
 
     def __repr__(self) -> str:
@@ -253,6 +265,12 @@ _STRATEGIES: dict[str, Callable[..., Any]] = {
     "of_t": NumericLayer._of_t,
     "of_epsilon": NumericLayer._of_epsilon,
     "of_statistics": NumericLayer._of_statistics,
+}
+# What each strategy's functions take, for the message when called otherwise.
+_ARGUMENTS: dict[Callable[..., Any], tuple[str, ...]] = {
+    NumericLayer._of_t: ("t", "epsilon"),
+    NumericLayer._of_epsilon: ("epsilon",),
+    NumericLayer._of_statistics: ("x", "epsilon"),
 }
 
 

@@ -74,6 +74,23 @@ def normalized(
     return values, relative_root**degree, m
 
 
+def times_power(values: Any, m: np.ndarray, degree: int) -> Any:
+    """values * m**degree, the homogeneity undone; a zero value stays zero.
+
+    m**degree overflows only where the true result does (epsilon or x near
+    the ends of the range), and there 0 * inf would give NaN for an entry
+    whose true value is exactly 0.
+    """
+    if degree == 0:
+        return values
+    with np.errstate(over="ignore", invalid="ignore"):
+        factor = m**degree
+        out = values * factor
+    if np.isinf(factor).any():
+        out = np.where(np.asarray(values) == 0, 0.0, out)
+    return out
+
+
 def blockwise(function: Any, *arrays: np.ndarray) -> np.ndarray:
     """``function(*arrays)`` with broadcasting, evaluated chunk by chunk."""
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
@@ -104,8 +121,8 @@ def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
             out = np.array(np.broadcast_to(out, far.shape))
             picked = [np.broadcast_to(v, far.shape)[far] for v in values]
             scale, e_scaled = rescaled(np.abs(picked[0]) if tc else np.zeros(()), picked[-1], eps_degree)
-            out[far] = (
-                np.broadcast_to(function(*(p / scale for p in picked[:-1]), e_scaled), scale.shape) * scale**degree
+            out[far] = times_power(
+                np.broadcast_to(function(*(p / scale for p in picked[:-1]), e_scaled), scale.shape), scale, degree
             )
         return out
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 _FLOAT64_MAX = np.finfo(np.float64).max
+_FLOAT64_SMALLEST = np.finfo(np.float64).smallest_subnormal
 
 
 def _real(value: Any, name: str) -> np.ndarray:
@@ -21,10 +22,16 @@ def _real(value: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be real numbers, got {type(value).__name__} of dtype {array.dtype}")
     if array.dtype.kind == "f" and array.dtype.itemsize > 8:
         # Computed in float64: a wider float must fit it (NaN and inf are reported as not finite).
-        finite = array[np.isfinite(array)]
-        if finite.size and np.max(np.abs(finite)) > _FLOAT64_MAX:
+        magnitude = np.abs(array[np.isfinite(array)])
+        if magnitude.size and np.max(magnitude) > _FLOAT64_MAX:
             raise ValueError(
                 f"{name} has entries beyond float64's range (dtype {array.dtype}); at most {_FLOAT64_MAX:g}"
+            )
+        nonzero = magnitude[magnitude != 0]
+        if nonzero.size and np.min(nonzero) < _FLOAT64_SMALLEST:
+            raise ValueError(
+                f"{name} has non-zero entries below float64's range (dtype {array.dtype}); "
+                f"at least {_FLOAT64_SMALLEST:g} in magnitude"
             )
     return array
 

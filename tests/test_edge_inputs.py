@@ -92,3 +92,35 @@ def test_array_results_are_writable(call):
 def test_parameter_errors_name_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_zero_entry_stays_zero_where_the_scale_overflows():
+    """Found by a review: 0 * inf gave NaN where the true value is 0 (epsilon subnormal)."""
+    jac = numeric.rmsnorm_eps_outside.jacobian(np.zeros(3), 1e-310)
+    assert (jac[~np.eye(3, dtype=bool)] == 0).all()
+    assert np.isinf(np.diag(jac)).all()  # 1/epsilon overflows: the true value is beyond float64
+    eigenvalues = numeric.layernorm_std_eps.eigenvalues(np.ones(3), 1e-310)
+    assert eigenvalues[0] == 0
+    assert not np.isnan(eigenvalues).any()
+
+
+def test_longdouble_below_float64_is_refused():
+    tiny = np.longdouble("1e-400")
+    if tiny == 0:
+        pytest.skip("this platform's longdouble is float64")
+    with pytest.raises(ValueError, match="epsilon has non-zero entries below float64"):
+        layernorm.slope_at_zero(tiny)
+    with pytest.raises(ValueError, match="x has non-zero entries below float64"):
+        layernorm.forward(np.array([tiny, 1], dtype=np.longdouble), 1e-5)
+
+
+def test_a_scalar_function_called_with_parameters_says_what_it_takes():
+    with pytest.raises(TypeError, match=r"eigen_ones\(\) takes \(x, epsilon\); got 4 arguments"):
+        layernorm_affine.eigen_ones(np.ones(3), 1e-5, np.ones(3), np.zeros(3))
+
+
+def test_the_affine_jacobian_does_not_need_the_bias():
+    x, gain = np.array([1.0, 2.0, 4.0]), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_array_equal(
+        layernorm_affine.jacobian(x, 1e-5, gain), layernorm_affine.jacobian(x, 1e-5, gain, np.ones(3))
+    )

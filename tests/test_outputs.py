@@ -412,3 +412,21 @@ def test_a_real_process_ends_without_a_traceback():
     for stdout, process in running.items():
         _, err = process.communicate(timeout=60)
         assert (process.returncode, err) == expected[stdout]
+
+
+def test_help_to_a_full_device_is_one_line_even_unbuffered():
+    """argparse swallows a failed write of --help; with stdout unbuffered nothing was left to fail at exit."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "derivations", "--help"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=environment,
+            timeout=60,
+        )
+    assert (result.returncode, result.stderr) == (2, "python -m derivations: error: No space left on device\n")

@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -160,12 +159,18 @@ def test_supported_reports_the_sample_count_and_worst_margin():
     assert "worst relative margin" in verdict.detail
 
 
-def _run(*argv):
-    return subprocess.run([sys.executable, "-m", "derivations", "check", *argv], capture_output=True, text=True)
+def _run(capsys, *argv):
+    """``python -m derivations check ...`` in this process (tests/test_outputs.py runs real processes)."""
+    try:
+        code = main(["check", *argv])
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
-def test_cli_json_has_the_documented_keys():
-    result = _run("spectral_norm == 1/sqrt(q + epsilon)", "--format", "json")
+def test_cli_json_has_the_documented_keys(capsys):
+    result = _run(capsys, "spectral_norm == 1/sqrt(q + epsilon)", "--format", "json")
     assert result.returncode == 1
     (row,) = json.loads(result.stdout)
     assert {"id", "claim", "layer", "verdict", "detail", "counterexample"} <= row.keys()
@@ -212,15 +217,15 @@ def test_bad_claim_files_are_usage_errors(tmp_path, content, message, capsys):
         ["--format", "yaml", "1 == 1"],
     ],
 )
-def test_cli_usage_errors_exit_2_in_one_line(argv):
-    result = _run(*argv)
+def test_cli_usage_errors_exit_2_in_one_line(argv, capsys):
+    result = _run(capsys, *argv)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
 
 
-def test_missing_claims_file_is_a_usage_error(tmp_path):
-    result = _run("--claims", str(tmp_path / "absent.toml"))
+def test_missing_claims_file_is_a_usage_error(tmp_path, capsys):
+    result = _run(capsys, "--claims", str(tmp_path / "absent.toml"))
     assert result.returncode == 2
     assert "absent.toml" in result.stderr
 

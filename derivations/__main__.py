@@ -33,32 +33,54 @@ def _derive(argv: list[str]) -> int:
 def _check(argv: list[str]) -> int:
     parser = OneLineParser(
         prog="python -m derivations check",
-        description="Verdicts on claims: proved, refuted (with a counterexample), supported, or error.",
+        description="Verdicts on claims: proved, refuted (with a counterexample), supported, or error. "
+        "Exit status: 0 when every claim is proved or supported (or meets its expect), 1 when any is "
+        "refuted (or misses its expect), 2 on an error verdict, bad usage or a failure to write.",
     )
     parser.add_argument("claim", nargs="?", help='a claim such as "slope_at_zero == 1/sqrt(epsilon)"')
     parser.add_argument("--claims", type=Path, metavar="FILE", help="a TOML file of [[claim]] entries")
+    parser.add_argument(
+        "--latex", metavar="TEXT", help=r"a claim in LaTeX, e.g. '\|J\|_2 \le \frac{1}{\sqrt{\epsilon}}'"
+    )
     parser.add_argument("--layer", default=CORE, choices=list(LAYERS), help="layer of an inline claim")
     parser.add_argument("--assume", action="append", default=[], metavar="COND", help="assumption, e.g. 'n >= 3'")
     parser.add_argument("--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
+    )
     args = parser.parse_args(argv)
-    if (args.claim is None) == (args.claims is None):
-        parser.error("give either one inline claim or --claims FILE")
+    if sum(given is not None for given in (args.claim, args.claims, args.latex)) != 1:
+        parser.error("give one inline claim, --latex TEXT or --claims FILE")
     if args.claims is not None and args.assume:
         parser.error("--assume applies to an inline claim; a claims file gives assumptions per entry")
+    if not 0 < args.timeout <= 3600:
+        parser.error("--timeout must be between 0 and 3600 seconds")
 
     # Imported here: the checker pulls in the numeric layer for confirmation,
     # which printing formulas does not need.
-    from derivations.claims import Claim, ClaimError, check, load
+    from derivations.claims import STREAMS, Claim, ClaimError, check, latex, load
     from numeric.confirm import confirm
 
     try:
-        claims = load(args.claims) if args.claims else [Claim(args.claim, args.layer, tuple(args.assume), id="inline")]
+        if args.claims is not None:
+            claims = load(args.claims)
+        else:
+            text = args.claim if args.latex is None else latex.to_claim(args.latex)
+            claims = [Claim(text, args.layer, tuple(args.assume), id="inline")]
     except ClaimError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
-    verdicts = [check(claim, confirm) for claim in claims]
-    sys.stdout.write(VERDICT_FORMATS[args.format](verdicts))
-    return 0 if all(v.met for v in verdicts) else 1
+    stream = STREAMS[args.format]
+    sys.stdout.write(stream.head)
+    status = 0
+    for number, claim in enumerate(claims):
+        verdict = check(claim, confirm, timeout=args.timeout)
+        sys.stdout.write((stream.between if number else "") + stream.row(verdict))
+        sys.stdout.flush()
+        if not verdict.met:
+            status = max(status, 2 if verdict.verdict == "error" else 1)
+    sys.stdout.write(stream.tail)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,14 +138,17 @@ class Layer:
         """Power sums in terms of the statistics, under extra zero-sum constraints."""
         return _power_sums(self, constraints)
 
-    def express(self, reduced: sp.Expr, *constraints: sp.Expr) -> sp.Expr:
+    def express(self, reduced: sp.Expr, *constraints: sp.Expr, strict: bool = True) -> sp.Expr:
         """A reduced sum expression written in the layer's statistics.
 
         Power sums become means; then each derived statistic replaces the mean
         it is a function of (a variance q becomes its standard deviation's
         square), so results read in the statistic the layer normalizes by.
+        With ``strict=False`` power sums the statistics do not fix (of other
+        vectors, say) are left as they are rather than refused.
         """
-        expr = in_statistics(reduced, self.power_sums(*constraints))
+        values = self.power_sums(*constraints)
+        expr = in_statistics(reduced, values) if strict else reduced.xreplace(values)
         means = tuple(stat.symbol for stat in self.statistics if stat.mean)
         for stat in self.statistics:
             if not stat.mean:

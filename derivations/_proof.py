@@ -49,13 +49,13 @@ def nonnegative(expr: sp.Expr) -> str | None:
 
 
 def less_equal(small: sp.Expr, large: sp.Expr, what: str) -> str:
-    """Prove ``small <= large`` for positive ``small`` and ``large``."""
+    """Prove ``small <= large``; for nonnegative sides, by comparing their squares."""
     how = nonnegative(large - small)
     if how:
         return how
-    # Both sides are positive, so comparing their squares is equivalent and
+    # Both sides are nonnegative, so comparing their squares is equivalent and
     # removes the square roots that assumption queries cannot see through.
-    if small.is_positive and large.is_positive:
+    if small.is_nonnegative and large.is_nonnegative:
         how = nonnegative(large**2 - small**2)
         if how:
             return f"squares compared: {how}"

@@ -1,114 +1,199 @@
-"""Numeric confirmation of a counterexample: the claim re-evaluated with the lambdified functions.
+"""Numeric confirmation of a counterexample: the claim evaluated again with NumPy at the same input.
 
-A counterexample from `derivations.claims` gives values of n, epsilon, t and
-the layer's statistics.  Here each derived quantity the claim names is
-computed again by the numeric function its registry row names, on an input
-vector with those statistics, and, where the row names an independent
-reference (``numpy.linalg.norm`` of the Jacobian, the mean square of the
-output), by that too; the claim is then evaluated with those numbers.
+A refutation from `derivations.claims` gives the full input: x (and g, v,
+the gain where used), epsilon, t.  Here the claim's syntax tree is walked a
+second time with numbers instead of SymPy: each derived quantity comes from
+the numeric function its registry row names, at that x (``spectral_norm`` is
+also checked against ``numpy.linalg.norm`` of the Jacobian), vectors and
+matrices from ``forward`` and ``jacobian``, and ``@``, ``norm``, ``sum`` and
+``dot`` from NumPy.  The relation is then decided in float64.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
-from derivations import quantities
-from derivations.claims import Relation, Vocabulary
+from derivations import LAYERS, quantities
+from derivations.claims import Claim
+from derivations.claims.language import parse_expression
 from numeric._layer import NumericLayer, facade
 
-# A fixed input pattern with mean 0 and mean square 1, scaled to the statistics asked for.
-_FEATURES = 4
+_OPS = {ast.Eq: "==", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
 
-# Independent computations a registry row may name as its ``reference``.
-REFERENCES: dict[str, tuple[str, Callable[[NumericLayer, np.ndarray, float], float]]] = {
-    "norm2_of_jacobian": (
-        "numpy.linalg.norm(J, 2)",
-        lambda layer, x, eps: float(np.linalg.norm(layer.jacobian(x, eps), 2)),
-    ),
-    "mean_square_of_output": (
-        "mean(forward(x)**2)",
-        lambda layer, x, eps: float(np.mean(layer.forward(x, eps) ** 2)),
-    ),
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Evaluator:
+    """Evaluates a claim's tree with NumPy at one explicit input."""
+
+    def __init__(self, claim: Claim, example: dict[str, Any]) -> None:
+        self.key = claim.layer
+        self.example = example
+        self.eps = float(example.get("epsilon", 0.25))
+        self.t = float(example.get("t", 0.0))
+        self.x = np.asarray(example["x"], dtype=np.float64) if "x" in example else None
+        self.how: list[str] = []
+
+    def layer(self, key: str) -> NumericLayer:
+        return facade(key)
+
+    def parameters(self, layer: NumericLayer) -> tuple[np.ndarray, ...]:
+        if not layer.definition.parameters:
+            return ()
+        size = self.size()
+        largest = float(self.example.get("gamma_max", abs(self.example.get("gamma", 1.0))))
+        gain = np.asarray(self.example.get("gain_vector", [largest] * size), dtype=np.float64)
+        bias = np.zeros(size)
+        coordinate = layer.definition.patterns[0].coordinate
+        if coordinate < size:
+            gain[coordinate] = float(self.example.get("gamma", gain[coordinate]))
+            bias[coordinate] = float(self.example.get("beta", 0.0))
+        return gain, bias
+
+    def size(self) -> int:
+        if self.x is not None:
+            return self.x.size
+        return int(self.example.get("n", 3))
+
+    def name(self, identifier: str, key: str) -> Any:
+        layer = self.layer(key)
+        definition = LAYERS[key]
+        scalars = {"epsilon": self.eps, "t": self.t, "n": float(self.size()), "d": float(self.size()), "oo": np.inf}
+        if identifier in scalars:
+            return scalars[identifier]
+        known = quantities.names(definition)
+        if identifier in known:
+            quantity, item = known[identifier]
+            numeric = quantity.numeric_name(item)
+            function = layer.function(numeric) if numeric else None
+            if function is None:
+                raise _Unsupported(f"no numeric function for {identifier}")
+            if quantity.evaluate == "of_t":
+                self.how.append(f"numeric.{key}.{numeric}(t, epsilon)")
+                return float(function(self.t, self.eps))
+            if quantity.evaluate == "of_epsilon":
+                self.how.append(f"numeric.{key}.{numeric}(epsilon)")
+                return float(function(self.eps))
+            value = float(function(self.need_x(), self.eps))
+            self.how.append(f"numeric.{key}.{numeric}(x, epsilon)")
+            if quantity.reference == "norm2_of_jacobian":
+                independent = float(np.linalg.norm(layer.jacobian(self.need_x(), self.eps), 2))
+                if not np.isclose(value, independent, rtol=1e-9, atol=0):
+                    raise _Unsupported(f"{identifier} {value} disagrees with numpy.linalg.norm {independent}")
+                self.how.append("numpy.linalg.norm(J, 2)")
+            return value
+        if identifier == "ones":
+            return np.ones(self.size())
+        if identifier in ("x", "c", "y", "J"):
+            return self.vector(identifier, key, layer)
+        if identifier in ("g", "v"):
+            if identifier not in self.example:
+                raise _Unsupported(f"the counterexample gives no {identifier}")
+            return np.asarray(self.example[identifier], dtype=np.float64)
+        stats = {str(symbol): value for symbol, value in layer.statistics(self.need_x()).items()}
+        if identifier in stats:
+            return stats[identifier]
+        if identifier == "s":
+            return float(np.sqrt(stats.get("q", stats.get("r", 0.0)) + self.eps))
+        if identifier in ("gamma", "beta", "gamma_max") and identifier in self.example:
+            return float(self.example[identifier])
+        raise _Unsupported(f"no numeric value for {identifier}")
+
+    def vector(self, identifier: str, key: str, layer: NumericLayer) -> np.ndarray:
+        x = self.need_x()
+        if identifier == "c":
+            return x - np.mean(x)
+        if identifier == "y":
+            self.how.append(f"numeric.{key}.forward")
+            return np.asarray(layer.forward(x, self.eps, *self.parameters(layer)))
+        if identifier == "J":
+            self.how.append(f"numeric.{key}.jacobian")
+            return np.asarray(layer.jacobian(x, self.eps, *self.parameters(layer)))
+        return x
+
+    def need_x(self) -> np.ndarray:
+        if self.x is None:
+            raise _Unsupported("the counterexample gives no input vector")
+        return self.x
+
+    def build(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return self.name(node.id, self.key)
+        if isinstance(node, ast.Attribute):
+            if node.attr == "T":
+                return np.swapaxes(self.build(node.value), -1, -2)
+            assert isinstance(node.value, ast.Name)
+            return self.name(node.attr, node.value.id)
+        if isinstance(node, ast.UnaryOp):
+            value = self.build(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            a, b = self.build(node.left), self.build(node.right)
+            return _BINARY[type(node.op)](a, b)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "limit":
+                raise _Unsupported("a limit has no numeric value at one input")
+            values = [self.build(argument) for argument in node.args]
+            return _CALLS[node.func.id](*values)
+        raise _Unsupported(f"cannot evaluate {type(node).__name__}")
+
+
+_BINARY = {
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.divide,
+    ast.Pow: np.power,
+    ast.MatMult: np.matmul,
 }
 
 
-def _pattern(size: int) -> np.ndarray:
-    z = np.linspace(-1.0, 1.0, size) + np.linspace(0.0, 0.3, size) ** 2
-    z -= z.mean()
-    return z / np.sqrt(np.mean(z**2))
+def _norm(value: np.ndarray, order: float | None = None) -> float:
+    if order is None:
+        return float(np.linalg.norm(value))
+    return float(np.linalg.norm(value, np.inf if order == np.inf else int(order)))
 
 
-def _input(layer: NumericLayer, example: dict[str, Any]) -> np.ndarray:
-    """A vector whose statistic named in ``example`` has the value given there."""
-    z = _pattern(int(example.get("n", _FEATURES)))
-    for name, value in layer.statistics(z).items():
-        if str(name) in example and value > 0:
-            # Statistics are homogeneous in x; their degree is read off z -> 2z.
-            degree = np.log2(layer.statistics(2 * z)[name] / value)
-            return z * (example[str(name)] / value) ** (1 / degree)
-    return z
+_CALLS: dict[str, Any] = {
+    "sqrt": np.sqrt,
+    "abs": np.abs,
+    "exp": np.exp,
+    "max": max,
+    "min": min,
+    "norm": _norm,
+    "sum": np.sum,
+    "mean": np.mean,
+    "dot": np.dot,
+}
 
 
-def _value(name: str, layer: NumericLayer, example: dict[str, Any], eps: float) -> tuple[float, str]:
-    """The quantity ``name`` computed numerically by its row's strategy, and how."""
-    quantity, item = quantities.names(layer.definition)[name]
-    numeric = quantity.numeric_name(item)
-    function = None if numeric is None else layer.function(numeric)
-    if function is None:
-        raise KeyError(name)
-    call = f"numeric.{layer.key}.{numeric}"
-    if quantity.evaluate == "of_t":
-        return float(function(example.get("t", 0.0), eps)), f"{call}(t, epsilon)"
-    if quantity.evaluate == "of_epsilon":
-        return float(function(eps)), f"{call}(epsilon)"
-    x = _input(layer, example)
-    shown = np.array2string(x + 0.0, precision=4, separator=", ")  # + 0.0 turns -0. into 0.
-    value = float(function(x, eps))
-    how = f"{call}(x, epsilon) with x = {shown}"
-    if quantity.reference is not None:
-        what, reference = REFERENCES[quantity.reference]
-        independent = reference(layer, x, eps)
-        if not np.isclose(value, independent, rtol=1e-9, atol=0):
-            raise ValueError(f"{name} {value} disagrees with {what} {independent}")
-        how += f" = {what}"
-    return value, how
-
-
-def confirm(key: str, parsed: Relation, words: Vocabulary, example: dict[str, Any]) -> str:
-    """Re-evaluate the claim at ``example`` with numeric values of its quantities."""
-    layer = facade(key)
-    eps = float(example.get("epsilon", 0.25))
-    numbers: dict[sp.Basic, float] = {}
-    notes = []
-    for name, stand_in in words.placeholders.items():
-        if not parsed.as_sympy().has(stand_in):
-            continue
-        try:
-            numbers[stand_in], how = _value(name, layer, example, eps)
-        except KeyError:
-            return f"not confirmed numerically: no numeric function for {name}"
-        notes.append(f"{name} = {numbers[stand_in]:.8g} by {how}")
-    values = {symbol: example[str(symbol)] for symbol in words.symbols.values() if str(symbol) in example}
-    values = {symbol: value for symbol, value in values.items() if isinstance(symbol, sp.Symbol)}
-    sides = []
-    known = {**{k: sp.Float(v, 17) for k, v in numbers.items()}, **{k: sp.Rational(v) for k, v in values.items()}}
-    for side in (parsed.lhs, parsed.rhs):
-        expr = sp.sympify(side).xreplace(known)
-        try:
-            sides.append(float(sp.N(expr, 17)))
-        except TypeError:
-            return "not confirmed numerically: the claim has symbols the counterexample does not fix"
-    lhs, rhs = sides
+def confirm(claim: Claim, example: dict[str, Any]) -> str:
+    """Evaluate the claim with NumPy at the counterexample and say whether it fails there too."""
+    evaluator = _Evaluator(claim, example)
+    try:
+        body = parse_expression(claim.text, {}, {})
+        assert isinstance(body, ast.Compare)
+        op = _OPS[type(body.ops[0])]
+        with np.errstate(all="ignore"):
+            lhs, rhs = evaluator.build(body.left), evaluator.build(body.comparators[0])
+    except (_Unsupported, KeyError, ValueError, TypeError, AssertionError) as error:
+        return f"not confirmed numerically: {error}"
+    lhs, rhs = np.asarray(lhs, dtype=np.float64), np.asarray(rhs, dtype=np.float64)
     holds = {
-        "==": np.isclose(lhs, rhs, rtol=1e-12, atol=0),
-        "<=": lhs <= rhs,
-        "<": lhs < rhs,
-        ">=": lhs >= rhs,
-        ">": lhs > rhs,
-    }
-    verdict = "confirmed numerically" if not holds[parsed.op] else "NOT confirmed numerically"
-    return f"{verdict} ({'; '.join(notes) or 'no derived quantity'}): lhs = {lhs:.8g}, rhs = {rhs:.8g}"
+        "==": bool(np.all(np.isclose(lhs, rhs, rtol=1e-9, atol=1e-300))),
+        "<=": bool(np.all(lhs <= rhs)),
+        "<": bool(np.all(lhs < rhs)),
+        ">=": bool(np.all(lhs >= rhs)),
+        ">": bool(np.all(lhs > rhs)),
+    }[op]
+    verdict = "confirmed numerically" if not holds else "NOT confirmed numerically"
+    how = "; ".join(dict.fromkeys(evaluator.how)) or "NumPy arithmetic"
+    shown = lambda a: np.array2string(a, precision=8) if a.ndim else f"{float(a):.8g}"  # noqa: E731
+    return f"{verdict} ({how}): lhs = {shown(lhs)}, rhs = {shown(rhs)}"

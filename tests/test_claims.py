@@ -142,7 +142,8 @@ def test_norm_one_over_s_for_all_n_is_refuted_at_n_two():
         ("slope_at_zero_uniform == 1/sqrt(epsilon)", "rmsnorm", (), "proved"),
         ("eigen_x == 1/s", "rmsnorm", (), "refuted"),
         ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", (), "refuted"),  # false for epsilon > 1
-        ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", ("epsilon <= 1",), "supported"),
+        # Assumptions are used in proofs: epsilon <= 1 is epsilon = 1/(1 + u).
+        ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", ("epsilon <= 1",), "proved"),
         ("spectral_norm == 1/s", "layernorm", ("n >= 3", "n <= 2"), "error"),
         ("spectral_norm == 1", "layernorm", ("m > 2",), "error"),
         ("slope_at_zero == 1/sqrt(epsilon)", "groupnorm", (), "error"),
@@ -152,11 +153,12 @@ def test_verdicts(text, layer, assume, expected):
     assert check(Claim(text, layer, assume), confirm).verdict == expected
 
 
-def test_supported_reports_the_sample_count_and_worst_margin():
-    verdict = check(Claim("response < sqrt(3/2)"))
+def test_supported_reports_the_sample_count_and_what_it_quantified_over():
+    verdict = check(Claim("norm(J, oo) <= sqrt(n)/sqrt(epsilon)"))
     assert verdict.verdict == "supported"
     assert "sampled points" in verdict.detail
-    assert "worst relative margin" in verdict.detail
+    assert verdict.quantifier == "for all x in R^n, n >= 2, epsilon > 0"
+    assert verdict.quantifier in verdict.detail
 
 
 def _run(capsys, *argv):
@@ -190,15 +192,12 @@ def test_cli_exit_status(capsys):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("[[claim]]\nid = 'a'\n", "needs a 'claim' field"),
-        ("[[claim]]\nclaim = '1 == 1'\ncolour = 'red'\n", "unknown fields"),
-        ("[[claim]]\nclaim = '1 == 1'\nexpect = 'true'\n", "'expect' must be one of"),
-        ("[[claim]]\nclaim = '1 == 1'\nassumptions = [1]\n", "'assumptions' must be a list of strings"),
         ("claim = 'not a table'\n", "one or more [[claim]] tables"),
         ("[[claim]\n", "not valid TOML"),
     ],
 )
 def test_bad_claim_files_are_usage_errors(tmp_path, content, message, capsys):
+    """A file that is not a claims file at all is a usage error; a bad entry is an error verdict."""
     path = tmp_path / "claims.toml"
     path.write_text(content)
     with pytest.raises(ClaimError, match=re.escape(message)):
@@ -236,3 +235,30 @@ def test_a_quantity_the_layer_lacks_is_an_error_verdict(layer, name):
     verdict = check(Claim(f"{name} <= 1/sqrt(epsilon)", layer))
     assert verdict.verdict == "error"
     assert f"{layer} has no {name}" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("id = 'a'\n", "needs a 'claim' field"),
+        ("claim = '1 == 1'\ncolour = 'red'\n", "unknown fields"),
+        ("claim = '1 == 1'\nexpect = 'true'\n", "'expect' must be one of"),
+        ("claim = '1 == 1'\nassumptions = [1]\n", "'assumptions' must be a list of strings"),
+        ("id = ''\nclaim = '1 == 1'\n", "'id' must be non-empty"),
+        ("id = 'good'\nclaim = '1 == 1'\n", "duplicate id"),
+        ("claim = 't + 1 == t'\nassumptions = ['1 > 2']\n", "is false"),
+        ("claim = 'slope_at_zero == 1/epsilon'\nassumptions = ['n >= t']\n", ""),
+    ],
+)
+def test_one_bad_entry_is_an_error_verdict_and_the_others_are_checked(tmp_path, entry, message, capsys):
+    path = tmp_path / "claims.toml"
+    path.write_text(f"[[claim]]\nid = 'good'\nclaim = 'slope_at_zero == 1/sqrt(epsilon)'\n\n[[claim]]\n{entry}")
+    claims = load(path)
+    verdicts = [check(c) for c in claims]
+    assert verdicts[0].verdict == "proved"
+    assert verdicts[1].verdict in ("error", "refuted")
+    assert message in verdicts[1].detail
+    status = main(["check", "--claims", str(path), "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["verdict"] for row in rows] == [v.verdict for v in verdicts]
+    assert status == (2 if verdicts[1].verdict == "error" else 1)

@@ -10,10 +10,11 @@ gives the verdict, `files` reads claim files and `render` prints verdicts.
 from derivations.claims.checker import VERDICTS, Claim, Confirm, Verdict, check
 from derivations.claims.files import load
 from derivations.claims.language import ClaimError, Relation, parse, parse_condition
-from derivations.claims.render import VERDICT_FORMATS
+from derivations.claims.render import STREAMS, VERDICT_FORMATS
 from derivations.claims.vocabulary import Vocabulary, vocabulary
 
 __all__ = [
+    "STREAMS",
     "VERDICTS",
     "VERDICT_FORMATS",
     "Claim",

@@ -1,12 +1,14 @@
-"""Verdicts on claims about a layer: proved, refuted (with a counterexample), supported, or error.
+"""Verdicts on claims: proved, refuted (with a counterexample), supported, or error.
 
-A claim is parsed by `derivations.claims.language` into a relation between
-expressions in the layer's derived quantities and symbols.  The checker
-first tries to prove it for every admissible value (case by case where a
-quantity is piecewise in n); failing that it evaluates both sides at
-sampled points, edge cases first, at 30 significant digits, and either
-reports the first violation as a counterexample or the number of points
-checked and the worst margin.
+Every quantity in a claim is taken at one input x in R^n and one epsilon; the
+statistics are functions of that x.  A claim that mixes quantities of an
+input pattern such as (-t, 0, t) with those of a general input is taken at
+that pattern.  The checker first tries to prove the claim for every
+admissible value, using the assumptions; failing that it samples inputs and
+decides each exactly (`derivations.claims.sampling`), reporting the first
+violation with the full input, or the number of inputs that satisfied it.
+Every verdict says what it quantified over.  No input gives a traceback:
+whatever goes wrong is an ``error`` verdict.
 """
 
 from __future__ import annotations
@@ -17,26 +19,30 @@ from typing import Any
 
 import sympy as sp
 
+from derivations import LAYERS
+from derivations._layer import Layer
 from derivations.catalog import CORE
-from derivations.claims import sampling
-from derivations.claims.language import ClaimError, Relation, parse, parse_condition
-from derivations.claims.proof import describe_n, n_range, prove, strengthened
-from derivations.claims.vocabulary import Vocabulary, vocabulary
-from derivations.quantities import NotApplicable
-from derivations.symbols import n, t
+from derivations.claims import bounded, sampling
+from derivations.claims.language import ClaimError, Relation
+from derivations.claims.proof import describe_n, prove
+from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
+from derivations.sums import PowerSum
+from derivations.symbols import epsilon, gamma_max, mu, n, q, t, x
 
 VERDICTS = ("proved", "refuted", "supported", "error")
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim to check, as a reviewer writes it."""
+    """One claim to check, as a reviewer writes it.  ``problem`` marks an entry that
+    cannot be checked at all (a duplicate id, say): its verdict is an error."""
 
     text: str
     layer: str = CORE
     assumptions: tuple[str, ...] = ()
     expect: str | None = None
     id: str = "claim"
+    problem: str | None = None
 
 
 @dataclass
@@ -48,6 +54,7 @@ class Verdict:
     detail: str
     counterexample: dict[str, Any] | None = None
     quantities: tuple[str, ...] = field(default=())
+    quantifier: str = ""
 
     @property
     def met(self) -> bool:
@@ -62,6 +69,7 @@ class Verdict:
             "claim": self.claim.text,
             "layer": self.claim.layer,
             "verdict": self.verdict,
+            "quantifier": self.quantifier,
             "detail": self.detail,
         }
         if self.counterexample is not None:
@@ -71,70 +79,394 @@ class Verdict:
         return out
 
 
-Confirm = Callable[[str, Relation, Vocabulary, dict[str, Any]], str]
+Confirm = Callable[[Claim, dict[str, Any]], str]
 
 
-def check(claim: Claim, confirm: Confirm | None = None) -> Verdict:
-    """The verdict on ``claim``; ``confirm`` re-checks a counterexample numerically."""
+def check(claim: Claim, confirm: Confirm | None = None, timeout: float | None = None) -> Verdict:
+    """The verdict on ``claim``; ``confirm`` re-checks a counterexample numerically.
+
+    With ``timeout`` (seconds) the claim is decided in a child process with a
+    memory bound too, and one that does not finish gets an error verdict.
+    """
+    if claim.problem is not None:
+        return Verdict(claim, "error", claim.problem)
+    if timeout is not None:
+        try:
+            verdict: Verdict = bounded.run(lambda: check(claim, confirm), timeout)
+        except bounded.Exceeded as error:
+            return Verdict(claim, "error", str(error))
+        return verdict
     try:
-        words = vocabulary(claim.layer)
-        parsed = parse(claim.text, words.names(), {"t": t}, words.expand)
-        conditions = [parse_condition(c, words.symbols).as_sympy() for c in claim.assumptions]
-        relation = Relation(words.expand(parsed.lhs), parsed.op, words.expand(parsed.rhs))
-    except (ClaimError, NotApplicable) as error:
-        # A name the layer lacks (spectral_norm of a gained layer) is an error verdict, never a crash.
+        return _check(claim, confirm)
+    except ClaimError as error:
         return Verdict(claim, "error", str(error))
-    used = tuple(name for name, stand_in in words.placeholders.items() if parsed.as_sympy().has(stand_in))
-    allowed = n_range(conditions)
-    if allowed == sp.EmptySet:
+    except (RecursionError, MemoryError) as error:
+        return Verdict(claim, "error", f"the claim is too large to decide ({type(error).__name__})")
+    except Exception as error:
+        return Verdict(claim, "error", f"undecided: {type(error).__name__}: {error}"[:500])
+
+
+@dataclass
+class _Setting:
+    """How the claim is read: its sides after substitution, the domain and its description."""
+
+    lhs: Any
+    op: str
+    rhs: Any
+    usage: Usage
+    conditions: list[sp.Basic]
+    allowed: sp.Set
+    pattern: Any = None
+    inputs: bool = False  # sampled as explicit vectors
+    notes: list[str] = field(default_factory=list)
+
+
+def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
+    lhs, op, rhs, usage = build(claim.text, claim.layer)
+    setting = _setting(claim, lhs, op, rhs, usage)
+    quantifier = _quantifier(setting, claim)
+    used = tuple(dict.fromkeys(f"{key}.{name}" for key, name in usage.quantities))
+    if setting.allowed == sp.EmptySet:
         return Verdict(claim, "error", "the assumptions leave no admissible n >= 2", quantities=used)
-    how = prove(strengthened(relation, conditions), allowed)
-    others = [text for text, c in zip(claim.assumptions, conditions, strict=True) if c.free_symbols != {n}]
-    domain = ", ".join(["epsilon > 0", describe_n(allowed), *others])
+    how = _prove(setting)
     if how is not None:
-        return Verdict(claim, "proved", f"proved for all values with {domain}. {how}", quantities=used)
-    return _sample(claim, parsed, relation, conditions, allowed, domain, used, words, confirm)
+        return Verdict(claim, "proved", f"proved {quantifier}. {how}", quantities=used, quantifier=quantifier)
+    return _sample(claim, setting, quantifier, used, confirm)
+
+
+# --- reading the claim ----------------------------------------------------------------
+
+
+def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Setting:
+    conditions = [_condition(text, claim.layer) for text in claim.assumptions]
+    substitutions: dict[sp.Basic, sp.Expr] = {}
+    kept = []
+    for condition in conditions:
+        if isinstance(condition, sp.Eq) and condition.lhs.is_Symbol and condition.rhs.is_number:
+            if condition.lhs == n and not (condition.rhs.is_Integer and condition.rhs >= 2):
+                raise ClaimError(f"n must be an integer >= 2; got n == {condition.rhs}")
+            if condition.lhs == epsilon and condition.rhs < 0:
+                raise ClaimError("epsilon must be >= 0")
+            substitutions[condition.lhs] = condition.rhs
+        else:
+            kept.append(condition)
+    allowed = _n_range(kept, substitutions)
+    layers = [LAYERS[key] for key in sorted(usage.layers)] or [LAYERS[claim.layer]]
+    setting = _Setting(lhs, op, rhs, usage, kept, allowed)
+    mapping = _statistics_map(layers)
+    if len(usage.patterns) > 1:
+        raise ClaimError("quantities of two different input patterns cannot share one input")
+    if usage.patterns and (usage.general or usage.vectors):
+        (pattern,) = usage.patterns.values()
+        setting.pattern = pattern
+        mapping = _pattern_map(layers, pattern)
+        substitutions[n] = sp.Integer(len(pattern.values))
+        setting.allowed = sp.FiniteSet(len(pattern.values))
+    elif usage.patterns:
+        (setting.pattern,) = usage.patterns.values()
+    setting.inputs = (usage.general and _needs_vectors(lhs, rhs, usage)) or bool(usage.vectors)
+    if setting.inputs and usage.gains:
+        usage.vectors |= {"gamma", "beta"}
+    replace = {**mapping, **substitutions}
+    setting.lhs, setting.rhs = _substitute(lhs, replace), _substitute(rhs, replace)
+    setting.conditions = [c.xreplace(replace) for c in kept]
+    if epsilon in substitutions:
+        setting.notes.append(f"epsilon = {substitutions[epsilon]}")
+    if setting.pattern is not None and (usage.general or usage.vectors):
+        _explicit_pattern(setting, layers)
+    return setting
+
+
+def _condition(text: str, key: str) -> sp.Basic:
+    lhs, op, rhs, usage = build(text, key)
+    if not (isinstance(lhs, sp.Expr) and isinstance(rhs, sp.Expr)):
+        raise ClaimError(f"assumption {text!r} must compare scalars")
+    if usage.quantities:
+        raise ClaimError(f"assumption {text!r} may name symbols only, not derived quantities")
+    relation = Relation(lhs, op, rhs).as_sympy()
+    if not relation.free_symbols:
+        if sampling.decide(lhs, op, rhs, {}) is not True:
+            raise ClaimError(f"assumption {text!r} is false")
+        return sp.true
+    return relation
+
+
+def _n_range(conditions: list[sp.Basic], substitutions: dict) -> sp.Set:
+    allowed: sp.Set = sp.Range(2, sp.oo)
+    if n in substitutions:
+        return allowed.intersect(sp.FiniteSet(substitutions[n]))
+    for condition in conditions:
+        if condition.free_symbols == {n}:
+            allowed = allowed.intersect(condition.as_set())
+    return allowed
+
+
+def _statistics_map(layers: list[Layer]) -> dict[sp.Basic, sp.Expr]:
+    """Derived statistics by their definitions; statistics of several layers in one set of coordinates.
+
+    With one layer (or layers sharing their mean statistics) the means are
+    the coordinates; otherwise every mean is written in the mean mu and the
+    variance q of x (a mean square r is q + mu**2), so that all describe one x.
+    """
+    means = {stat.symbol for layer in layers for stat in layer.statistics if stat.mean}
+    out: dict[sp.Basic, sp.Expr] = {}
+    shared = len({tuple(s.symbol for s in layer.statistics if s.mean) for layer in layers}) == 1
+    for layer in layers:
+        values: dict[sp.Basic, sp.Expr] = {}
+        for stat in layer.statistics:
+            if stat.mean and (shared or stat.symbol in (mu, q)):
+                continue
+            if stat.mean:
+                values[stat.symbol] = _canonical_mean(stat.summand.xreplace(values))
+            else:
+                values[stat.symbol] = stat.summand.xreplace(values)
+        out.update(values)
+    del means
+    return out
+
+
+def _canonical_mean(summand: sp.Expr) -> sp.Expr:
+    """mean over j of a polynomial in x[j], in the raw moments mean(x) = mu, mean(x^2) = q + mu^2."""
+    polynomial = sp.Poly(sp.expand(summand), x[sp.Symbol("j", integer=True, nonnegative=True)])
+    moments = {0: sp.Integer(1), 1: mu, 2: q + mu**2}
+    total = sp.Integer(0)
+    for (power,), coefficient in polynomial.terms():
+        if power not in moments:
+            raise ClaimError("statistics of several layers meet only through mean(x) and mean(x**2)")
+        total += coefficient * moments[power]
+    return sp.expand(total)
+
+
+def _pattern_map(layers: list[Layer], pattern: Any) -> dict[sp.Basic, sp.Expr]:
+    """The statistics of every used layer at the pattern's input."""
+    out: dict[sp.Basic, sp.Expr] = {}
+    entries = {x[m]: value for m, value in enumerate(pattern.values)}
+    for layer in layers:
+        for symbol, value in layer.explicit_statistics(len(pattern.values)).items():
+            out[symbol] = sp.simplify(value.xreplace(entries))
+    return out
+
+
+def _explicit_pattern(setting: _Setting, layers: list[Layer]) -> None:
+    """Vectors at the pattern's input become explicit lists of entries in t."""
+    size = len(setting.pattern.values)
+    explicit = sampling.Explicit(tuple(setting.pattern.values))
+
+    def expand(value: Any) -> Any:
+        if isinstance(value, (Vector, Matrix)):
+            return sampling.at(value, {n: size}, explicit)
+        if isinstance(value, sp.Expr) and value.has(PowerSum):
+            return sampling.at(value, {n: size}, explicit)
+        return value
+
+    setting.lhs, setting.rhs = expand(setting.lhs), expand(setting.rhs)
+    setting.inputs = bool(setting.usage.vectors) or any(
+        isinstance(e, sp.Expr) and e.has(OpaqueNorm) for e in sampling._flat([setting.lhs, setting.rhs])
+    )
+
+
+def _needs_vectors(lhs: Any, rhs: Any, usage: Usage) -> bool:
+    for side in (lhs, rhs):
+        if isinstance(side, (Vector, Matrix)):
+            return True
+        if side.has(PowerSum, OpaqueNorm) or side.atoms(sp.Indexed) - _gain_entries(side):
+            return True
+    return False
+
+
+def _gain_entries(expr: sp.Expr) -> set[sp.Basic]:
+    return {e for e in expr.atoms(sp.Indexed) if str(e.base) in ("gamma", "beta")}
+
+
+def _substitute(value: Any, replace: dict) -> Any:
+    if isinstance(value, Vector):
+        return Vector(value.entry.xreplace(replace))
+    if isinstance(value, Matrix):
+        return Matrix(value.entry.xreplace(replace), value.jacobian_of)
+    return value.xreplace(replace)
+
+
+def _quantifier(setting: _Setting, claim: Claim) -> str:
+    usage = setting.usage
+    extra = [f"{name} in R^n" for name in sorted(usage.vectors - {"gamma", "beta"})]
+    if usage.gains:
+        extra.append("gamma, beta in R^n with gamma_max = max|gamma_i|")
+    eps = ", ".join(setting.notes) if setting.notes else "epsilon > 0"
+    assumed = [a for a in claim.assumptions if not a.replace(" ", "").startswith(("n>=", "n==", "d>=", "epsilon=="))]
+    tail = "".join(f", {a}" for a in assumed)
+    if setting.pattern is not None:
+        return (
+            f"for all t in R, {eps}{''.join(', ' + e for e in extra)}, at x = {setting.pattern} (n = "
+            f"{len(setting.pattern.values)}){tail}"
+        )
+    if usage.general or usage.vectors or usage.gains:
+        return f"for all x in R^n, {describe_n(setting.allowed)}, {eps}{''.join(', ' + e for e in extra)}{tail}"
+    free = sorted(
+        {str(s) for side in (setting.lhs, setting.rhs) if isinstance(side, sp.Expr) for s in side.free_symbols}
+    )
+    if not free:
+        return "(a statement about numbers)"
+    return f"for all {', '.join(free)}{tail}"
+
+
+# --- proof -------------------------------------------------------------------------
+
+
+def _prove(setting: _Setting) -> str | None:
+    lhs, rhs = setting.lhs, setting.rhs
+    if isinstance(lhs, (Vector, Matrix)):
+        from derivations._proof import is_zero
+
+        how = is_zero(lhs.entry - rhs.entry)
+        return None if how is None else f"entry by entry for symbolic n: {how}(lhs - rhs) = 0"
+    if isinstance(lhs, list):
+        from derivations._proof import is_zero
+
+        hows = [is_zero(a - b) for a, b in zip(sampling._flat(lhs), sampling._flat(rhs), strict=True)]
+        return None if None in hows else "entry by entry at the pattern's input"
+    if lhs.has(OpaqueNorm) or rhs.has(OpaqueNorm):
+        return None
+    # gamma_max is the largest |gamma_i|, so at least |gamma| at the pattern's coordinate.
+    largest = sp.Symbol("gamma_max", positive=True)
+    entries = [e for e in (lhs - rhs).atoms(sp.Indexed) if str(e.base) == "gamma"]
+    if largest in (lhs - rhs).free_symbols and len(entries) == 1:
+        bound = sp.Abs(entries[0]) + sp.Dummy("u", nonnegative=True)
+        lhs, rhs = lhs.xreplace({largest: bound}), rhs.xreplace({largest: bound})
+    return prove(Relation(lhs, setting.op, rhs), setting.allowed, setting.conditions)
+
+
+# --- sampling -----------------------------------------------------------------------
 
 
 def _sample(
-    claim: Claim,
-    parsed: Relation,
-    relation: Relation,
-    conditions: list[sp.Basic],
-    allowed: sp.Set,
-    domain: str,
-    used: tuple[str, ...],
-    words: Vocabulary,
-    confirm: Confirm | None,
+    claim: Claim, setting: _Setting, quantifier: str, used: tuple[str, ...], confirm: Confirm | None
 ) -> Verdict:
-    # What a point must fix: plain symbols (n included, through a Piecewise's
-    # conditions) and indexed entries such as gamma[2], not their bases.
-    difference = relation.lhs - relation.rhs
-    indexed = difference.atoms(sp.Indexed)
-    inside = {s for entry in indexed for s in entry.free_symbols}
-    free = sorted((difference.free_symbols - inside) | indexed, key=sp.default_sort_key)
-    n_conditions = [*conditions, *([sp.Contains(n, allowed)] if n in free else [])]
-    checked, worst = 0, None
-    margin = sampling.margin(relation.lhs, relation.op, relation.rhs)
-    for point in sampling.points(free, n_conditions):
-        value = sampling.evaluate(margin, point)
-        if value is None:
+    checked = 0
+    compiled = None
+    for point, inputs in _points(setting, claim):
+        matrices = setting.usage.matrices
+        if inputs is None and not isinstance(setting.lhs, list):
+            compiled = compiled or sampling.Compiled(setting.lhs, setting.rhs, list(point))
+            result = compiled.decide(setting.op, point)
+            left, right = compiled.sides(point) or (None, None)
+        else:
+            try:
+                left = sampling.at(setting.lhs, point, inputs, matrices)
+                right = sampling.at(setting.rhs, point, inputs, matrices)
+            except (ZeroDivisionError, ValueError, TypeError):
+                continue
+            result = sampling.decide(left, setting.op, right, point)
+        if result is None:
             continue
         checked += 1
-        worst = value if worst is None else min(worst, value)
-        if value < 0:
-            example = {sampling.name(symbol): sampling.as_number(v) for symbol, v in point.items()}
-            sides = f"lhs = {sp.N(relation.lhs.xreplace(point), 8)}, rhs = {sp.N(relation.rhs.xreplace(point), 8)}"
-            detail = f"fails at {example}: {sides}"
+        if result is False:
+            example = _example(point, inputs, setting)
+            detail = f"fails at {_shown(example)}: lhs = {_brief(left)}, rhs = {_brief(right)}"
             if confirm is not None:
-                detail += "; " + confirm(claim.layer, parsed, words, example)
-            return Verdict(claim, "refuted", detail, example, quantities=used)
+                detail += "; " + confirm(claim, example)
+            return Verdict(claim, "refuted", detail, example, quantities=used, quantifier=quantifier)
     if checked == 0:
-        return Verdict(claim, "error", f"no admissible point to evaluate under {domain}", quantities=used)
+        return Verdict(
+            claim, "error", f"no admissible point where both sides are defined, {quantifier}", quantities=used
+        )
     return Verdict(
         claim,
         "supported",
-        f"not proved; no violation at {checked} sampled points (edge cases 0, tiny and huge values included) "
-        f"with {domain}; worst relative margin {sp.N(worst, 3)}",
+        f"not proved; no violation at {checked} sampled points {quantifier} (0, tiny and huge values, "
+        "1e-300 .. 1e300, included; each decided exactly or at up to 240 digits)",
         quantities=used,
+        quantifier=quantifier,
     )
+
+
+def _points(setting: _Setting, claim: Claim):
+    sides = [e for e in sampling._flat([setting.lhs, setting.rhs]) if isinstance(e, sp.Expr)]
+    sides += [v.entry for v in (setting.lhs, setting.rhs) if isinstance(v, (Vector, Matrix))]
+    symbols: set[sp.Basic] = set()
+    for expr in sides:
+        indexed = {e for e in expr.atoms(sp.Indexed) if str(e.base) in ("gamma", "beta")}
+        inside = {s for e in expr.atoms(sp.Indexed) for s in e.free_symbols}
+        symbols |= (expr.free_symbols - inside) | indexed
+    for condition in setting.conditions:
+        symbols |= condition.free_symbols
+    symbols.discard(sp.Symbol("i", integer=True, nonnegative=True))
+    symbols -= {sp.Symbol(name) for name in setting.usage.matrices}  # held matrices, not numbers
+    if setting.inputs:
+        yield from _explicit_points(setting, sorted(symbols, key=sp.default_sort_key), claim)
+        return
+    ordered = sorted(symbols, key=sp.default_sort_key)
+    conditions = [*setting.conditions, *([sp.Contains(n, setting.allowed)] if n in symbols else [])]
+    for point in sampling.points(ordered, conditions):
+        if not _gain_consistent(point):
+            continue
+        yield point, None
+
+
+def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
+    sizes = [size for size in (2, 3, 4, 5) if size in setting.allowed] or [int(setting.allowed.inf)]
+    layers = [LAYERS[key] for key in sorted(setting.usage.layers)] or [LAYERS[claim.layer]]
+    stats = {stat.symbol for layer in layers for stat in layer.statistics}
+    given = {gamma_max} if setting.usage.gains else set()
+    rest = [
+        s
+        for s in symbols
+        if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
+    ]
+    inputs_seen = 0
+    for inputs in sampling.explicit_inputs(sizes, setting.usage.vectors):
+        statistics = sampling.statistics_of(layers, inputs)
+        for point in sampling.points(rest, [], seed=inputs_seen):
+            inputs_seen += 1
+            full = {**point, **statistics, n: sp.Integer(inputs.size)}
+            if not _gain_consistent(full) or not all(sampling._holds(c, full) for c in setting.conditions):
+                continue
+            yield full, inputs
+            if inputs_seen % 40 == 0:
+                break
+        if inputs_seen > sampling.MAX_EXPLICIT:
+            return
+
+
+def _gain_consistent(point: dict) -> bool:
+    """gamma_max is the largest |gamma_i|: at least |gamma| at the pattern's coordinate."""
+    from derivations.symbols import gamma
+
+    largest = point.get(sp.Symbol("gamma_max", positive=True))
+    for symbol, value in point.items():
+        if isinstance(symbol, sp.Indexed) and symbol.base == gamma and largest is not None and abs(value) > largest:
+            return False
+    return True
+
+
+def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for symbol, value in point.items():
+        name = str(symbol.base) if isinstance(symbol, sp.Indexed) else str(symbol)
+        if value.is_number:
+            out[name] = sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value)
+    if inputs is not None:
+        out["x"] = [float(e) for e in inputs.x]
+        if inputs.g:
+            out["g"] = [float(e) for e in inputs.g]
+        if inputs.v:
+            out["v"] = [float(e) for e in inputs.v]
+    elif setting.pattern is not None and t in point:
+        out["x"] = [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in setting.pattern.values]
+    elif setting.usage.general:
+        out["x"] = [float(e) for e in sampling.input_for(point, int(point.get(n, 4)))]
+    return out
+
+
+def _shown(example: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in example.items()) + "}"
+
+
+def _brief(value: Any) -> str:
+    if value is None:
+        return "undefined"
+    if isinstance(value, list):
+        return "[" + ", ".join(_brief(e) for e in value[:6]) + (", ..." if len(value) > 6 else "") + "]"
+    if not isinstance(value, sp.Basic):
+        return sp.N(sp.Float(value, 30), 8).__str__()
+    number = sampling._number(value, 8)
+    return str(number) if number is not None else str(value)

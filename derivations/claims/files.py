@@ -13,7 +13,13 @@ _FIELDS = {"id", "claim", "layer", "assumptions", "expect"}
 
 
 def load(path: Path) -> list[Claim]:
-    """Claims from a TOML file with ``[[claim]]`` tables."""
+    """Claims from a TOML file with ``[[claim]]`` tables.
+
+    A file that cannot be read or is not such a file raises `ClaimError`; an
+    entry that is malformed (a missing claim, an unknown field, a duplicate or
+    empty id) becomes a claim whose verdict is an error, so that one bad entry
+    never stops the others.
+    """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
@@ -24,31 +30,49 @@ def load(path: Path) -> list[Claim]:
     if not isinstance(entries, list) or not entries or set(data) != {"claim"}:
         raise ClaimError(f"claims file {path} must hold one or more [[claim]] tables and nothing else")
     claims = []
+    seen: set[str] = set()
     for number, entry in enumerate(entries, 1):
-        where = f"claims file {path}, claim {number}"
-        if not isinstance(entry, dict) or "claim" not in entry:
-            raise ClaimError(f"{where}: each [[claim]] needs a 'claim' field")
-        unknown = set(entry) - _FIELDS
-        if unknown:
-            raise ClaimError(f"{where}: unknown fields {sorted(unknown)}; allowed: {sorted(_FIELDS)}")
-        assumptions = entry.get("assumptions", [])
-        if isinstance(assumptions, str):
-            assumptions = [assumptions]
-        if not (isinstance(assumptions, list) and all(isinstance(a, str) for a in assumptions)):
-            raise ClaimError(f"{where}: 'assumptions' must be a list of strings")
-        expect = entry.get("expect")
-        if expect is not None and expect not in VERDICTS:
-            raise ClaimError(f"{where}: 'expect' must be one of {', '.join(VERDICTS)}; got {expect!r}")
-        for name in ("id", "claim", "layer"):
-            if name in entry and not isinstance(entry[name], str):
-                raise ClaimError(f"{where}: '{name}' must be a string")
-        claims.append(
-            Claim(
-                text=entry["claim"],
-                layer=entry.get("layer", CORE),
-                assumptions=tuple(assumptions),
-                expect=expect,
-                id=entry.get("id", f"claim-{number}"),
-            )
-        )
+        claim = _entry(entry, number)
+        if claim.problem is None and claim.id in seen:
+            claim = Claim(claim.text, claim.layer, claim.assumptions, claim.expect, claim.id, "duplicate id")
+        seen.add(claim.id)
+        claims.append(claim)
     return claims
+
+
+def _entry(entry: object, number: int) -> Claim:
+    """One [[claim]] table as a Claim; a malformed one carries its problem."""
+    fallback = f"claim-{number}"
+    if not isinstance(entry, dict):
+        return Claim("", id=fallback, problem=f"entry {number} is not a table")
+    identifier = entry.get("id", fallback)
+    if not isinstance(identifier, str) or not identifier.strip():
+        return Claim(str(entry.get("claim", "")), id=fallback, problem=f"entry {number}: 'id' must be non-empty text")
+
+    def problem(message: str) -> Claim:
+        text = entry.get("claim", "")
+        return Claim(text if isinstance(text, str) else "", id=identifier, problem=f"entry {number}: {message}")
+
+    if "claim" not in entry:
+        return problem("each [[claim]] needs a 'claim' field")
+    unknown = set(entry) - _FIELDS
+    if unknown:
+        return problem(f"unknown fields {sorted(unknown)}; allowed: {sorted(_FIELDS)}")
+    assumptions = entry.get("assumptions", [])
+    if isinstance(assumptions, str):
+        assumptions = [assumptions]
+    if not (isinstance(assumptions, list) and all(isinstance(a, str) for a in assumptions)):
+        return problem("'assumptions' must be a list of strings")
+    expect = entry.get("expect")
+    if expect is not None and expect not in VERDICTS:
+        return problem(f"'expect' must be one of {', '.join(VERDICTS)}; got {expect!r}")
+    for name in ("claim", "layer"):
+        if name in entry and not isinstance(entry[name], str):
+            return problem(f"'{name}' must be a string")
+    return Claim(
+        text=entry["claim"],
+        layer=entry.get("layer", CORE),
+        assumptions=tuple(assumptions),
+        expect=expect,
+        id=identifier,
+    )

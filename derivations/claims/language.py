@@ -104,6 +104,17 @@ def _check_shape(text: str) -> None:
             raise ClaimError(f"character {char!r} at column {column} is not allowed")
 
 
+class Built(ast.expr):
+    """A value already built, placed back into a tree (a typed builder hands scalars down)."""
+
+    _fields = ()
+
+    def __init__(self, value: object) -> None:
+        super().__init__()
+        self.value = value
+        self.col_offset = 0
+
+
 class _Builder:
     """Turns a whitelisted syntax tree into SymPy objects."""
 
@@ -131,6 +142,8 @@ class _Builder:
         return sp.Integer(value) if isinstance(value, int) else sp.Rational(source)
 
     def build(self, node: ast.AST) -> sp.Expr:
+        if isinstance(node, Built):
+            return node.value
         if isinstance(node, ast.Constant):
             return self.number(node)
         if isinstance(node, ast.Name):

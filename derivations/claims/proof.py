@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sympy as sp
 
 from derivations._proof import DerivationError, is_zero, less_equal
 from derivations.claims.language import Relation
-from derivations.symbols import n
-
-
-def n_range(conditions: list[sp.Basic]) -> sp.Set:
-    allowed: sp.Set = sp.Range(2, sp.oo)
-    for condition in conditions:
-        if condition.free_symbols == {n}:
-            allowed = allowed.intersect(condition.as_set())
-    return allowed
+from derivations.symbols import n, t
 
 
 def _normalize(where: sp.Set) -> sp.Set:
@@ -76,29 +70,81 @@ def _prove_case(lhs: sp.Expr, op: str, rhs: sp.Expr) -> str | None:
     small, large = (lhs, rhs) if op in ("<=", "<") else (rhs, lhs)
     if op in ("<", ">"):
         difference = sp.factor(sp.together(large - small))
-        return "the difference is positive under the assumptions" if difference.is_positive else None
+        if difference.is_positive:
+            return "the difference is positive under the assumptions"
+        if large == sp.oo and small.is_finite:
+            return "the smaller side is finite"
+        if small.is_nonnegative and large.is_nonnegative:
+            squares = sp.factor(sp.together(large**2 - small**2))
+            numerator, denominator = sp.fraction(squares)
+            if squares.is_positive or (denominator.is_positive and sp.expand(numerator).is_positive):
+                return "squares compared: the difference of the squares is positive"
+        if (small.is_negative and large.is_nonnegative) or (small.is_nonpositive and large.is_positive):
+            return "one side is negative, the other not"
+        return None
+    if small.is_nonpositive and large.is_nonnegative:
+        return "the smaller side is not positive and the larger not negative"
     try:
         return f"reduced to a known-nonnegative form: {less_equal(small, large, 'claim')}"
     except DerivationError:
         return None
 
 
-def strengthened(relation: Relation, conditions: list[sp.Basic]) -> Relation:
-    """The relation with each symbol assumed positive (``q > 0``) replaced by a positive one,
-    so that the proof tactics can use the assumption; other assumptions only restrict sampling."""
-    swap = {}
+def reparametrized(condition: sp.Basic) -> tuple[sp.Symbol, sp.Expr, str] | None:
+    """A bound on one symbol as a substitution that meets it for every u >= 0 (or u > 0).
+
+    ``s >= a`` is s = a + u; ``s <= b`` is s = b - u for a real s and s = b/(1 + u)
+    for a positive or nonnegative s and b > 0, which covers (0, b].
+    """
+    if not isinstance(condition, (sp.GreaterThan, sp.StrictGreaterThan, sp.LessThan, sp.StrictLessThan)):
+        return None
+    lhs, rhs = condition.lhs, condition.rhs
+    flipped = False
+    if rhs.is_Symbol and lhs.is_number:
+        lhs, rhs, flipped = rhs, lhs, True
+    if not (lhs.is_Symbol and rhs.is_number and rhs.is_real):
+        return None
+    strict = isinstance(condition, (sp.StrictGreaterThan, sp.StrictLessThan))
+    above = isinstance(condition, (sp.GreaterThan, sp.StrictGreaterThan)) != flipped
+    u = sp.Dummy("u", positive=True) if strict else sp.Dummy("u", nonnegative=True)
+    if above:
+        return lhs, rhs + u, f"{lhs} = {rhs} + u"
+    if lhs.is_nonnegative and rhs > 0:
+        return lhs, rhs / (1 + u), f"{lhs} = {rhs}/(1 + u)"
+    if not lhs.is_nonnegative:
+        return lhs, rhs - u, f"{lhs} = {rhs} - u"
+    return None
+
+
+def prove(relation: Relation, allowed: sp.Set, conditions: Sequence[sp.Basic] = ()) -> str | None:
+    """How the relation holds for every admissible value, or None.
+
+    Bounds on single symbols are used as substitutions (`reparametrized`);
+    where t is free the two signs of t are proved apart (an odd response is
+    bounded on one side by its sign).
+    """
+    swap: dict[sp.Basic, sp.Expr] = {}
+    used = []
     for condition in conditions:
-        if isinstance(condition, sp.StrictGreaterThan) and condition.rhs == 0 and condition.lhs.is_Symbol:
-            swap[condition.lhs] = sp.Dummy(str(condition.lhs), positive=True)
-    return Relation(relation.lhs.xreplace(swap), relation.op, relation.rhs.xreplace(swap))
-
-
-def prove(relation: Relation, allowed: sp.Set) -> str | None:
-    """How the relation holds for every admissible value, or None."""
+        if condition.free_symbols == {n}:
+            continue
+        found = reparametrized(condition)
+        if found is not None and found[0] not in swap:
+            swap[found[0]] = found[1]
+            used.append(found[2])
+    lhs, rhs = relation.lhs.xreplace(swap), relation.rhs.xreplace(swap)
+    branches: list[tuple[str, dict[sp.Basic, sp.Expr]]] = [("", {})]
+    if t in (lhs - rhs).free_symbols:
+        u = sp.Dummy("u", nonnegative=True)
+        branches = [("t >= 0", {t: u}), ("t <= 0", {t: -u})]
     pieces = []
-    for where in _partition(relation.lhs - relation.rhs, allowed):
-        how = _prove_case(_restrict(relation.lhs, where), relation.op, _restrict(relation.rhs, where))
-        if how is None:
-            return None
-        pieces.append(f"{describe_n(where)}: {how}")
-    return "; ".join(pieces)
+    for label, branch in branches:
+        for where in _partition(sp.Tuple(lhs, rhs), allowed):
+            how = _prove_case(
+                _restrict(lhs.xreplace(branch), where), relation.op, _restrict(rhs.xreplace(branch), where)
+            )
+            if how is None:
+                return None
+            pieces.append(f"{describe_n(where)}{', ' + label if label else ''}: {how}")
+    prefix = f"with {', '.join(used)}; " if used else ""
+    return prefix + "; ".join(pieces)

@@ -1,78 +1,327 @@
-"""Sampling a claim that was not proved: grids of values, exact evaluation, relative margins."""
+r"""Looking for a counterexample: sampled inputs, exact evaluation, decisions without a tolerance.
+
+A point fixes every free symbol of a claim; where the claim involves vectors
+(x, g, v) or sums the statistics do not fix, a point is an explicit input
+with exact rational entries.  Both sides are evaluated at the point exactly
+where they are rational, else at 30 significant digits; a difference that is
+small relative to the sides is evaluated again at 60, 120 and 240 digits.
+Only a difference that persists is a violation: a tie that no precision
+decides is never one.  Samples span 1e-300 .. 1e300, log-spaced, plus 0 and
+the nicest values first, so that the first violation found reads well.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import mpmath
 import sympy as sp
 
-from derivations.symbols import epsilon, gamma_max, n, t
+from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, g, v
+from derivations.sums import PowerSum
+from derivations.symbols import beta, epsilon, gamma, gamma_max, i, k, n, x
 
-# Sample grids, nicest values first so that the first violation found reads well.
-_GRID: dict[str, tuple[sp.Rational, ...]] = {
+_POWERS = (-300, -200, -100, -30, -12, -8, -5, -2, 2, 5, 8, 12, 30, 100, 200, 300)
+_LOG = tuple(sp.Rational(10) ** p for p in _POWERS)
+GRIDS: dict[str, tuple[sp.Expr, ...]] = {
     "n": tuple(map(sp.Integer, (2, 3, 4, 5, 8, 64, 768))),
-    "epsilon": tuple(map(sp.Rational, ("1/4", "1", "1/100", "4", "1/100000", "100", "1/100000000"))),
-    "stat": tuple(map(sp.Rational, ("1", "0", "1/4", "4", "1/1000000", "1/100", "100", "1000000"))),
-    "t": tuple(map(sp.Rational, ("1", "0", "-1", "1/2", "-1/10", "3", "-3", "1000", "-1000"))),
+    "epsilon": (*map(sp.Rational, ("1/4", "1", "1/100", "4", "100")), *_LOG),
+    "nonnegative": (*map(sp.Rational, ("1", "0", "1/4", "4", "1/100", "100")), *_LOG),
+    "real": (*map(sp.Rational, ("1", "0", "-1", "1/2", "-1/10", "3", "-3")), *_LOG, *(-value for value in _LOG)),
     "gain": tuple(map(sp.Rational, ("1", "-2", "1/2", "3", "-1/10"))),
 }
-_MAX_POINTS = 3000
-_DIGITS = 30
-# Relative size of a difference taken as a violation at 30 digits.
-_TOLERANCE = sp.Rational(1, 10**15)
+MAX_POINTS = 3000
+MAX_EXPLICIT = 200  # explicit inputs (vectors, matrices) cost more each
+DIGITS = (30, 60, 120, 240)
 
 
-def _grid_for(symbol: sp.Basic) -> tuple[sp.Expr, ...]:
+def grid(symbol: sp.Basic) -> tuple[sp.Expr, ...]:
     if symbol == n:
-        return _GRID["n"]
-    if symbol == epsilon:
-        return _GRID["epsilon"]
-    if symbol == t:
-        return _GRID["t"]
-    if symbol in (gamma_max,):
-        return tuple(abs(g) for g in _GRID["gain"] if g != 0)
+        return GRIDS["n"]
+    if symbol == gamma_max:
+        return tuple(abs(value) for value in GRIDS["gain"])
     if isinstance(symbol, sp.Indexed):
-        return _GRID["gain"]
-    return _GRID["stat"]
+        return GRIDS["gain"]
+    if symbol == epsilon or symbol.is_positive:
+        return GRIDS["epsilon"]
+    if symbol.is_nonnegative:
+        return GRIDS["nonnegative"]
+    return GRIDS["real"]
 
 
-def points(symbols: list[sp.Basic], conditions: list[sp.Basic]) -> Iterator[dict[sp.Basic, sp.Expr]]:
-    grids = [_grid_for(symbol) for symbol in symbols]
-    for count, values in enumerate(itertools.product(*grids)):
-        if count >= _MAX_POINTS:
+def points(symbols: Sequence[sp.Basic], conditions: Sequence[sp.Basic], seed: int = 0) -> Iterator[dict]:
+    """Points over the symbols' grids: every combination of the first few values of
+    each, then seeded random combinations of all, up to MAX_POINTS, those meeting
+    ``conditions`` only."""
+    grids = [grid(symbol) for symbol in symbols]
+    seen: set[tuple[Any, ...]] = set()
+    nice = itertools.product(*(values[:4] for values in grids))
+    rng = random.Random(seed)
+    spread = (tuple(rng.choice(values) for values in grids) for _ in range(4 * MAX_POINTS))
+    count = 0
+    for values in itertools.chain(nice, spread):
+        if values in seen:
+            continue
+        seen.add(values)
+        count += 1
+        if count > MAX_POINTS:
             return
         point = dict(zip(symbols, values, strict=True))
-        if all(bool(condition.xreplace(point)) for condition in conditions):
+        if all(_holds(condition, point) for condition in conditions):
             yield point
 
 
-def evaluate(expr: sp.Expr, point: Mapping[sp.Basic, sp.Expr]) -> mpmath.mpf | None:
+def _holds(condition: sp.Basic, point: Mapping[sp.Basic, sp.Expr]) -> bool:
+    value = condition.xreplace(dict(point))
+    if value in (sp.true, sp.false):
+        return bool(value)
     try:
-        value = sp.N(expr.xreplace(dict(point)), _DIGITS)
-    except (ZeroDivisionError, TypeError, ValueError):
+        return bool(value)
+    except TypeError:
+        decided = decide(value.lhs, _OPS[type(value)], value.rhs, {})
+        return decided is True
+
+
+_OPS = {sp.Eq: "==", sp.Le: "<=", sp.Lt: "<", sp.Ge: ">=", sp.Gt: ">", sp.Ne: "!="}
+
+
+# --- explicit inputs ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explicit:
+    """Explicit vectors for a point: entries of x, g and v (exact rationals)."""
+
+    x: tuple[sp.Expr, ...]
+    g: tuple[sp.Expr, ...] = ()
+    v: tuple[sp.Expr, ...] = ()
+    gain: tuple[sp.Expr, ...] = ()
+    bias: tuple[sp.Expr, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.x)
+
+    def entries(self) -> dict[sp.Basic, sp.Expr]:
+        out: dict[sp.Basic, sp.Expr] = {x[m]: value for m, value in enumerate(self.x)}
+        out.update({g[m]: value for m, value in enumerate(self.g)})
+        out.update({v[m]: value for m, value in enumerate(self.v)})
+        out.update({gamma[m]: value for m, value in enumerate(self.gain)})
+        out.update({beta[m]: value for m, value in enumerate(self.bias)})
+        if self.gain:
+            out[gamma_max] = max(abs(value) for value in self.gain)
+        return out
+
+    def power_sum(self, summand: sp.Expr, symbol: sp.Symbol) -> sp.Expr:
+        entries = self.entries()
+        return sp.Add(*(summand.xreplace({symbol: m}).xreplace(entries) for m in range(self.size)))
+
+
+def explicit_inputs(sizes: Sequence[int], vectors: set[str], seed: int = 0) -> Iterator[Explicit]:
+    """Explicit inputs: small integers, then seeded random rationals at scales 1e-300 .. 1e300,
+    constant inputs and zero, for every size."""
+    rng = random.Random(seed)
+    scales = (sp.Integer(1), *_LOG)
+    for size in sizes:
+        patterns = [tuple(sp.Integer(m - size // 2) for m in range(size)), tuple(sp.Integer(1) for _ in range(size))]
+        patterns.append(tuple(sp.Integer(0) for _ in range(size)))
+        for scale in scales:
+            patterns.append(tuple(scale * sp.Rational(rng.randint(-999, 999), 100) for _ in range(size)))
+        for entries in patterns:
+            extra = {
+                name: tuple(sp.Rational(rng.randint(-99, 99), 10) for _ in range(size)) for name in sorted(vectors)
+            }
+            yield Explicit(
+                entries, extra.get("g", ()), extra.get("v", ()), extra.get("gamma", ()), extra.get("beta", ())
+            )
+
+
+def statistics_of(layers: Sequence[Any], inputs: Explicit) -> dict[sp.Basic, sp.Expr]:
+    """Each used layer's statistics of the explicit input, exactly."""
+    out: dict[sp.Basic, sp.Expr] = {}
+    for layer in layers:
+        values = layer.explicit_statistics(inputs.size)
+        entries = {x[m]: value for m, value in enumerate(inputs.x)}
+        out.update({symbol: value.xreplace(entries) for symbol, value in values.items()})
+    return out
+
+
+# --- evaluation -------------------------------------------------------------------
+
+
+def at(value: Any, point: Mapping[sp.Basic, sp.Expr], inputs: Explicit | None = None, matrices: Any = None) -> Any:
+    """``value`` at the point: a SymPy number, or a list (vector) or list of lists (matrix)."""
+    if isinstance(value, Vector):
+        assert inputs is not None
+        return [at(value.entry.xreplace({i: m}), point, inputs, matrices) for m in range(inputs.size)]
+    if isinstance(value, Matrix):
+        assert inputs is not None
+        return [
+            [at(value.entry.xreplace({i: r, k: c}), point, inputs, matrices) for c in range(inputs.size)]
+            for r in range(inputs.size)
+        ]
+    expr = value
+    if inputs is not None:
+        expr = expr.replace(lambda e: isinstance(e, PowerSum), lambda e: inputs.power_sum(e.args[0], _index(e.args[0])))
+        expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
+    expr = expr.xreplace(dict(point))
+    if inputs is not None:
+        expr = expr.xreplace(inputs.entries())
+    if matrices and expr.has(OpaqueNorm):
+        expr = expr.replace(
+            lambda e: isinstance(e, OpaqueNorm),
+            lambda e: _matrix_norm(matrices[str(e.args[0])], e.args[1], point, inputs),
+        )
+    return expr
+
+
+def _index(summand: sp.Expr) -> sp.Symbol:
+    (symbol,) = [s for s in summand.free_symbols if s.name == "p"] or [sp.Symbol("p", integer=True, nonnegative=True)]
+    return symbol
+
+
+def _matrix_norm(matrix: Matrix, order: sp.Expr, point: Mapping, inputs: Explicit | None) -> sp.Expr:
+    """||M||_2 (largest singular value) or ||M||_oo (largest absolute row sum) of the explicit
+    matrix, at more digits than any decision asks for."""
+    digits = DIGITS[-1] + 20
+    entries = at(matrix, point, inputs)
+    with mpmath.workdps(digits):
+        values = mpmath.matrix([[mpmath.mpf(str(sp.N(e, digits + 10))) for e in row] for row in entries])
+        if order == 2:
+            norm = max(mpmath.svd_r(values, compute_uv=False))
+        else:
+            norm = max(sum(abs(values[r, c]) for c in range(values.cols)) for r in range(values.rows))
+        return sp.Float(norm, digits)
+
+
+def _number(expr: sp.Expr, digits: int) -> sp.Expr | None:
+    try:
+        value = sp.N(expr, digits)
+    except (ZeroDivisionError, TypeError, ValueError, OverflowError):
         return None
-    if not value.is_real or not value.is_finite:
+    if not (value.is_number and value.is_real and value.is_finite):
         return None
     return value
 
 
-def margin(lhs: sp.Expr, op: str, rhs: sp.Expr) -> sp.Expr:
-    """How far the relation is from failing, relative to the sides' size; < 0 means it fails."""
-    scale = sp.Max(1, abs(lhs), abs(rhs))
-    if op == "==":
-        return _TOLERANCE - abs(lhs - rhs) / scale
-    if op in ("<=", ">="):
-        gap = (rhs - lhs) if op == "<=" else (lhs - rhs)
-        return gap / scale + _TOLERANCE
-    gap = (rhs - lhs) if op == "<" else (lhs - rhs)
-    return gap / scale - _TOLERANCE
+def decide(lhs: Any, op: str, rhs: Any, point: Mapping) -> bool | None:
+    """Whether ``lhs op rhs`` holds at the point: True, False, or None where it is undefined
+    or no precision up to 240 digits separates a near tie (never a violation then)."""
+    if isinstance(lhs, list):
+        pairs = list(zip(_flat(lhs), _flat(rhs), strict=True))
+        results = [decide(a, "==", b, point) for a, b in pairs]
+        if any(r is False for r in results):
+            return False
+        return None if any(r is None for r in results) else True
+    difference = sp.nsimplify(lhs - rhs) if (lhs - rhs).is_Rational else lhs - rhs
+    if difference.is_Rational:
+        return _compare(difference, op)
+    for digits in DIGITS:
+        a, b = _number(lhs, digits), _number(rhs, digits)
+        if a is None or b is None:
+            return None
+        gap = a - b
+        size = max(abs(a), abs(b))
+        if size != 0 and abs(gap) > size * sp.Float(10) ** (8 - digits):
+            return _compare(gap, op)
+    return exact_tie(lhs, op, rhs, point)
 
 
-def name(symbol: sp.Basic) -> str:
-    return str(symbol.base) if isinstance(symbol, sp.Indexed) else str(symbol)
+def exact_tie(lhs: sp.Expr, op: str, rhs: sp.Expr, point: Mapping) -> bool | None:
+    """A difference no fixed precision separated.  Exactly 0 once the point is put in
+    (a tie: decided as equality), or SymPy's adaptive evaluation, up to 3000 digits,
+    gives its sign; else it is undecided, never a violation."""
+    try:
+        difference = (lhs - rhs).xreplace(dict(point))
+        if difference == 0:
+            return _compare(0, op)
+        if difference.atoms(sp.Float):
+            # A value computed to finite precision (a matrix norm) equal to the
+            # other side at every digit it has: equal as far as can be told.
+            return True if op in ("==", "<=", ">=") else None
+        value = difference.evalf(15, maxn=3000, strict=True)
+    except Exception:
+        return None
+    if not (value.is_number and value.is_real) or value == 0:
+        return None
+    return _compare(value, op)
+
+
+def _compare(gap: Any, op: str) -> bool:
+    return bool(
+        {
+            "==": gap == 0,
+            "<=": gap <= 0,
+            "<": gap < 0,
+            ">=": gap >= 0,
+            ">": gap > 0,
+        }[op]
+    )
+
+
+class Compiled:
+    """Both sides of a scalar claim as mpmath functions of the sampled symbols, decided
+    at 30 digits and again at up to 240 where a difference is small against the sides."""
+
+    def __init__(self, lhs: sp.Expr, rhs: sp.Expr, symbols: Sequence[sp.Basic]) -> None:
+        names = [sp.Dummy() for _ in symbols]
+        rename = dict(zip(symbols, names, strict=True))
+        self.symbols = list(symbols)
+        self.exact = not (lhs - rhs).free_symbols
+        self.lhs, self.rhs = lhs, rhs
+        self._lhs = sp.lambdify(names, lhs.xreplace(rename), modules="mpmath")
+        self._rhs = sp.lambdify(names, rhs.xreplace(rename), modules="mpmath")
+
+    def sides(self, point: Mapping[sp.Basic, sp.Expr], digits: int = 30) -> tuple[Any, Any] | None:
+        with mpmath.workdps(digits):
+            values = [mpmath.mpf(sp.Rational(point[s]).p) / sp.Rational(point[s]).q for s in self.symbols]
+            try:
+                a, b = self._lhs(*values), self._rhs(*values)
+            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                return None
+            if not all(isinstance(e, (mpmath.mpf, int, float)) and not mpmath.isnan(e) for e in (a, b)):
+                return None
+            return mpmath.mpf(a), mpmath.mpf(b)
+
+    def decide(self, op: str, point: Mapping[sp.Basic, sp.Expr]) -> bool | None:
+        if self.exact:
+            return decide(self.lhs, op, self.rhs, point)
+        for digits in DIGITS:
+            found = self.sides(point, digits)
+            if found is None:
+                return None
+            a, b = found
+            if mpmath.isinf(a) or mpmath.isinf(b):
+                return None if a == b else _compare(a - b, op)
+            size = max(abs(a), abs(b))
+            with mpmath.workdps(digits):
+                if size != 0 and abs(a - b) > size * mpmath.mpf(10) ** (8 - digits):
+                    return _compare(a - b, op)
+        return exact_tie(self.lhs, op, self.rhs, point)
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return [e for item in value for e in _flat(item)]
+    return [value]
 
 
 def as_number(value: sp.Expr) -> int | float:
     return int(value) if value.is_Integer else float(value)
+
+
+def input_for(point: Mapping[sp.Basic, sp.Expr], size: int) -> list[sp.Expr]:
+    """An explicit x of ``size`` entries with the point's mean mu and variance q (or mean square r):
+    x = mu + sqrt(q) z, with z of mean 0 and mean square 1."""
+    from derivations.symbols import mu, q, r
+
+    values = {str(symbol): value for symbol, value in point.items()}
+    mean = values.get(str(mu), sp.Integer(0))
+    variance = values.get(str(q), values.get(str(r), mean**2) - mean**2)
+    centre = sp.Rational(size - 1, 2)
+    spread = sp.sqrt(sp.Rational(size**2 - 1, 12))
+    return [sp.N(mean + sp.sqrt(variance) * (m - centre) / spread, 30) for m in range(size)]

@@ -1,0 +1,387 @@
+r"""What a claim means: typed values at one input shared by the whole claim.
+
+Every name in a claim is taken at the same input x in R^n and the same
+epsilon.  A scalar is a SymPy expression in the statistics of x (never free
+variables of their own), t, epsilon and n; a vector is its entry at index i;
+a matrix its entry at (i, k).  ``J @ v`` is the sum over k of J_ik v_k,
+reduced for symbolic n by the same sum machinery as the Jacobian
+(`derivations.sums`), so vector claims are proved for every n.
+
+The syntax tree comes from `derivations.claims.language` (Python's parser as
+far as a tree, nothing evaluated); only the constructs below are built.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from derivations import Layer, NotApplicable, jacobian, quantities, scaling
+from derivations._layer import Pattern
+from derivations.catalog import CORE, LAYERS
+from derivations.claims.language import MAX_EXPONENT, Built, ClaimError, _Builder, _describe, _where
+from derivations.sums import over_entries, reduce_sums
+from derivations.symbols import epsilon, i, j, k, n, s, t, x
+
+g = sp.IndexedBase("g", real=True)
+v = sp.IndexedBase("v", real=True)
+MAX_TERMS = 1_000  # terms a power of a sum may expand to
+
+
+@dataclass(frozen=True)
+class Vector:
+    """An n-vector, by its entry at index i."""
+
+    entry: sp.Expr
+
+    def at(self, index: sp.Symbol) -> sp.Expr:
+        return self.entry.xreplace({i: index})
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """An n x n matrix, by its entry at (i, k)."""
+
+    entry: sp.Expr
+    # The layer whose Jacobian this is (or its transpose), for norm(J, 2).
+    jacobian_of: str | None = None
+
+
+class OpaqueNorm(sp.Function):
+    """norm(M, p) of a matrix the derivations give no closed form for; evaluated at explicit inputs."""
+
+    nargs = 2
+
+
+Value = Any  # sp.Expr | Vector | Matrix
+
+
+@dataclass
+class Usage:
+    """What a claim uses: it decides the claim's quantifier and how it is sampled."""
+
+    layers: set[str] = field(default_factory=set)
+    patterns: dict[tuple[Any, ...], Pattern] = field(default_factory=dict)  # by values and coordinate
+    general: bool = False  # statistics, vectors or general-input quantities
+    vectors: set[str] = field(default_factory=set)  # g, v
+    quantities: list[tuple[str, str]] = field(default_factory=list)  # (layer, name)
+    gains: bool = False
+    limit_epsilon: bool = False
+    matrices: dict[str, Matrix] = field(default_factory=dict)  # held by OpaqueNorm
+
+
+def _mean_statistic(layer: Layer) -> sp.Symbol | None:
+    """The statistic that is the plain mean of x, if the layer has one."""
+    for stat in layer.statistics:
+        if stat.mean and sp.expand(stat.summand - x[j]) == 0:
+            return stat.symbol
+    return None
+
+
+def express(expr: sp.Expr, layer: Layer) -> sp.Expr:
+    """A reduced sum written in ``layer``'s statistics; sums of other vectors (g, v) stay."""
+    return layer.express(expr, strict=False)
+
+
+class Builder(_Builder):
+    """Builds typed values from a whitelisted syntax tree, for a claim about ``key``."""
+
+    def __init__(self, text: str, key: str, usage: Usage) -> None:
+        super().__init__(text, {}, {"t": t, "epsilon": epsilon}, lambda e: e)
+        self.key = key
+        self.usage = usage
+
+    # --- names ------------------------------------------------------------
+
+    def name(self, identifier: str, layer_key: str, node: ast.AST) -> Value:
+        layer = LAYERS[layer_key]
+        known = quantities.names(layer)
+        if identifier in known and known[identifier][0].claim:
+            quantity, item = known[identifier]
+            try:
+                value = quantity.derive(layer, item) if quantity.applies(layer, item) else None
+            except NotApplicable as error:
+                raise ClaimError(str(error)) from None
+            if value is None:
+                raise ClaimError(f"{layer_key} has no {identifier}: {quantity.meaning} is not derived for it")
+            self.usage.layers.add(layer_key)
+            self.usage.quantities.append((layer_key, identifier))
+            if quantity.over == "pattern":
+                self.usage.patterns[(item.values, item.coordinate)] = item
+            else:
+                self.usage.general = True
+            if layer.parameters:
+                self.usage.gains = True
+            return value
+        vector = self.vector(identifier, layer, node)
+        if vector is not None:
+            self.usage.layers.add(layer_key)
+            self.usage.general = True
+            return vector
+        raise ClaimError(
+            f"unknown name {identifier!r} at {_where(node)}; known names: {', '.join(sorted(self.known(layer)))}"
+        )
+
+    def vector(self, identifier: str, layer: Layer, node: ast.AST) -> Value | None:
+        if identifier == "x":
+            return Vector(x[i])
+        if identifier == "ones":
+            return Vector(sp.Integer(1))
+        if identifier in ("g", "v"):
+            self.usage.vectors.add(identifier)
+            return Vector((g if identifier == "g" else v)[i])
+        if identifier == "c":
+            mean = _mean_statistic(layer) if scaling.translation_invariant(layer) else None
+            if mean is None:
+                raise ClaimError(f"c (the centered input) at {_where(node)}: {layer.key} does not center its input")
+            return Vector(x[i] - mean)
+        if identifier == "y":
+            if layer.parameters:
+                self.usage.gains = True
+            return Vector(layer.output)
+        if identifier == "J":
+            if layer.parameters:
+                self.usage.gains = True
+            return Matrix(jacobian.entry(layer), jacobian_of=layer.key)
+        return None
+
+    def symbol(self, identifier: str, layer: Layer) -> sp.Expr | None:
+        names: dict[str, sp.Expr] = {"t": t, "epsilon": epsilon, "n": n, "d": n, "oo": sp.oo}
+        for stat in layer.statistics:
+            names[str(stat.symbol)] = stat.symbol
+        for old, new in layer.display:
+            if new == s:
+                names["s"] = old
+        names.update(layer.named_symbols)
+        value = names.get(identifier)
+        if value is None:
+            return None
+        if identifier in {str(stat.symbol) for stat in layer.statistics} or identifier == "s":
+            self.usage.general = True
+            self.usage.layers.add(layer.key)
+        if identifier in layer.named_symbols:
+            self.usage.gains = True
+            self.usage.layers.add(layer.key)
+        return value
+
+    def known(self, layer: Layer) -> list[str]:
+        out = [name for name, (q, _) in quantities.names(layer).items() if q.claim]
+        out += ["x", "ones", "y", "J", "g", "v", "t", "epsilon", "n", "d", "oo", *layer.named_symbols]
+        out += [str(stat.symbol) for stat in layer.statistics]
+        if scaling.translation_invariant(layer):
+            out.append("c")
+        return out
+
+    # --- the tree ------------------------------------------------------------
+
+    def build(self, node: ast.AST) -> Value:
+        if isinstance(node, ast.Name):
+            value = self.symbol(node.id, LAYERS[self.key])
+            return value if value is not None else self.name(node.id, self.key, node)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return self.matmul(self.build(node.left), self.build(node.right), node)
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.BitXor):
+            return self.binary(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            operand = self.build(node.operand)
+            return _scale(operand, -1)
+        return super().build(node)
+
+    def attribute(self, node: ast.Attribute) -> Value:
+        if (node.attr == "T" and not isinstance(node.value, ast.Name)) or (
+            node.attr == "T" and isinstance(node.value, ast.Name) and node.value.id not in LAYERS
+        ):
+            matrix = self.build(node.value)
+            if not isinstance(matrix, Matrix):
+                raise ClaimError(f".T at {_where(node)} applies to a matrix")
+            return Matrix(matrix.entry.xreplace({i: k, k: i}), matrix.jacobian_of)
+        if isinstance(node.value, ast.Name) and node.value.id in LAYERS:
+            key = node.value.id
+            value = self.symbol(node.attr, LAYERS[key]) if node.attr not in ("t", "epsilon", "n", "d") else None
+            return value if value is not None else self.name(node.attr, key, node)
+        raise ClaimError(f"{_describe(node, self.text)} at {_where(node)} is not allowed in a claim")
+
+    def binary(self, node: ast.BinOp) -> Value:
+        left, right = self.build(node.left), self.build(node.right)
+        op = type(node.op)
+        if op in (ast.Add, ast.Sub):
+            if type(left) is not type(right) and not (_is_scalar(left) and _is_scalar(right)):
+                raise ClaimError(f"cannot add a {_kind(left)} and a {_kind(right)} at {_where(node)}")
+            sign = 1 if op is ast.Add else -1
+            if isinstance(left, Vector):
+                return Vector(left.entry + sign * right.entry)
+            if isinstance(left, Matrix):
+                return Matrix(left.entry + sign * right.entry)
+        if op is ast.Mult:
+            if _is_scalar(left) and not _is_scalar(right):
+                return _scale(right, left)
+            if _is_scalar(right) and not _is_scalar(left):
+                return _scale(left, right)
+            if not (_is_scalar(left) and _is_scalar(right)):
+                raise ClaimError(f"'*' of two {_kind(left)}s at {_where(node)}; use @ or dot(u, v)")
+        if op is ast.Div:
+            if not _is_scalar(right):
+                raise ClaimError(f"division by a {_kind(right)} at {_where(node)}")
+            if not _is_scalar(left):
+                return _scale(left, 1 / right)
+        if op is ast.Pow and not (_is_scalar(left) and _is_scalar(right)):
+            raise ClaimError(f"'**' of a {_kind(left)} at {_where(node)}; powers are of scalars")
+        if op is ast.Pow:
+            _bound_expansion(left, right, node)
+        return super().build(ast.BinOp(left=Built(left), op=node.op, right=Built(right), col_offset=node.col_offset))
+
+    def matmul(self, left: Value, right: Value, node: ast.AST) -> Value:
+        if isinstance(left, Matrix) and isinstance(right, Vector):
+            return Vector(self.reduce(left.entry * right.at(k), k))
+        if isinstance(left, Matrix) and isinstance(right, Matrix):
+            inner = sp.Symbol("j_inner", integer=True, nonnegative=True)
+            product = left.entry.xreplace({k: inner}) * right.entry.xreplace({i: inner})
+            return Matrix(self.reduce(product, inner))
+        if isinstance(left, Vector) and isinstance(right, Vector):
+            return self.reduce(left.entry * right.entry, i)
+        if isinstance(left, Vector) and isinstance(right, Matrix):
+            return Vector(self.reduce(left.entry * right.entry, i).xreplace({k: i}))
+        raise ClaimError(f"'@' of a {_kind(left)} and a {_kind(right)} at {_where(node)}")
+
+    def reduce(self, summand: sp.Expr, index: sp.Symbol) -> sp.Expr:
+        """The sum over ``index`` = 0 .. n-1, reduced and written in the statistics."""
+        total = reduce_sums(over_entries(summand, index))
+        return express(total, self.layer_for_sums())
+
+    def layer_for_sums(self) -> Layer:
+        keys = self.usage.layers or {self.key}
+        return LAYERS[min(keys)] if len(keys) == 1 else LAYERS[CORE]
+
+    # --- calls -------------------------------------------------------------
+
+    def call(self, node: ast.Call) -> Value:
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        if name in ("norm", "sum", "mean", "dot"):
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
+            arguments = [self.build(a) for a in node.args]
+            return self.vector_call(name, arguments, node)
+        if name in ("sqrt", "abs", "exp", "max", "min"):
+            arguments = [self.build(a) for a in node.args]
+            if not all(_is_scalar(a) for a in arguments):
+                raise ClaimError(f"{name}() at {_where(node)} takes scalars; use norm() for vectors")
+            if name == "exp" and arguments and _is_scalar(arguments[0]):
+                value = arguments[0]
+                if value.is_number and value.is_extended_real and abs(value) > 10**4:
+                    raise ClaimError(f"exp() of a number beyond 10**4 in magnitude at {_where(node)}")
+            node = ast.Call(func=node.func, args=[Built(a) for a in arguments], keywords=[])
+        return super().call(node)
+
+    def vector_call(self, name: str, arguments: list[Value], node: ast.AST) -> Value:
+        if name == "sum" and len(arguments) == 1 and isinstance(arguments[0], Vector):
+            return self.reduce(arguments[0].entry, i)
+        if name == "mean" and len(arguments) == 1 and isinstance(arguments[0], Vector):
+            return self.reduce(arguments[0].entry, i) / n
+        if name == "dot" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
+            return self.reduce(arguments[0].entry * arguments[1].entry, i)
+        if name == "norm" and len(arguments) == 1 and isinstance(arguments[0], Vector):
+            return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))
+        if name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
+            order = arguments[1]
+            if order == 2 and arguments[0].jacobian_of is not None:
+                layer = LAYERS[arguments[0].jacobian_of]
+                if jacobian.is_symmetric(layer):
+                    self.usage.quantities.append((layer.key, "norm(J, 2)"))
+                    return quantities.value(layer, _spectral_norm_name(layer))
+            if order in (2, sp.oo):
+                held = sp.Symbol(f"M{len(self.usage.matrices)}")
+                self.usage.matrices[str(held)] = arguments[0]
+                self.usage.general = True
+                return OpaqueNorm(held, order)
+        raise ClaimError(
+            f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v) and dot(u, v) "
+            "take vectors v, u and matrices M"
+        )
+
+    def limit(self, node: ast.Call) -> sp.Expr:
+        if len(node.args) == 3 and isinstance(node.args[1], ast.Name) and node.args[1].id == "epsilon":
+            self.usage.limit_epsilon = True
+            point = self.build(node.args[2])
+            if point != 0:
+                raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 only")
+            body = self.build(node.args[0])
+            if not _is_scalar(body):
+                raise ClaimError(f"limit() at {_where(node)} is of a scalar")
+            return sp.limit(body, epsilon, 0, "+")
+        if len(node.args) == 3:
+            point = self.build(node.args[2])
+            if point.has(sp.zoo, sp.nan) or (point.is_number and not point.is_extended_real):
+                raise ClaimError(f"limit() at {_where(node)}: the point must be a number, oo or -oo")
+        return super().limit(node)
+
+
+def _spectral_norm_name(layer: Layer) -> str:
+    (name,) = [name for name, (q, _) in quantities.names(layer).items() if q.reference == "norm2_of_jacobian"]
+    return name
+
+
+def _is_scalar(value: Value) -> bool:
+    return not isinstance(value, (Vector, Matrix))
+
+
+def _kind(value: Value) -> str:
+    return "vector" if isinstance(value, Vector) else "matrix" if isinstance(value, Matrix) else "scalar"
+
+
+def _scale(value: Value, factor: sp.Expr) -> Value:
+    if isinstance(value, Vector):
+        return Vector(value.entry * factor)
+    if isinstance(value, Matrix):
+        return Matrix(value.entry * factor, value.jacobian_of if factor == 1 else None)
+    return value * factor
+
+
+def _bound_expansion(base: sp.Expr, exponent: sp.Expr, node: ast.AST) -> None:
+    """Refuse a power whose expansion would have more than MAX_TERMS terms."""
+    if not (exponent.is_Integer and exponent > 1):
+        return
+    terms = len(sp.Add.make_args(base))
+    if terms > 1 and exponent <= MAX_EXPONENT and math.comb(terms + int(exponent) - 1, int(exponent)) > MAX_TERMS:
+        raise ClaimError(
+            f"the power at {_where(node)} would expand to more than {MAX_TERMS} terms; state the claim without it"
+        )
+
+
+def build(text: str, key: str) -> tuple[Value, str, Value, Usage]:
+    """Parse and build ``text`` about layer ``key``: (lhs, op, rhs, usage)."""
+    from derivations.claims.language import _SYMBOLS, RELATIONS, parse_expression
+
+    if key not in LAYERS:
+        raise ClaimError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
+    body = parse_expression(text, {}, {})
+    if not isinstance(body, ast.Compare):
+        raise ClaimError("a claim is a relation: use ==, <=, <, >= or > between two expressions")
+    if len(body.ops) != 1:
+        raise ClaimError(f"one relation per claim; found {len(body.ops)} at {_where(body)}")
+    op = type(body.ops[0])
+    if op not in RELATIONS:
+        raise ClaimError(f"relation {op.__name__} at {_where(body)} is not allowed")
+    usage = Usage()
+    builder = Builder(text.strip(), key, usage)
+    lhs, rhs = builder.build(body.left), builder.build(body.comparators[0])
+    symbol = _SYMBOLS[op]
+    lhs, rhs = _zero_as(lhs, rhs), _zero_as(rhs, lhs)
+    if not (_is_scalar(lhs) and _is_scalar(rhs)):
+        if type(lhs) is not type(rhs):
+            raise ClaimError(f"cannot compare a {_kind(lhs)} with a {_kind(rhs)}")
+        if symbol != "==":
+            raise ClaimError(f"vectors and matrices compare only with ==, not {symbol}")
+    return lhs, symbol, rhs, usage
+
+
+def _zero_as(value: Value, other: Value) -> Value:
+    """A literal 0 compared with a vector or matrix is the zero vector or matrix."""
+    if _is_scalar(value) and value == 0 and isinstance(other, (Vector, Matrix)):
+        return type(other)(sp.Integer(0))
+    return value

@@ -128,7 +128,8 @@ class _Evaluator:
             return self.name(node.id, self.key)
         if isinstance(node, ast.Attribute):
             if node.attr == "T":
-                return np.swapaxes(self.build(node.value), -1, -2)
+                value = self.build(node.value)
+                return value if np.ndim(value) < 2 else np.swapaxes(value, -1, -2)
             assert isinstance(node.value, ast.Name)
             return self.name(node.attr, node.value.id)
         if isinstance(node, ast.UnaryOp):
@@ -145,10 +146,17 @@ class _Evaluator:
         raise _Unsupported(f"cannot evaluate {type(node).__name__}")
 
 
-_BINARY = {
+def _multiply(a: Any, b: Any) -> Any:
+    """Juxtaposition, as the claims read it: J v and 1^T y are products of arrays; else elementwise."""
+    if np.ndim(a) >= 1 and np.ndim(b) >= 1:
+        return np.matmul(a, b)
+    return np.multiply(a, b)
+
+
+_BINARY: dict[type[ast.operator], Any] = {
     ast.Add: np.add,
     ast.Sub: np.subtract,
-    ast.Mult: np.multiply,
+    ast.Mult: _multiply,
     ast.Div: np.divide,
     ast.Pow: np.power,
     ast.MatMult: np.matmul,

@@ -154,10 +154,10 @@ def test_verdicts(text, layer, assume, expected):
 
 
 def test_supported_reports_the_sample_count_and_what_it_quantified_over():
-    verdict = check(Claim("norm(J, oo) <= sqrt(n)/sqrt(epsilon)"))
+    verdict = check(Claim("min(slope_at_zero, 2) <= 2"))
     assert verdict.verdict == "supported"
     assert "sampled points" in verdict.detail
-    assert verdict.quantifier == "for all x in R^n, n >= 2, epsilon > 0"
+    assert verdict.quantifier == "for all t in R, epsilon > 0, at x = (-t, 0, t) (n = 3)"
     assert verdict.quantifier in verdict.detail
 
 

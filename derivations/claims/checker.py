@@ -13,6 +13,7 @@ whatever goes wrong is an ``error`` verdict.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,6 +173,14 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     setting.conditions = [c.xreplace(replace) for c in kept]
     if epsilon in substitutions:
         setting.notes.append(f"epsilon = {substitutions[epsilon]}")
+    if substitutions.get(epsilon) == 0 and setting.pattern is None:
+        positive = {c.lhs for c in kept if isinstance(c, sp.StrictGreaterThan) and c.rhs == 0}
+        for layer in layers:
+            if layer.spread not in positive:
+                raise ClaimError(
+                    f"with epsilon == 0, {layer.key} divides by zero where {layer.spread} = 0; "
+                    f"assume {layer.spread} > 0"
+                )
     if setting.pattern is not None and (usage.general or usage.vectors):
         _explicit_pattern(setting, layers)
     return setting
@@ -361,7 +370,7 @@ def _sample(
         checked += 1
         if result is False:
             example = _example(point, inputs, setting)
-            detail = f"fails at {_shown(example)}: lhs = {_brief(left)}, rhs = {_brief(right)}"
+            detail = f"fails at {_shown(example)}, against {quantifier}: lhs = {_brief(left)}, rhs = {_brief(right)}"
             if confirm is not None:
                 detail += "; " + confirm(claim, example)
             return Verdict(claim, "refuted", detail, example, quantities=used, quantifier=quantifier)
@@ -412,18 +421,16 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
         for s in symbols
         if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
     ]
-    inputs_seen = 0
-    for inputs in sampling.explicit_inputs(sizes, setting.usage.vectors):
+    seen = 0
+    for number, inputs in enumerate(sampling.explicit_inputs(sizes, setting.usage.vectors)):
         statistics = sampling.statistics_of(layers, inputs)
-        for point in sampling.points(rest, [], seed=inputs_seen):
-            inputs_seen += 1
+        # A few values of the other symbols per input: the nicest first, then seeded random ones.
+        for point in itertools.islice(sampling.points(rest, [], seed=number), 6):
+            seen += 1
             full = {**point, **statistics, n: sp.Integer(inputs.size)}
-            if not _gain_consistent(full) or not all(sampling._holds(c, full) for c in setting.conditions):
-                continue
-            yield full, inputs
-            if inputs_seen % 40 == 0:
-                break
-        if inputs_seen > sampling.MAX_EXPLICIT:
+            if _gain_consistent(full) and all(sampling._holds(c, full) for c in setting.conditions):
+                yield full, inputs
+        if seen > sampling.MAX_EXPLICIT:
             return
 
 

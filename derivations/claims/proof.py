@@ -65,6 +65,8 @@ def describe_n(where: sp.Set) -> str:
 
 def _prove_case(lhs: sp.Expr, op: str, rhs: sp.Expr) -> str | None:
     if op == "==":
+        if lhs == rhs:
+            return "both sides are the same expression"
         how = is_zero(lhs - rhs)
         return None if how is None else f"simplification to 0 ({how})"
     small, large = (lhs, rhs) if op in ("<=", "<") else (rhs, lhs)

@@ -34,8 +34,8 @@ GRIDS: dict[str, tuple[sp.Expr, ...]] = {
     "real": (*map(sp.Rational, ("1", "0", "-1", "1/2", "-1/10", "3", "-3")), *_LOG, *(-value for value in _LOG)),
     "gain": tuple(map(sp.Rational, ("1", "-2", "1/2", "3", "-1/10"))),
 }
-MAX_POINTS = 3000
-MAX_EXPLICIT = 200  # explicit inputs (vectors, matrices) cost more each
+MAX_POINTS = 1000
+MAX_EXPLICIT = 120  # explicit inputs (vectors, matrices) cost more each
 DIGITS = (30, 60, 120, 240)
 
 
@@ -122,16 +122,22 @@ class Explicit:
 
 
 def explicit_inputs(sizes: Sequence[int], vectors: set[str], seed: int = 0) -> Iterator[Explicit]:
-    """Explicit inputs: small integers, then seeded random rationals at scales 1e-300 .. 1e300,
-    constant inputs and zero, for every size."""
+    """Explicit inputs, the sizes taken in turn: small integers, a constant input, zero, then
+    seeded random rationals at scales 1e-300 .. 1e300."""
     rng = random.Random(seed)
     scales = (sp.Integer(1), *_LOG)
-    for size in sizes:
-        patterns = [tuple(sp.Integer(m - size // 2) for m in range(size)), tuple(sp.Integer(1) for _ in range(size))]
-        patterns.append(tuple(sp.Integer(0) for _ in range(size)))
-        for scale in scales:
-            patterns.append(tuple(scale * sp.Rational(rng.randint(-999, 999), 100) for _ in range(size)))
-        for entries in patterns:
+    kinds = len(scales) + 3
+    for kind in range(kinds):
+        for size in sizes:
+            if kind == 0:
+                entries = tuple(sp.Integer(m - size // 2) for m in range(size))
+            elif kind == 1:
+                entries = tuple(sp.Integer(1) for _ in range(size))
+            elif kind == 2:
+                entries = tuple(sp.Integer(0) for _ in range(size))
+            else:
+                scale = scales[kind - 3]
+                entries = tuple(scale * sp.Rational(rng.randint(-999, 999), 100) for _ in range(size))
             extra = {
                 name: tuple(sp.Rational(rng.randint(-99, 99), 10) for _ in range(size)) for name in sorted(vectors)
             }

@@ -43,6 +43,13 @@ class Vector:
 
 
 @dataclass(frozen=True)
+class Row:
+    """A transposed vector u^T, by its entry at index i: u^T v is a scalar, u^T M a row."""
+
+    entry: sp.Expr
+
+
+@dataclass(frozen=True)
 class Matrix:
     """An n x n matrix, by its entry at (i, k)."""
 
@@ -194,13 +201,15 @@ class Builder(_Builder):
         return super().build(node)
 
     def attribute(self, node: ast.Attribute) -> Value:
-        if (node.attr == "T" and not isinstance(node.value, ast.Name)) or (
-            node.attr == "T" and isinstance(node.value, ast.Name) and node.value.id not in LAYERS
-        ):
-            matrix = self.build(node.value)
-            if not isinstance(matrix, Matrix):
-                raise ClaimError(f".T at {_where(node)} applies to a matrix")
-            return Matrix(matrix.entry.xreplace({i: k, k: i}), matrix.jacobian_of)
+        if node.attr == "T" and not (isinstance(node.value, ast.Name) and node.value.id in LAYERS):
+            value = self.build(node.value)
+            if isinstance(value, Vector):
+                return Row(value.entry)
+            if isinstance(value, Row):
+                return Vector(value.entry)
+            if not isinstance(value, Matrix):
+                raise ClaimError(f".T at {_where(node)} applies to a vector or a matrix")
+            return Matrix(value.entry.xreplace({i: k, k: i}), value.jacobian_of)
         if isinstance(node.value, ast.Name) and node.value.id in LAYERS:
             key = node.value.id
             value = self.symbol(node.attr, LAYERS[key]) if node.attr not in ("t", "epsilon", "n", "d") else None
@@ -219,6 +228,8 @@ class Builder(_Builder):
             if isinstance(left, Matrix):
                 return Matrix(left.entry + sign * right.entry)
         if op is ast.Mult:
+            if isinstance(left, (Matrix, Row)) and isinstance(right, (Vector, Matrix)):
+                return self.matmul(left, right, node)  # juxtaposition, as papers write J v and 1^T y
             if _is_scalar(left) and not _is_scalar(right):
                 return _scale(right, left)
             if _is_scalar(right) and not _is_scalar(left):
@@ -243,10 +254,11 @@ class Builder(_Builder):
             inner = sp.Symbol("j_inner", integer=True, nonnegative=True)
             product = left.entry.xreplace({k: inner}) * right.entry.xreplace({i: inner})
             return Matrix(self.reduce(product, inner))
-        if isinstance(left, Vector) and isinstance(right, Vector):
+        if isinstance(left, (Vector, Row)) and isinstance(right, Vector):
             return self.reduce(left.entry * right.entry, i)
-        if isinstance(left, Vector) and isinstance(right, Matrix):
-            return Vector(self.reduce(left.entry * right.entry, i).xreplace({k: i}))
+        if isinstance(left, (Vector, Row)) and isinstance(right, Matrix):
+            row = self.reduce(left.entry * right.entry, i).xreplace({k: i})
+            return Row(row) if isinstance(left, Row) else Vector(row)
         raise ClaimError(f"'@' of a {_kind(left)} and a {_kind(right)} at {_where(node)}")
 
     def reduce(self, summand: sp.Expr, index: sp.Symbol) -> sp.Expr:
@@ -327,16 +339,17 @@ def _spectral_norm_name(layer: Layer) -> str:
 
 
 def _is_scalar(value: Value) -> bool:
-    return not isinstance(value, (Vector, Matrix))
+    return not isinstance(value, (Vector, Row, Matrix))
 
 
 def _kind(value: Value) -> str:
-    return "vector" if isinstance(value, Vector) else "matrix" if isinstance(value, Matrix) else "scalar"
+    kinds = {Vector: "vector", Row: "transposed vector", Matrix: "matrix"}
+    return kinds.get(type(value), "scalar")
 
 
 def _scale(value: Value, factor: sp.Expr) -> Value:
-    if isinstance(value, Vector):
-        return Vector(value.entry * factor)
+    if isinstance(value, (Vector, Row)):
+        return type(value)(value.entry * factor)
     if isinstance(value, Matrix):
         return Matrix(value.entry * factor, value.jacobian_of if factor == 1 else None)
     return value * factor
@@ -372,6 +385,8 @@ def build(text: str, key: str) -> tuple[Value, str, Value, Usage]:
     lhs, rhs = builder.build(body.left), builder.build(body.comparators[0])
     symbol = _SYMBOLS[op]
     lhs, rhs = _zero_as(lhs, rhs), _zero_as(rhs, lhs)
+    if isinstance(lhs, Row) or isinstance(rhs, Row):
+        lhs, rhs = (Vector(side.entry) if isinstance(side, Row) else side for side in (lhs, rhs))
     if not (_is_scalar(lhs) and _is_scalar(rhs)):
         if type(lhs) is not type(rhs):
             raise ClaimError(f"cannot compare a {_kind(lhs)} with a {_kind(rhs)}")

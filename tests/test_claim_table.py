@@ -1,0 +1,205 @@
+"""The claim language, version 2: a table of claims with their verdicts, true and false, over every construct.
+
+Each row is (claim, layer, assumptions, verdict).  Rows marked "issue" were a
+wrong verdict, a crash or a hang before the language was rebuilt on one
+shared input.
+"""
+
+import re
+
+import pytest
+
+from derivations.claims import Claim, check, latex
+from numeric.confirm import confirm
+
+TABLE = [
+    # --- scalars of one layer, as before -------------------------------------------------
+    ("slope_at_zero == 1/sqrt(epsilon)", "layernorm", (), "proved"),
+    ("slope_at_zero == 1/epsilon", "layernorm", (), "refuted"),
+    ("slope_at_zero == 1/epsilon", "layernorm_std_eps", (), "proved"),
+    ("slope_at_zero == 1/epsilon", "rmsnorm_eps_outside", (), "proved"),
+    ("spectral_norm <= 1/sqrt(epsilon)", "layernorm", (), "proved"),
+    ("spectral_norm == 1/s", "layernorm", ("n >= 3",), "proved"),
+    ("spectral_norm == 1/sqrt(q + epsilon)", "layernorm", (), "refuted"),
+    ("spectral_norm < 1/sqrt(epsilon)", "layernorm", (), "refuted"),
+    ("eigen_ones == 0", "layernorm", (), "proved"),
+    ("eigen_x == epsilon/s**3", "rmsnorm", (), "proved"),
+    ("second_moment < 1", "layernorm", (), "proved"),
+    ("limit(response, t, oo) == sqrt(3/2)", "layernorm", (), "proved"),
+    ("response <= 1", "layernorm", (), "refuted"),
+    ("slope_at_zero == 1/sqrt(epsilon)", "groupnorm", (), "error"),
+    ("slope_at_zer == 1/sqrt(epsilon)", "layernorm", (), "error"),
+    # --- issue: statistics of one input are consistent --------------------------------------
+    ("spectral_norm == 1/(sqrt(r) + epsilon)", "rmsnorm_eps_outside", (), "proved"),
+    ("second_moment == q/(sigma_u + epsilon)**2", "layernorm_std_eps", (), "proved"),
+    ("abs(gamma) <= gamma_max", "layernorm_affine", (), "proved"),
+    ("sigma == sqrt(r)", "rmsnorm_eps_outside", (), "proved"),
+    # --- issue: pattern quantities with general ones are taken at the pattern ----------------
+    ("slope == eigen_centered", "layernorm", (), "proved"),
+    ("slope <= spectral_norm", "layernorm", ("n >= 3",), "proved"),
+    ("response == eigen_complement * t", "layernorm", (), "proved"),
+    # --- issue: no absolute tolerance ----------------------------------------------------------
+    ("1/10**16 == 0", "layernorm", (), "refuted"),
+    ("eigen_centered == 0", "layernorm", ("q >= 1000000", "epsilon <= 1/100000000"), "refuted"),
+    ("(1 - abs(response_uniform))**2 > 0", "rmsnorm", (), "supported"),
+    ("2**(-60) > 0", "layernorm", (), "proved"),
+    # --- issue: samples reach epsilon and the statistics up to 1e300 --------------------------
+    ("second_moment >= 99/100", "layernorm", ("q > 100",), "refuted"),
+    ("eigen_complement >= 1/10**60", "layernorm", (), "refuted"),
+    # --- issue: crashes and hangs are verdicts --------------------------------------------------
+    ("t + 1 == t", "layernorm", (), "refuted"),
+    ("0/0 == 0", "layernorm", (), "error"),
+    ("spectral_norm < oo", "layernorm", (), "proved"),
+    ("limit(response, t, 1/0) == 1", "layernorm", (), "error"),
+    ("slope_at_zero == 1/epsilon", "layernorm", ("n >= 3",), "refuted"),
+    ("slope_at_zero == 1/sqrt(epsilon)", "layernorm", ("1 > 2",), "error"),
+    ("slope_at_zero == 1/sqrt(epsilon)", "layernorm", ("n >= t",), "proved"),
+    ("exp(10**6) > 1", "layernorm", (), "error"),
+    ("(response + slope + t + epsilon + q + n + s)**12 >= (response - slope)**12", "layernorm", (), "error"),
+    ("response == 1", "layernorm_affine", (), "refuted"),
+    ("slope == 0", "layernorm_affine", (), "refuted"),
+    ("spectral_norm <= 1/sqrt(epsilon)", "rmsnorm_affine", (), "error"),
+    # --- vectors and matrices ---------------------------------------------------------------------
+    ("J @ ones == 0", "layernorm", (), "proved"),
+    ("J @ ones == 0", "rmsnorm", (), "refuted"),
+    ("J @ c == eigen_centered * c", "layernorm", (), "proved"),
+    ("J @ c == c / s", "layernorm", (), "refuted"),
+    ("J @ x == eigen_x * x", "rmsnorm", (), "proved"),
+    ("J == J.T", "layernorm", (), "proved"),
+    ("J == J.T", "layernorm_affine", (), "refuted"),
+    ("sum(J.T @ g) == 0", "layernorm", (), "proved"),
+    ("sum(J.T @ g) == 0", "rmsnorm", (), "refuted"),
+    ("dot(g, J @ v) == dot(J.T @ g, v)", "layernorm_std_eps", (), "proved"),
+    ("norm(y)**2 == n * second_moment", "layernorm", (), "proved"),
+    ("norm(y)**2 == n * second_moment", "rmsnorm_eps_outside", (), "proved"),
+    ("mean(y) == 0", "layernorm", (), "proved"),
+    ("sum(y) == 0", "rmsnorm", (), "refuted"),
+    ("norm(J, 2) <= 1/sqrt(epsilon)", "layernorm", (), "proved"),
+    ("norm(J, 2) <= 1/s", "layernorm", ("d >= 3",), "proved"),
+    ("norm(J, oo) <= 1/sqrt(epsilon)", "layernorm", (), "refuted"),
+    ("y == x", "layernorm", (), "refuted"),
+    ("J @ ones == 0 * ones", "layernorm", (), "proved"),
+    # --- other layers in the same claim ------------------------------------------------------------
+    ("rmsnorm_eps_outside.slope_at_zero / rmsnorm.slope_at_zero == 1/sqrt(epsilon)", "layernorm", (), "proved"),
+    ("layernorm.response == rmsnorm.response", "layernorm", (), "proved"),
+    ("layernorm.response_uniform == 0", "rmsnorm", (), "error"),
+    # r = q + mu**2 >= q for the same x, and r/(r + epsilon) increases with r.
+    ("rmsnorm.second_moment >= layernorm.second_moment", "layernorm", (), "proved"),
+    ("rmsnorm.second_moment == layernorm.second_moment", "layernorm", (), "refuted"),
+    ("layernorm.spectral_bound == rmsnorm.spectral_bound", "layernorm", (), "proved"),
+    # --- epsilon fixed, absent, or vanishing --------------------------------------------------------
+    ("spectral_norm == 1/s", "layernorm", ("epsilon == 1/1000000", "n >= 3"), "proved"),
+    ("slope_at_zero == 1000", "layernorm", ("epsilon == 1/1000000",), "proved"),
+    ("second_moment == 1", "layernorm", ("epsilon == 0", "q > 0"), "proved"),
+    ("second_moment == 1", "layernorm", ("epsilon == 0",), "error"),
+    ("limit(slope_at_zero * sqrt(epsilon), epsilon, 0) == 1", "layernorm", (), "proved"),
+    ("limit(spectral_bound, epsilon, 0) == oo", "layernorm", (), "proved"),
+    # --- assumptions in proofs, signs, d for n --------------------------------------------------------
+    ("response <= sqrt(3/2)", "layernorm", (), "proved"),
+    ("response < sqrt(3/2)", "layernorm", (), "proved"),
+    ("response >= 0", "layernorm", ("t > 0",), "proved"),
+    ("response >= 0", "layernorm", (), "refuted"),
+    ("eigen_complement <= 1", "layernorm", ("epsilon >= 1",), "proved"),
+    ("eigen_complement <= 1", "layernorm", (), "refuted"),
+    ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", ("epsilon <= 1",), "proved"),
+    ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", (), "refuted"),
+    ("spectral_norm <= 1/sqrt(epsilon)", "layernorm", ("d >= 3",), "proved"),
+    ("spectral_norm == epsilon/s**3", "layernorm", ("n == 2",), "proved"),
+    ("eigen_complement <= 1/sqrt(q)", "layernorm", ("q >= 1",), "proved"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "layer", "assumptions", "expected"),
+    TABLE,
+    ids=[f"{i}-{row[0][:40]}" for i, row in enumerate(TABLE)],
+)
+def test_claim_table(text, layer, assumptions, expected):
+    verdict = check(Claim(text, layer, assumptions))
+    assert verdict.verdict == expected, verdict.detail
+    if expected in ("proved", "supported", "refuted"):
+        assert verdict.quantifier.startswith(("for all", "(a statement")), verdict.quantifier
+        assert verdict.quantifier in verdict.detail
+
+
+def test_the_table_covers_every_verdict_and_sixty_claims():
+    assert len(TABLE) >= 60
+    assert {row[3] for row in TABLE} == {"proved", "refuted", "supported", "error"}
+
+
+@pytest.mark.parametrize(
+    ("text", "layer", "quantifier"),
+    [
+        ("spectral_norm <= 1/sqrt(epsilon)", "layernorm", "for all x in R^n, n >= 2, epsilon > 0"),
+        ("slope_at_zero == 1/sqrt(epsilon)", "layernorm", "for all t in R, epsilon > 0, at x = (-t, 0, t) (n = 3)"),
+        ("sum(J.T @ g) == 0", "layernorm", "for all x in R^n, n >= 2, epsilon > 0, g in R^n"),
+        ("slope == eigen_centered", "layernorm", "for all t in R, epsilon > 0, at x = (-t, 0, t) (n = 3)"),
+    ],
+)
+def test_every_verdict_states_its_quantifier(text, layer, quantifier):
+    assert check(Claim(text, layer)).quantifier == quantifier
+
+
+def test_a_vector_refutation_gives_the_full_input_and_is_confirmed_by_numpy():
+    verdict = check(Claim("J @ c == c / s"), confirm)
+    assert verdict.verdict == "refuted"
+    example = verdict.counterexample
+    assert example is not None
+    assert len(example["x"]) == example["n"]
+    assert "confirmed numerically (numeric.layernorm.jacobian)" in verdict.detail
+
+
+def test_a_scalar_refutation_names_its_numeric_re_check():
+    verdict = check(Claim("spectral_norm == 1/sqrt(q + epsilon)"), confirm)
+    assert "numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2)" in verdict.detail
+    assert verdict.counterexample["x"] == [-1.0, 1.0]
+
+
+def test_a_claim_past_its_time_budget_is_an_error_never_a_hang():
+    verdict = check(Claim("norm(J, 2) <= gamma_max/sqrt(epsilon)", "layernorm_affine"), timeout=0.3)
+    assert verdict.verdict == "error"
+    assert verdict.detail == "undecided within 0.3 s"
+
+
+@pytest.mark.parametrize(
+    ("source", "claim"),
+    [
+        (r"\|J\|_2 \le \frac{1}{\sqrt{\epsilon}}", "norm(J, 2) <= (1)/(sqrt(epsilon))"),
+        (r"J \mathbf{1} = 0", "(J) * (ones) == 0"),
+        (r"\mathbf{1}^\top y = 0", "((ones).T) * (y) == 0"),
+        (r"\lim_{t\to\infty} \operatorname{response} = \sqrt{3/2}", "limit(response, t, oo) == sqrt((3) / (2))"),
+        (r"\operatorname{slope\_at\_zero} \leq \frac{1}{\varepsilon}", "slope_at_zero <= (1)/(epsilon)"),
+        (r"\|y\|^2 = d \cdot \operatorname{second\_moment}", "(norm(y))**(2) == (n) * (second_moment)"),
+        (r"J^\top = J", "(J).T == J"),
+        (r"\sigma_u \ge 0", "sigma_u >= 0"),
+    ],
+)
+def test_latex_claims_read_as_papers_write_them(source, claim):
+    assert latex.to_claim(source) == claim
+
+
+@pytest.mark.parametrize(
+    ("source", "verdict"),
+    [
+        (r"\|J\|_2 \le \frac{1}{\sqrt{\epsilon}}", "proved"),
+        (r"J \mathbf{1} = 0", "proved"),
+        (r"\operatorname{slope\_at\_zero} = \frac{1}{\epsilon}", "refuted"),
+    ],
+)
+def test_latex_claims_get_the_same_verdicts(source, verdict):
+    assert check(Claim(latex.to_claim(source))).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (r"\foo{x} = 1", r"unknown LaTeX command \foo"),
+        (r"\int_0^1 x = 1", r"unknown LaTeX command \int"),
+        (r"\frac{1}{2", "cannot read the LaTeX claim"),
+        ("x" * 2000, "at most 1000"),
+        (r"\|J\|_2", "cannot read the LaTeX claim"),
+    ],
+)
+def test_latex_errors_are_one_line_naming_the_problem(source, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        latex.to_claim(source)

@@ -203,3 +203,53 @@ def test_latex_claims_get_the_same_verdicts(source, verdict):
 def test_latex_errors_are_one_line_naming_the_problem(source, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         latex.to_claim(source)
+
+
+@pytest.mark.parametrize(
+    ("identifier", "shown"),
+    [
+        ("\x1b[31mproved\x1b[0m", r"[\x1b[31mproved\x1b[0m]"),
+        ("a\n[b] proved: 1 == 1", r"[a\n[b] proved: 1 == 1]"),
+        ("café", r"[caf\xe9]"),
+    ],
+)
+def test_ids_and_claims_are_printed_escaped(tmp_path, identifier, shown, capsys):
+    from derivations.__main__ import main
+
+    path = tmp_path / "claims.toml"
+    escaped = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in identifier
+    )
+    path.write_text(f'[[claim]]\nid = "{escaped}"\nclaim = "1 == 1"\n', encoding="utf-8")
+    assert main(["check", "--claims", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(shown + " proved")
+    assert out.count("\n") == 2  # the verdict line and its detail, nothing forged
+
+
+@pytest.mark.parametrize(
+    ("claims", "status"),
+    [
+        (["1 == 1"], 0),
+        (["1 == 1", "1 == 2"], 1),
+        (["1 == 1", "1 ==", "1 == 2"], 2),
+    ],
+)
+def test_exit_status_is_0_all_hold_1_refuted_2_error(tmp_path, claims, status, capsys):
+    from derivations.__main__ import main
+
+    path = tmp_path / "claims.toml"
+    path.write_text("".join(f'[[claim]]\nid = "c{i}"\nclaim = "{c}"\n\n' for i, c in enumerate(claims)))
+    assert main(["check", "--claims", str(path), "--format", "json"]) == status
+    import json
+
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(claims)  # an error is still a row
+
+
+def test_the_timeout_option_bounds_each_claim(capsys):
+    from derivations.__main__ import main
+
+    argv = ["check", "norm(J, 2) <= gamma_max/sqrt(epsilon)", "--layer", "layernorm_affine", "--timeout", "0.3"]
+    assert main(argv) == 2
+    assert "error: norm(J, 2)" in capsys.readouterr().out

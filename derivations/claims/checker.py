@@ -370,7 +370,7 @@ def _sample(
         checked += 1
         if result is False:
             example = _example(point, inputs, setting)
-            detail = f"fails at {_shown(example)}, against {quantifier}: lhs = {_brief(left)}, rhs = {_brief(right)}"
+            detail = f"fails at {_shown(example)} (claimed {quantifier}): lhs = {_brief(left)}, rhs = {_brief(right)}"
             if confirm is not None:
                 detail += "; " + confirm(claim, example)
             return Verdict(claim, "refuted", detail, example, quantities=used, quantifier=quantifier)

@@ -1,8 +1,9 @@
 """Command line.
 
-``python -m derivations [--layer KEY] [--format text|markdown|json|conventions]``
-prints every derived formula; ``python -m derivations check ...`` gives
-verdicts on claims (see ``python -m derivations check --help``).
+``python -m derivations [--layer KEY] [--format text|markdown|json|latex|conventions]
+[--standalone] [--notation SYMBOL=LATEX ...]`` prints every derived formula;
+``python -m derivations check ...`` gives verdicts on claims (see
+``python -m derivations check --help``).
 """
 
 from __future__ import annotations
@@ -13,16 +14,35 @@ from pathlib import Path
 from derivations.catalog import CORE, LAYERS, rows
 from derivations.claims.render import VERDICT_FORMATS
 from derivations.cli import OneLineParser
-from derivations.render import FORMATS
+from derivations.notation import RENAMABLE, Notation
+from derivations.render import FORMATS, standalone
 
 
 def _derive(argv: list[str]) -> int:
     parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
+    parser.add_argument(
+        "--standalone", action="store_true", help="with --format latex: a complete article, for pdflatex"
+    )
+    parser.add_argument(
+        "--notation",
+        action="append",
+        default=[],
+        metavar="SYMBOL=LATEX",
+        help=f"print SYMBOL ({', '.join(RENAMABLE)}) as LATEX, e.g. n=d or epsilon=\\epsilon",
+    )
     args = parser.parse_args(argv)
+    if args.standalone and args.format != "latex":
+        parser.error("--standalone applies to --format latex")
     try:
-        text = FORMATS[args.format](rows([args.layer] if args.layer else list(LAYERS)))
+        notation = Notation.parse(args.notation)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        text = FORMATS[args.format](rows([args.layer] if args.layer else list(LAYERS), notation))
+        if args.standalone:
+            text = standalone(text)
     except Exception as error:
         print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1

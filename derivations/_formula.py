@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import enum
 import functools
-import re
 from dataclasses import dataclass
 
 import sympy as sp
 
-from derivations.symbols import LATEX_NAMES
+from derivations._printer import ReaderPrinter
+from derivations.notation import DEFAULT, Notation
 
 
-@functools.lru_cache(maxsize=256)
-def _latex(expr: sp.Basic) -> str:
-    return sp.latex(expr, symbol_names=LATEX_NAMES)
+@functools.lru_cache(maxsize=1024)
+def _latex(expr: sp.Basic, notation: Notation) -> str:
+    return ReaderPrinter(notation).doprint(expr)
 
 
 class Established(enum.Enum):
@@ -32,6 +32,8 @@ class Formula:
     ``expr`` is an equation, an inequality, or a conjunction of them, always
     the output of a derivation.  ``proof`` says how the derivation showed that
     output equal to the layer's stated form (empty where nothing was stated).
+    ``shown`` is the same relation with the stated form in place of the
+    derived one, where that proof holds: what is printed (None: ``expr``).
     """
 
     name: str
@@ -42,21 +44,21 @@ class Formula:
     detail: str
     proof: str
     layer: str
+    shown: sp.Basic | None = None
 
-    def latex(self) -> str:
-        if isinstance(self.expr, (sp.Equality, sp.LessThan)):
-            # Printed side by side, so the right-hand side is printed once for both uses.
-            relation = "=" if isinstance(self.expr, sp.Equality) else r"\leq"
-            text = f"{sp.latex(self.expr.lhs, symbol_names=LATEX_NAMES)} {relation} {self.value_latex()}"
-        else:
-            text = sp.latex(self.expr, symbol_names=LATEX_NAMES)
-        # SymPy prints a matrix sum with a negative term as "+ -".
-        return re.sub(r"\+ - ?", "- ", text)
+    @property
+    def printed(self) -> sp.Basic:
+        """The relation as printed: the stated form where it was proved, else the derived one."""
+        return self.expr if self.shown is None else self.shown
 
-    def value_latex(self) -> str:
-        """LaTeX of the right-hand side alone, for an equation or inequality."""
-        if isinstance(self.expr, sp.core.relational.Relational):
-            return _latex(self.expr.rhs)
+    def latex(self, notation: Notation = DEFAULT) -> str:
+        """The printed relation in LaTeX, in the reader's term order and ``notation``."""
+        return _latex(self.printed, notation)
+
+    def value_latex(self, notation: Notation = DEFAULT) -> str:
+        """LaTeX of the printed right-hand side alone, for an equation or inequality."""
+        if isinstance(self.printed, sp.core.relational.Relational):
+            return _latex(self.printed.rhs, notation)
         return ""
 
     @property
@@ -64,13 +66,13 @@ class Formula:
         """The stable name ``<layer>.<name>``, unique across layers."""
         return f"{self.layer}.{self.name}"
 
-    def row(self) -> dict[str, object]:
-        """Plain strings for rendering and JSON."""
+    def row(self, notation: Notation = DEFAULT) -> dict[str, object]:
+        """Plain strings for rendering and JSON, the LaTeX in ``notation``."""
         return {
             "name": self.qualified,
             "statement": self.statement,
-            "latex": self.latex(),
-            "value": self.value_latex(),
+            "latex": self.latex(notation),
+            "value": self.value_latex(notation),
             "established": self.established.value,
             "detail": self.detail,
             "proof": self.proof,

@@ -173,6 +173,15 @@ class Layer:
             return ""
         return equal(derived, self.stated[name], f"{self.key}.{name}")
 
+    def proved(self, name: str, derived: sp.Expr) -> tuple[sp.Expr, str]:
+        """The form to print for ``name``, and the proof that allows it.
+
+        That is the stated form, once proved equal to ``derived``; where
+        nothing is stated, ``derived`` itself and an empty proof.
+        """
+        proof = self.prove_stated(name, derived)
+        return (self.stated[name] if proof else derived), proof
+
 
 @cache
 def _inverse(stat: Statistic, means: tuple[sp.Symbol, ...]) -> dict[sp.Symbol, sp.Expr]:

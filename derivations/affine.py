@@ -98,6 +98,7 @@ def _(layer: Affine) -> sp.Expr:
 @spectral.bound_formula.register
 def _(layer: Affine, _: object, name: str) -> Formula:
     top = spectral.bound_value(layer)
+    shown, proof = layer.proved(name, top)
     return Formula(
         name,
         "Bound on the spectral norm of the non-symmetric J = diag(gamma) J_base: "
@@ -106,6 +107,7 @@ def _(layer: Affine, _: object, name: str) -> Formula:
         ("epsilon > 0", "n >= 2", "gamma real"),
         Established.ALL_N,
         f"{factorization(layer)}; submultiplicativity; {layer.base.key}.{name}",
-        layer.prove_stated(name, top),
+        proof,
         layer.key,
+        sp.Le(norm_J, shown),
     )

@@ -6,11 +6,12 @@ import importlib
 import multiprocessing
 import os
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, partial
 
 from derivations import quantities
 from derivations._formula import Formula
 from derivations._layer import Layer
+from derivations.notation import DEFAULT, Notation
 
 # One line per layer: the module under derivations/ that defines it.  The
 # order is the order `make derive` prints them in.
@@ -68,12 +69,12 @@ def formula(name: str, key: str | None = None) -> Formula:
     raise ValueError(f"name must be one of {known}; got {name!r}")
 
 
-def _rows(keys: tuple[str, ...]) -> list[dict[str, object]]:
-    return [f.row() for key in keys for f in formulas(key)]
+def _rows(keys: tuple[str, ...], notation: Notation) -> list[dict[str, object]]:
+    return [f.row(notation) for key in keys for f in formulas(key)]
 
 
-def rows(keys: Sequence[str]) -> list[dict[str, object]]:
-    """The rendered rows of several layers, in the order given.
+def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, object]]:
+    """The rendered rows of several layers, in the order given, the LaTeX in ``notation``.
 
     Layers are independent, so on a machine with more than one core they are
     derived in forked worker processes.  A layer built on a base layer goes
@@ -86,10 +87,10 @@ def rows(keys: Sequence[str]) -> list[dict[str, object]]:
     tasks = [tuple(group) for group in groups.values()]
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        done = [_rows(task) for task in tasks]
+        done = [_rows(task, notation) for task in tasks]
     else:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            done = pool.map(_rows, tasks, chunksize=1)
+            done = pool.map(partial(_rows, notation=notation), tasks, chunksize=1)
     order = {key: position for position, key in enumerate(keys)}
     # A stable sort by layer keeps each layer's own stable order.
     return sorted((row for chunk in done for row in chunk), key=lambda row: order[str(row["layer"])])

@@ -108,19 +108,24 @@ def eigen_formula(layer: Layer, direction: Direction, name: str) -> Formula:
     found = pair(layer, direction)
     if found is None:
         raise DerivationError(f"{layer.key}: {direction.name} is not an eigenvector of J")
-    shown = layer.to_display(found.value)
+    derived = layer.to_display(found.value)
+    shown, proof = layer.proved(name, derived)
     v = _vector(direction, layer)
-    rhs = sp.ZeroMatrix(n, 1) if shown == 0 else shown * v
+
+    def times(value: sp.Expr) -> sp.MatrixExpr:
+        return sp.ZeroMatrix(n, 1) if value == 0 else value * v
+
     assumptions: tuple[str, ...] = ("epsilon > 0", "n >= 2")
     if direction.complement:
         assumptions += ("w orthogonal to the other directions",)
     return Formula(
         name,
         f"J acting on {direction.meaning}: eigenvalue with multiplicity {found.multiplicity}.",
-        sp.Eq(J * v, rhs),
+        sp.Eq(J * v, times(derived)),
         assumptions,
         Established.ALL_N,
         f"symbolic n: sum_k J_ik v_k reduced; multiplicity {found.multiplicity}",
-        layer.prove_stated(name, shown),
+        proof,
         layer.key,
+        sp.Eq(J * v, times(shown)),
     )

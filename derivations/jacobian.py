@@ -159,6 +159,8 @@ def explicit_agrees(layer: Layer, size: int) -> str:
 
 
 def jacobian_formula(layer: Layer, _: object, name: str) -> Formula:
+    how = proof(layer, name)
+    stated = layer.stated.get(name) if how else None
     return Formula(
         name,
         f"Jacobian of {layer.key} for a symbolic number of features n"
@@ -167,12 +169,14 @@ def jacobian_formula(layer: Layer, _: object, name: str) -> Formula:
         ("epsilon > 0", "n >= 2"),
         Established.ALL_N,
         "symbolic n: diff of the indexed definition, sums reduced",
-        proof(layer, name),
+        how,
         layer.key,
+        None if stated is None else sp.Eq(J, stated),
     )
 
 
 def degenerate_formula(layer: Layer, _: object, name: str) -> Formula:
+    shown, how = layer.proved(name, at_degenerate(layer))
     return Formula(
         name,
         f"Jacobian where {layer.spread} = 0: {layer.spread} is not differentiable there, but J has "
@@ -181,6 +185,7 @@ def degenerate_formula(layer: Layer, _: object, name: str) -> Formula:
         ("epsilon > 0", "n >= 2", f"{layer.spread} -> 0+"),
         Established.LIMIT,
         f"tau -> 0+ along {', '.join(f'{a} = {b}' for a, b in layer.approach.items())}",
-        layer.prove_stated(name, at_degenerate(layer)),
+        how,
         layer.key,
+        sp.Eq(J, _matrix(layer, shown)),
     )

@@ -12,8 +12,6 @@ import sympy as sp
 from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations.symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, t, w, x
 
-_P = sp.Identity(n) - ones * ones.T / n
-
 # The mean and the (biased) variance: what every centering layer computes.
 CENTERED_STATISTICS = (
     Statistic(mu, x[j], "mean of the entries"),
@@ -52,11 +50,11 @@ LAYER = Layer(
         "slope": epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),
         "slope_at_zero": 1 / sp.sqrt(epsilon),
         "asymptote": sp.sqrt(sp.Rational(3, 2)),
-        "jacobian": _P / s - c_vec * c_vec.T / (n * s**3),
+        "jacobian": sp.Identity(n) / s - ones * ones.T / (n * s) - c_vec * c_vec.T / (n * s**3),
         "eigen_ones": sp.Integer(0),
         "eigen_centered": epsilon / s**3,
         "eigen_complement": 1 / s,
-        "spectral_norm": sp.Piecewise((epsilon / s**3, sp.Eq(n, 2)), (1 / s, True)),
+        "spectral_norm": sp.Piecewise((epsilon / s**3, sp.Eq(n, 2)), (1 / s, n >= 3)),
         "spectral_bound": 1 / sp.sqrt(epsilon),
         "second_moment": q / (q + epsilon),
     },

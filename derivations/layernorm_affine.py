@@ -18,6 +18,7 @@ LAYER = affine(
     title="LayerNorm with gain and bias, epsilon inside the square root",
     stated={
         "response": gamma[2] * t / sp.sqrt(2 * t**2 / 3 + epsilon) + beta[2],
+        "slope": gamma[2] * epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),
         "slope_at_zero": gamma[2] / sp.sqrt(epsilon),
         "eigen_ones": sp.Integer(0),
         "spectral_bound": gamma_max / sp.sqrt(epsilon),

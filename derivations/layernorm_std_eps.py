@@ -34,7 +34,7 @@ LAYER = Layer(
         "eigen_centered": epsilon / (sigma_u + epsilon) ** 2,
         "eigen_complement": 1 / (sigma_u + epsilon),
         "spectral_norm": sp.Piecewise(
-            (epsilon / (sigma_u + epsilon) ** 2, sp.Eq(n, 2)), (1 / (sigma_u + epsilon), True)
+            (epsilon / (sigma_u + epsilon) ** 2, sp.Eq(n, 2)), (1 / (sigma_u + epsilon), n >= 3)
         ),
         "spectral_bound": 1 / epsilon,
     },

@@ -26,6 +26,7 @@ def second_moment(layer: Layer) -> sp.Expr:
 
 def second_moment_formula(layer: Layer, _: object, name: str) -> Formula:
     u2 = sp.Symbol(r"\overline{u^2}")
+    shown, proof = layer.proved(name, second_moment(layer))
     return Formula(
         name,
         "Mean of the squared output entries.",
@@ -33,6 +34,7 @@ def second_moment_formula(layer: Layer, _: object, name: str) -> Formula:
         ("epsilon > 0", "n >= 2"),
         Established.ALL_N,
         "symbolic n: sum of squared entries reduced",
-        layer.prove_stated(name, second_moment(layer)),
+        proof,
         layer.key,
+        sp.Eq(u2, shown),
     )

@@ -1,4 +1,4 @@
-"""Render formulas as plain text, GitHub markdown, or JSON."""
+"""Render formulas as plain text, GitHub markdown, JSON, LaTeX, or the conventions table."""
 
 from __future__ import annotations
 
@@ -33,6 +33,34 @@ def markdown(rows: Iterable[Row]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def equation(row: Row) -> str:
+    r"""One ``equation`` with ``\label{eq:<layer>.<name>}``, what it states and how it was proved as comments above."""
+    return (
+        f"% {row['name']}: {row['statement']}\n"
+        f"% Established {_how(row)}; {_proved(row)}.\n"
+        f"\\begin{{equation}}\n  \\label{{eq:{row['name']}}}\n  {row['latex']}\n\\end{{equation}}"
+    )
+
+
+def latex(rows: Iterable[Row]) -> str:
+    """Equations to paste into a document that loads amsmath and amssymb."""
+    return "\n\n".join(equation(r) for r in rows) + "\n"
+
+
+# The packages `latex` output needs: SymPy prints \mathbb (amssymb), cases,
+# aligned and \operatorname (amsmath).
+PACKAGES = ("amsmath", "amssymb")
+
+
+def standalone(body: str, title: str = "Derived formulas") -> str:
+    """``body`` (LaTeX) as a complete article."""
+    preamble = "".join(f"\\usepackage{{{package}}}\n" for package in PACKAGES)
+    return (
+        f"\\documentclass{{article}}\n{preamble}\\title{{{title}}}\n\\date{{}}\n"
+        f"\\begin{{document}}\n\\maketitle\n\n{body}\n\\end{{document}}\n"
+    )
+
+
 def as_json(rows: Iterable[Row]) -> str:
     return json.dumps(list(rows), indent=2, ensure_ascii=False) + "\n"
 
@@ -58,5 +86,6 @@ FORMATS: dict[str, Callable[[Iterable[Row]], str]] = {
     "text": text,
     "markdown": markdown,
     "json": as_json,
+    "latex": latex,
     "conventions": conventions,
 }

@@ -106,6 +106,7 @@ def _common(pattern: Pattern) -> tuple[sp.Function, tuple[str, ...], str]:
 
 def response_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
     u, common, size = _common(pattern)
+    shown, proof = layer.proved(name, response(layer, pattern))
     return Formula(
         name,
         f"Coordinate {pattern.coordinate + 1} of {layer.key} on the input {pattern}.",
@@ -113,13 +114,15 @@ def response_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
         common,
         Established.EXPLICIT_N,
         size,
-        layer.prove_stated(name, response(layer, pattern)),
+        proof,
         layer.key,
+        sp.Eq(u, shown),
     )
 
 
 def slope_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
     u, common, size = _common(pattern)
+    shown, proof = layer.proved(name, slope(layer, pattern))
     return Formula(
         name,
         "Derivative of the response with respect to the input amplitude t.",
@@ -127,8 +130,9 @@ def slope_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
         common,
         Established.EXPLICIT_N,
         size,
-        layer.prove_stated(name, slope(layer, pattern)),
+        proof,
         layer.key,
+        sp.Eq(sp.Derivative(u, t), shown),
     )
 
 
@@ -138,21 +142,25 @@ def slope_at_zero_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
     if sp.simplify(left - right) != 0:
         raise DerivationError(f"{layer.key}: slope has a jump at t = 0: {left} and {right}")
     note = layer.notes.get(name.removesuffix(pattern.suffix) if pattern.suffix else name, "")
+    at_zero = sp.Subs(sp.Derivative(u, t), t, 0)
+    shown, proof = layer.proved(name, right)
     return Formula(
         name,
         f"Slope of the response at t = 0, where the input is degenerate{note}.",
-        sp.Eq(sp.Subs(sp.Derivative(u, t), t, 0), right),
+        sp.Eq(at_zero, right),
         common,
         Established.LIMIT,
         "t -> 0- and t -> 0+ agree",
-        layer.prove_stated(name, right),
+        proof,
         layer.key,
+        sp.Eq(at_zero, shown),
     )
 
 
 def asymptote_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
     u, common, _ = _common(pattern)
     upper, lower = asymptote(layer, pattern)
+    shown, proof = layer.proved(name, upper)
     return Formula(
         name,
         "Limits of the response as t goes to plus and minus infinity.",
@@ -160,6 +168,7 @@ def asymptote_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
         common,
         Established.LIMIT,
         "t -> +oo and t -> -oo",
-        layer.prove_stated(name, upper),
+        proof,
         layer.key,
+        sp.And(sp.Eq(sp.Limit(u, t, sp.oo), shown), sp.Eq(sp.Limit(u, t, -sp.oo), lower)),
     )

@@ -34,6 +34,7 @@ LAYER = Layer(
     spread=r,
     stated={
         "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
+        "slope": epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),
         "slope_at_zero": 1 / sp.sqrt(epsilon),
         "response_uniform": t / sp.sqrt(t**2 + epsilon),
         "slope_at_zero_uniform": 1 / sp.sqrt(epsilon),

@@ -29,6 +29,8 @@ LAYER = Layer(
     spread=sigma,
     approach={x[i]: tau * x[i], x[k]: tau * x[k], sigma: tau * sigma},
     stated={
+        "response": t / (sp.sqrt(sp.Rational(2, 3)) * sp.Abs(t) + epsilon),
+        "slope": epsilon / (sp.sqrt(sp.Rational(2, 3)) * sp.Abs(t) + epsilon) ** 2,
         "slope_at_zero": 1 / epsilon,
         "slope_at_zero_uniform": 1 / epsilon,
         "response_uniform": t / (sp.Abs(t) + epsilon),

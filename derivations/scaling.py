@@ -3,10 +3,11 @@ r"""Homogeneity: how every result scales when x and sqrt(epsilon) scale together
 Scaling the input by m > 0 and epsilon by m**2 (by m where epsilon is
 added to a standard deviation) scales each statistic by a
 power of m (the mean by m, a variance by m**2, a standard deviation by m),
-and each result by m**d: the response, the output and the slope at zero
-compare like with like, so d = 0 for them and d = -1 for slopes and the
-Jacobian.  The degree d is read off the ratio f(m x, m**2 eps) / f(x, eps),
-which must simplify to a pure power of m.
+and each result by m**p: the response, the output and the slope at zero
+compare like with like, so p = 0 for them and p = -1 for slopes and the
+Jacobian.  The degree p is read off the ratio f(m x, m**2 eps) / f(x, eps),
+which must simplify to a pure power of m.  (It is called p, not d, because
+papers write d for the number of features.)
 
 This identity is the numerically stable form used by `numeric`: at the
 scale m = max(|x|, sqrt(epsilon)) every input is at most 1 in size, so no
@@ -30,7 +31,7 @@ m = sp.Symbol("m", positive=True)
 
 
 def _power_of_m(ratio: sp.Expr, what: str) -> int:
-    """The exponent d of a ratio that simplifies to m**d, or an error."""
+    """The exponent p of a ratio that simplifies to m**p, or an error."""
     ratio = sp.powsimp(sp.cancel(sp.together(ratio)), force=True)
     if ratio == 1:
         return 0
@@ -94,7 +95,7 @@ def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
 
 
 def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
-    """The degree d of ``expr`` under (x, t, eps) -> (m x, m t, m**e eps), e = `epsilon_degree`.
+    """The degree p of ``expr`` under (x, t, eps) -> (m x, m t, m**e eps), e = `epsilon_degree`.
 
     Zero has every degree; it is given 0.  A piecewise expression must have
     one degree in every branch.
@@ -116,16 +117,16 @@ def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
     found = {q: degree_of(layer, value, q) for q, value in quantities.values(layer).items()}
     f = sp.Function("f")
     e = epsilon_degree(layer)
-    statement = ", ".join(f"{q}: d = {d}" for q, d in found.items())
+    statement = ", ".join(f"{q}: p = {d}" for q, d in found.items())
     root = "sqrt(epsilon)" if e == 2 else "epsilon"
     return Formula(
         name,
-        f"Scaling x by m and epsilon by m**{e} scales each result by m**d "
+        f"Scaling x by m and epsilon by m**{e} scales each result by m**p "
         f"({statement}); numeric evaluates at m = max(|x|, {root}).",
-        sp.Eq(f(m * x[i], m**e * epsilon), m ** sp.Symbol("d") * f(x[i], epsilon)),
+        sp.Eq(f(m * x[i], m**e * epsilon), m ** sp.Symbol("p") * f(x[i], epsilon)),
         ("m > 0", "epsilon > 0", "n >= 2"),
         Established.ALL_N,
-        "f(m x, m**e eps) / f(x, eps) simplified to m**d",
+        "f(m x, m**e eps) / f(x, eps) simplified to m**p",
         "",
         layer.key,
     )

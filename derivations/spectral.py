@@ -122,12 +122,14 @@ def norm_formula(layer: Layer, _: object, name: str) -> Formula:
         f"eigenvalues compared; at {layer.spread} = 0 it is {constant_input(layer)}",
         proof,
         layer.key,
+        None if stated is None else sp.Eq(norm_J, stated),
     )
 
 
 @singledispatch
 def bound_formula(layer: Layer, _: object, name: str) -> Formula:
     top, proofs, where = bound(layer)
+    shown, proof = layer.proved(name, top)
     return Formula(
         name,
         f"Bound on the spectral norm over all inputs, with equality exactly when {_members(str(layer.spread), where)}.",
@@ -135,6 +137,7 @@ def bound_formula(layer: Layer, _: object, name: str) -> Formula:
         ("epsilon > 0", "n >= 2"),
         Established.ALL_N,
         "; ".join(proofs),
-        layer.prove_stated(name, top),
+        proof,
         layer.key,
+        sp.Le(norm_J, shown),
     )

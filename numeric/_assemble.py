@@ -1,7 +1,7 @@
 """Jacobian assembly: from the derived eigenstructure, or from the derived entry J_ik.
 
 Both work on inputs already rescaled to size at most 1 (`numeric._rescale`);
-the caller multiplies by m**d.
+the caller multiplies by m**p.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ import numpy as np
 import sympy as sp
 
 from derivations import LAYERS, Direction, Layer, formula, quantities, response
-from derivations.symbols import LATEX_NAMES
 from numeric import _assemble, _rescale, _validate
 from numeric._compiled import Compiled, compiled
 
@@ -234,8 +233,8 @@ class NumericLayer:
         return float(upper), float(lower)
 
     def latex(self, name: str) -> str:
-        """LaTeX of the right-hand side of the derived formula ``name``."""
-        return sp.latex(formula(name, self.key).expr.rhs, symbol_names=LATEX_NAMES)
+        """LaTeX of the right-hand side of the formula ``name``, as `make derive` prints it."""
+        return formula(name, self.key).value_latex()
 
 
 class _Function:

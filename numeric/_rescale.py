@@ -1,6 +1,6 @@
 r"""Rescaling by the derived homogeneity, so that no intermediate overflows or underflows.
 
-`derivations.scaling` proves f(m x, m**e eps) = m**d f(x, eps).  At the scale
+`derivations.scaling` proves f(m x, m**e eps) = m**p f(x, eps).  At the scale
 m = max(|x|, eps**(1/e)) both scaled inputs are at most 1 and one of them is
 1, so every square or cube formed from them is a normal float64, and
 

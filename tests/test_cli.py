@@ -70,7 +70,7 @@ def test_markdown_uses_math_blocks(capsys):
 
 
 def test_every_format_is_registered():
-    assert sorted(FORMATS) == ["conventions", "json", "markdown", "text"]
+    assert sorted(FORMATS) == ["conventions", "json", "latex", "markdown", "text"]
 
 
 @pytest.mark.parametrize("argv", [["--format", "yaml"], ["--layer", "nope"], ["--bogus"]])
@@ -93,6 +93,6 @@ def test_readme_blocks_are_generated_from_the_derivations():
     readme = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(readme)
     text = readme.README.read_text()
-    for name in ("conventions", "sample"):
+    for name in ("conventions", "sample", "latex"):
         assert readme.block(name).search(text), f"README has no {name} block"
     assert readme.update(text) == text, "README blocks are stale: run make golden"

@@ -8,7 +8,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import MultipleLocator
 
 import figures.__main__ as cli
-from figures import FIGURES
+from figures import FIGURES, _pdflatex
 from figures import layer_normalization_epsilon_response as seed_figure
 from numeric.agreement import AgreementError
 
@@ -117,6 +117,23 @@ def test_report_holds_every_formula_figure_check_and_version(tmp_path):
     for name in ("Python", "SymPy", "NumPy"):
         assert f"- {name} " in sheet
     assert sheet.count("```math") == sum(len(formulas(key)) for key in LAYERS)
+
+    # The same sheet as a LaTeX article: each formula labelled, its proof line beneath it.
+    tex = (tmp_path / "report.tex").read_text()
+    for key in LAYERS:
+        for f in formulas(key):
+            block = tex.split(f"\\label{{eq:{f.qualified}}}\n", 1)[1]
+            equation, after = block.split("\\end{equation}\n", 1)
+            assert equation.strip() == f.latex()
+            assert after.startswith("\\noindent{\\small Established ")
+            proof = f"Proved equal to the stated form: {f.proof}." if f.proof else "No stated form to compare."
+            assert report.escape(proof) in after.split("\n", 1)[0]
+    for module in FIGURES:
+        assert f"\\includegraphics[width=\\linewidth]{{figures/{module.FILENAME}}}" in tex
+    pdf = tmp_path / "report.pdf"
+    assert pdf.exists() == _pdflatex.available()
+    if pdf.exists():
+        assert pdf.read_bytes().startswith(b"%PDF")  # compiled with no error and no overfull box over 10 pt
 
 
 def test_report_needs_the_figures(tmp_path):

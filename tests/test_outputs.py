@@ -17,7 +17,7 @@ import figures
 import figures.__main__ as figures_command
 import figures._output
 from derivations import claims
-from figures import report
+from figures import _pdflatex, report
 from numeric import verify
 from numeric.agreement import AgreementError
 
@@ -45,6 +45,8 @@ def fast(monkeypatch):
         monkeypatch.setattr(module, "FIGURES", tiny)
     monkeypatch.setattr(verify, "run", lambda seed=0: {"agreement": 1})
     monkeypatch.setattr(claims, "load", lambda path: [])
+    # The tiny figures' stand-ins are no images pdflatex can include; test_figures compiles the real report.
+    monkeypatch.setattr(_pdflatex, "available", lambda: False)
 
 
 def _tree(root):
@@ -300,7 +302,7 @@ CASES = {
         _figures_built,
         0,
         None,
-        {"build/report.md"},
+        {"build/report.md", "build/report.tex"},
     ),
 }
 

@@ -1,4 +1,4 @@
-"""The README's generated blocks: the conventions table and the derive sample.
+"""The README's generated blocks: the conventions table, the derive sample and the LaTeX excerpt.
 
 ``python tests/golden/readme.py`` rewrites them (``make golden`` runs it);
 tests/test_cli.py fails when the README and the derivations disagree.
@@ -19,12 +19,19 @@ def block(name: str) -> re.Pattern[str]:
 
 def generated() -> dict[str, str]:
     from derivations.catalog import LAYERS, rows
-    from derivations.render import conventions, text
+    from derivations.render import conventions, latex, text
 
     every = rows(list(LAYERS))
     shown = ("layernorm.slope_at_zero", "layernorm.jacobian", "layernorm.spectral_norm")
     sample = [r for r in every if r["name"] in shown]
-    return {"conventions": conventions(every), "sample": "```text\n" + text(sample) + "```\n"}
+    excerpt = [r for r in every if r["name"] in ("layernorm.jacobian", "layernorm_affine.asymptote")]
+    # The `--format latex` text, then the same formulas as GitHub renders them.
+    rendered = "".join(f"```math\n{r['latex']}\n```\n" for r in excerpt)
+    return {
+        "conventions": conventions(every),
+        "sample": "```text\n" + text(sample) + "```\n",
+        "latex": "```latex\n" + latex(excerpt) + "```\n\nRendered:\n\n" + rendered,
+    }
 
 
 def update(readme: str) -> str:

@@ -1,0 +1,187 @@
+"""LaTeX for a paper: the reader's form, `--format latex`, the notation options, and pdflatex."""
+
+import json
+
+import pytest
+import sympy as sp
+
+from derivations import LAYERS, formula, formulas
+from derivations.__main__ import main
+from derivations._printer import ReaderPrinter
+from derivations.notation import DEFAULT, Notation
+from derivations.render import FORMATS, standalone
+from derivations.symbols import beta, c_vec, epsilon, gamma, n, ones, q, s, t
+from figures import _pdflatex
+
+needs_pdflatex = pytest.mark.skipif(not _pdflatex.available(), reason="pdflatex is not on PATH")
+
+u = sp.Function("u_3")(t)
+
+
+def _limits(upper: sp.Expr, lower: sp.Expr) -> sp.And:
+    return sp.And(sp.Eq(sp.Limit(u, t, sp.oo), upper), sp.Eq(sp.Limit(u, t, -sp.oo), lower))
+
+
+# (expression, the exact LaTeX the reader's printer gives).
+PRINTED = [
+    pytest.param(
+        -c_vec * c_vec.T / (n * s**3) - ones * ones.T / (n * s) + sp.Identity(n) / s,
+        r"\frac{1}{s} \mathbb{I} - \frac{1}{n s} \mathbf{1} \mathbf{1}^{T} - \frac{1}{n s^{3}} c c^{T}",
+        id="identity first, corrections by denominator degree, minus signs",
+    ),
+    pytest.param(1 / sp.sqrt(epsilon + q), r"\frac{1}{\sqrt{q + \varepsilon}}", id="epsilon after the leading term"),
+    pytest.param(sp.sqrt(6) / 2, r"\sqrt{\frac{3}{2}}", id="sqrt(6)/2 as one root"),
+    pytest.param(sp.sqrt(6) * gamma[2] / 2, r"\sqrt{\frac{3}{2}} {\gamma}_{2}", id="a root times a symbol"),
+    pytest.param(-sp.sqrt(6) / (3 * s), r"- \frac{\sqrt{\frac{2}{3}}}{s}", id="a negative root over a symbol"),
+    pytest.param(sp.sqrt(2) / 2, r"\frac{\sqrt{2}}{2}", id="no root of 1/2"),
+    pytest.param(3 * sp.sqrt(3) * epsilon, r"3 \sqrt{3} \varepsilon", id="no root of an integer"),
+    pytest.param(
+        _limits(sp.sqrt(6) / 2, -sp.sqrt(6) / 2),
+        r"\lim_{t \to \pm\infty} u_{3}{\left(t \right)} = \pm \sqrt{\frac{3}{2}}",
+        id="odd limits as one statement",
+    ),
+    pytest.param(
+        _limits(beta[2] + sp.sqrt(6) * gamma[2] / 2, sp.sqrt(2) * (sp.sqrt(2) * beta[2] - sp.sqrt(3) * gamma[2]) / 2),
+        r"\lim_{t \to \pm\infty} u_{3}{\left(t \right)} = {\beta}_{2} \pm \sqrt{\frac{3}{2}} {\gamma}_{2}",
+        id="limits about a centre",
+    ),
+    pytest.param(_limits(-1, 1), r"\lim_{t \to \pm\infty} u_{3}{\left(t \right)} = \mp 1", id="decreasing limits"),
+    pytest.param(
+        _limits(1, 0),
+        r"\begin{aligned} \lim_{t \to \infty} u_{3}{\left(t \right)} &= 1 \\ "
+        r"\lim_{t \to -\infty} u_{3}{\left(t \right)} &= 0 \end{aligned}",
+        id="limits that do not read simpler with +- as two lines",
+    ),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), PRINTED)
+def test_reader_printer(expr, expected):
+    assert ReaderPrinter(DEFAULT).doprint(expr) == expected
+
+
+# The issue's examples, as `make derive` prints them now.
+ISSUE_EXAMPLES = {
+    "layernorm.jacobian": r"J = \frac{1}{s} \mathbb{I} - \frac{1}{n s} \mathbf{1} \mathbf{1}^{T} "
+    r"- \frac{1}{n s^{3}} c c^{T}",
+    "layernorm.slope": r"\frac{d}{d t} u_{3}{\left(t \right)} = "
+    r"\frac{\varepsilon}{\left(\frac{2 t^{2}}{3} + \varepsilon\right)^{\frac{3}{2}}}",
+    "layernorm_affine.asymptote": r"\lim_{t \to \pm\infty} u_{3}{\left(t \right)} = "
+    r"{\beta}_{2} \pm \sqrt{\frac{3}{2}} {\gamma}_{2}",
+    "layernorm.asymptote": r"\lim_{t \to \pm\infty} u_{3}{\left(t \right)} = \pm \sqrt{\frac{3}{2}}",
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), ISSUE_EXAMPLES.items())
+def test_issue_examples_print_in_the_readers_form(name, expected):
+    assert formula(name).latex() == expected
+
+
+EVERY = [f for key in LAYERS for f in formulas(key)]
+STATED = [f for f in EVERY if f.name in LAYERS[f.layer].stated]
+
+
+@pytest.mark.parametrize("f", STATED, ids=[f.qualified for f in STATED])
+def test_a_proved_stated_form_is_what_is_printed(f):
+    assert f.proof, f"{f.qualified} states a form but records no proof"
+    assert ReaderPrinter(DEFAULT).doprint(LAYERS[f.layer].stated[f.name]) in f.latex()
+
+
+@pytest.mark.parametrize("f", EVERY, ids=[f.qualified for f in EVERY])
+def test_no_logical_and_and_no_plus_minus_pair(f):
+    assert r"\wedge" not in f.latex()
+    assert "+ -" not in f.latex()
+
+
+def _latex_blocks(out: str) -> list[str]:
+    return out.strip("\n").split("\n\n")
+
+
+def test_latex_format_is_one_labelled_equation_per_formula_with_its_statement_above(capsys):
+    assert main(["--format", "latex", "--layer", "rmsnorm"]) == 0
+    blocks = _latex_blocks(capsys.readouterr().out)
+    assert len(blocks) == len(formulas("rmsnorm"))
+    for block, f in zip(blocks, formulas("rmsnorm"), strict=True):
+        lines = block.splitlines()
+        assert lines[0] == f"% {f.qualified}: {f.statement}"
+        assert lines[1].startswith(f"% Established {f.how}; ")
+        assert lines[2:] == [r"\begin{equation}", rf"  \label{{eq:{f.qualified}}}", f"  {f.latex()}", r"\end{equation}"]
+
+
+def test_standalone_is_an_article_needing_only_amsmath_and_amssymb(capsys):
+    assert main(["--format", "latex", "--standalone", "--layer", "rmsnorm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("\\documentclass{article}\n\\usepackage{amsmath}\n\\usepackage{amssymb}\n\\title")
+    assert out.count("\\usepackage") == 2
+    assert out.rstrip().endswith(r"\end{document}")
+
+
+NOTATION_FORMATS = sorted(FORMATS)
+
+
+@pytest.mark.parametrize("fmt", NOTATION_FORMATS)
+def test_notation_changes_the_printing_in_every_format(fmt, capsys):
+    assert main(["--format", fmt, "--layer", "rmsnorm", "--notation", r"epsilon=\epsilon"]) == 0
+    renamed = capsys.readouterr().out
+    assert main(["--format", fmt, "--layer", "rmsnorm"]) == 0
+    default = capsys.readouterr().out
+    escaped = (lambda text: json.dumps(text)[1:-1]) if fmt == "json" else (lambda text: text)
+    assert escaped(r"\varepsilon") in default
+    assert escaped(r"\varepsilon") not in renamed
+    assert renamed.replace(escaped(r"\epsilon"), escaped(r"\varepsilon")) == default
+
+
+def test_notation_in_the_python_api():
+    jacobian = formula("jacobian")
+    assert jacobian.latex(Notation(n="d")) == jacobian.latex().replace(r"{n s", r"{d s")
+    assert formula("slope_at_zero").value_latex(Notation.parse([r"epsilon=\epsilon"])) == r"\frac{1}{\sqrt{\epsilon}}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--notation", "m=d"], "notation: unknown symbol 'm'; one of n, epsilon, t, s, q, r, mu, sigma, sigma_u"),
+        (["--notation", r"n=\input{x}"], r"notation: n=\input{x} is not a safe LaTeX name"),
+        (["--notation", "epsilon=e}"], "notation: epsilon=e} is not a safe LaTeX name"),
+        (["--notation", "n=t"], "notation: n=t clashes with the symbol t, which already prints as t"),
+        (["--notation", "n=p"], "notation: n=p clashes with the homogeneity degree p, which already prints as p"),
+        (["--notation", "nd"], "notation: expected SYMBOL=LATEX such as n=d; got 'nd'"),
+        (["--standalone"], "--standalone applies to --format latex"),
+    ],
+)
+def test_bad_latex_options_are_one_line_and_exit_2(argv, line, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2
+    assert out == ""
+    assert err.startswith(f"python -m derivations: error: {line}")
+    assert len(err.strip().splitlines()) == 1
+
+
+@needs_pdflatex
+def test_every_formula_compiles_as_display_math_with_pdflatex():
+    body = FORMATS["latex"]([f.row() for f in EVERY])
+    assert body.count(r"\begin{equation}") == len(EVERY)
+    compiled = _pdflatex.compile_pdf(standalone(body))  # raises on an error or an overfull box
+    assert compiled.pdf.startswith(b"%PDF")
+    assert _pdflatex.problems(compiled.log) == []
+
+
+@needs_pdflatex
+@pytest.mark.parametrize(
+    ("math", "problem"),
+    [
+        (r"x = \undefinedmacro{y}", "Undefined control sequence"),
+        ("x = " + " + ".join(["y"] * 200), "Overfull \\hbox"),
+    ],
+)
+def test_pdflatex_check_fails_on_what_a_reader_would_see(math, problem):
+    source = standalone(f"\\begin{{equation}}\n  {math}\n\\end{{equation}}")
+    with pytest.raises(_pdflatex.LatexError, match=problem.replace("\\", "\\\\")):
+        _pdflatex.compile_pdf(source)
+
+
+def test_overfull_boxes_up_to_the_limit_pass():
+    log = "Overfull \\hbox (9.9pt too wide) in paragraph at lines 1--2\nOverfull \\hbox (10.1pt too wide) in x\n"
+    assert _pdflatex.problems(log) == ["Overfull \\hbox (10.1pt too wide) in x"]

@@ -194,14 +194,15 @@ def document(every: list[Row], links: list[tuple[str, str]], checks: _Checks) ->
     body += [rf"\hline \textbf{{total}} & \textbf{{{sum(checks.counts.values())}}} \\", r"\end{tabular}"]
     body += [
         rf"\subsection{{Example claims: {checks.met} of {len(checks.verdicts)} as expected}}",
-        r"\begin{tabular}{llll}",
+        # Claims can be long: a paragraph column that wraps at their spaces.
+        r"{\small\begin{tabular}{p{0.52\linewidth}lll}",
         r"claim & layer & verdict & expected \\ \hline",
         *(
-            rf"\texttt{{{escape(v.claim.text)}}} & {escape(v.claim.layer)} & {escape(v.verdict)} & "
+            rf"\raggedright\texttt{{{escape(v.claim.text)}}} & {escape(v.claim.layer)} & {escape(v.verdict)} & "
             rf"{escape(v.claim.expect)} \\"
             for v in checks.verdicts
         ),
-        r"\end{tabular}",
+        r"\end{tabular}}",
         r"\section{Versions}",
         r"\begin{itemize}",
         *(rf"\item {escape(version)}" for version in _versions()),

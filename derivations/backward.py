@@ -250,14 +250,18 @@ def _shown(layer: Layer, expr: sp.Expr) -> sp.Expr:
     return _grouped(shown.xreplace(through))
 
 
-def _formula(layer: Layer, name: str, lhs: sp.Expr, value: sp.Expr, statement: str, proof: str, by: str) -> Formula:
+def _by_sums(by: str) -> str:
+    return f"symbolic n: the derived entry of J times {by}, summed with the deltas sifted; means of {by} stay named"
+
+
+def _formula(layer: Layer, name: str, lhs: sp.Expr, value: sp.Expr, statement: str, proof: str, detail: str) -> Formula:
     return Formula(
         name,
         statement,
         sp.Eq(lhs, _shown(layer, value)),
         ("epsilon > 0", "n >= 2"),
         Established.ALL_N,
-        f"symbolic n: the derived entry of J times {by}, summed with the deltas sifted; means of {by} stay named",
+        detail,
         proof,
         layer.key,
     )
@@ -272,7 +276,7 @@ def vjp_formula(layer: Layer, _: object, name: str) -> Formula:
         f"Input gradient of {layer.key}, J^T g for the upstream gradient g, for symbolic n "
         "(a bar is the mean over the n entries).",
         vjp_proof(layer, name),
-        "g",
+        _by_sums("g"),
     )
 
 
@@ -284,21 +288,20 @@ def jvp_formula(layer: Layer, _: object, name: str) -> Formula:
         jvp(layer),
         f"Forward-mode product J v of {layer.key} for a direction v, for symbolic n.",
         jvp_proof(layer, name),
-        "v",
+        _by_sums("v"),
     )
 
 
 def hvp_formula(layer: Layer, _: object, name: str) -> Formula:
-    return Formula(
+    return _formula(
+        layer,
         name,
+        HV,
+        hvp(layer),
         f"Second order for {layer.key}: H = sum_i g_i grad^2 y_i, the Hessian of <g, y(x)>, applied to v "
         "(what double backward computes).",
-        sp.Eq(HV, _shown(layer, hvp(layer))),
-        ("epsilon > 0", "n >= 2"),
-        Established.ALL_N,
-        "symbolic n: <g, J v> reduced, then d/dx_k by the chain rule through the statistics and means",
         hvp_proof(layer, name),
-        layer.key,
+        "symbolic n: <g, J v> reduced, then d/dx_k by the chain rule through the statistics and means",
     )
 
 
@@ -306,16 +309,14 @@ def gradient_formula(parameter: sp.IndexedBase) -> Callable[[Layer, object, str]
     """The formula maker of the gradient of ``parameter``, for a registry row."""
 
     def make(layer: Layer, _: object, name: str) -> Formula:
-        lhs = sp.Symbol(rf"\partial \langle g, y\rangle / \partial {sp.latex(parameter[k])}")
-        return Formula(
+        return _formula(
+            layer,
             name,
+            sp.Symbol(rf"\partial \langle g, y\rangle / \partial {sp.latex(parameter[k])}"),
+            parameter_gradient(layer, parameter),
             f"Gradient of {layer.key}'s {parameter.label} per example; a batch sums it over every leading axis.",
-            sp.Eq(lhs, _shown(layer, parameter_gradient(layer, parameter))),
-            ("epsilon > 0", "n >= 2"),
-            Established.ALL_N,
-            f"symbolic n: sum_i g_i d y_i / d {parameter.label}_k, deltas sifted",
             gradient_proof(layer, parameter, name),
-            layer.key,
+            f"symbolic n: sum_i g_i d y_i / d {parameter.label}_k, deltas sifted",
         )
 
     return make

@@ -131,12 +131,19 @@ def _has_degenerate_limit(layer: Layer, _: Any) -> bool:
     return bool(layer.approach)
 
 
-def _has_gain(layer: Layer, _: Any) -> bool:
-    return gamma in dict(layer.parameters).values()
-
-
-def _has_bias(layer: Layer, _: Any) -> bool:
-    return beta in dict(layer.parameters).values()
+def _gradient(stem: str, parameter: sp.IndexedBase) -> Quantity:
+    """The row of a per-feature parameter's gradient, returned by the numeric vjp with dx."""
+    return Quantity(
+        stem,
+        "vector",
+        "layer",
+        backward.gradient_formula(parameter),
+        lambda layer: backward.parameter_gradient(layer, parameter),
+        applies=lambda layer, _: parameter in dict(layer.parameters).values(),
+        evaluate="backward",
+        returned_by="vjp",
+        meaning=f"the gradient d<g, y>/d {parameter.label}_k",
+    )
 
 
 def _without_parameters(layer: Layer, _: Any) -> bool:
@@ -284,28 +291,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         limit=backward.vjp_at_degenerate,
         meaning="the input gradient (J^T g)_k for the upstream gradient g",
     ),
-    Quantity(
-        "dgain",
-        "vector",
-        "layer",
-        backward.gradient_formula(gamma),
-        lambda layer: backward.parameter_gradient(layer, gamma),
-        applies=_has_gain,
-        evaluate="backward",
-        returned_by="vjp",
-        meaning="the gain's gradient d<g, y>/d gain_k",
-    ),
-    Quantity(
-        "dbias",
-        "vector",
-        "layer",
-        backward.gradient_formula(beta),
-        lambda layer: backward.parameter_gradient(layer, beta),
-        applies=_has_bias,
-        evaluate="backward",
-        returned_by="vjp",
-        meaning="the bias's gradient d<g, y>/d bias_k",
-    ),
+    *(_gradient(stem, parameter) for stem, parameter in (("dgain", gamma), ("dbias", beta))),
     Quantity(
         "jvp",
         "vector",

@@ -17,6 +17,10 @@ def _latex(expr: sp.Basic, notation: Notation) -> str:
     return ReaderPrinter(notation).doprint(expr)
 
 
+# Characters of LaTeX source a displayed line may hold before it is broken between terms.
+LINE = 150
+
+
 class Established(enum.Enum):
     """How a formula was established."""
 
@@ -55,6 +59,25 @@ class Formula:
         """The printed relation in LaTeX, in the reader's term order and ``notation``."""
         return _latex(self.printed, notation)
 
+    def latex_lines(self, notation: Notation = DEFAULT, width: int = LINE) -> list[str]:
+        """The printed equation broken between the terms of its right-hand side into lines of
+        at most about ``width`` characters of LaTeX, for a ``multline`` block; one line if it fits."""
+        whole = self.latex(notation)
+        printed = self.printed
+        if len(whole) <= width or not isinstance(printed, sp.Equality) or not _is_sum(printed.rhs):
+            return [whole]
+        printer = ReaderPrinter(notation)
+        lines = [f"{_latex(printed.lhs, notation)} = "]
+        for index, term in enumerate(printer._as_ordered_terms(printed.rhs)):
+            negative = term.could_extract_minus_sign()
+            tex = printer._print(-term if negative else term)
+            piece = ("- " if negative else ("+ " if index else "")) + tex
+            if index and len(lines[-1]) + len(piece) > width:
+                lines.append(piece)
+            else:
+                lines[-1] += (" " if index else "") + piece
+        return lines
+
     def value_latex(self, notation: Notation = DEFAULT) -> str:
         """LaTeX of the printed right-hand side alone, for an equation or inequality."""
         if isinstance(self.printed, sp.core.relational.Relational):
@@ -72,6 +95,7 @@ class Formula:
             "name": self.qualified,
             "statement": self.statement,
             "latex": self.latex(notation),
+            "lines": self.latex_lines(notation),
             "value": self.value_latex(notation),
             "established": self.established.value,
             "detail": self.detail,
@@ -86,3 +110,8 @@ class Formula:
 
     def _repr_latex_(self) -> str:
         return f"$\\displaystyle {self.latex()}$"
+
+
+def _is_sum(expr: sp.Basic) -> bool:
+    """A scalar sum (a matrix sum is printed whole)."""
+    return isinstance(expr, sp.Add) and not isinstance(expr, sp.MatrixExpr)

@@ -10,7 +10,7 @@ from functools import cache
 import sympy as sp
 
 from derivations._proof import DerivationError, equal
-from derivations.sums import in_statistics, over_entries, power_sum_values, reduce_sums
+from derivations.sums import in_statistics, in_sums, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import i, j, k, n, x
 
 
@@ -103,6 +103,11 @@ class Layer:
 
     def entry(self, index: sp.Symbol = i) -> sp.Expr:
         """Output entry ``index`` for symbolic n, every statistic written as a sum."""
+        return self.as_sums(self.output).xreplace({i: index})
+
+    def as_sums(self, expr: sp.Expr) -> sp.Expr:
+        """``expr`` with every statistic, and every `Mean`, written as a sum over the n entries,
+        so that SymPy can differentiate it by an indexed entry x[j]."""
         fresh = (sp.Symbol(f"j{m}", integer=True, nonnegative=True) for m in itertools.count())
         means: dict[sp.Symbol, sp.Expr] = {}
         for stat in self.statistics:
@@ -112,7 +117,7 @@ class Layer:
             dummy = next(fresh)
             summand = stat.summand.xreplace(means).xreplace({j: dummy})
             means[stat.symbol] = over_entries(summand, dummy) / n
-        return self.output.xreplace(means).xreplace({i: index})
+        return in_sums(expr.xreplace(means))
 
     def explicit_entry(self, size: int, index: int) -> sp.Expr:
         """Output entry ``index`` for ``size`` entries x[0] .. x[size-1]."""

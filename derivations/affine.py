@@ -1,6 +1,7 @@
 r"""A learnable gain and bias over any layer: :math:`y = \gamma \odot \mathrm{base}(x) + \beta`.
 
 The wrapper owns what the gain changes.  Its Jacobian is diag(gamma) J_base,
+its input gradient is the base's for the upstream gradient gamma * g (entry by entry) (all proved),
 proved entry by entry; that matrix is not symmetric, so its norm is bounded
 through :math:`\|\mathrm{diag}(\gamma) J\| \le \max_i |\gamma_i|\,\|J\|`
 rather than read off eigenvalues.  Everything else (the response, the slope,
@@ -20,11 +21,11 @@ from functools import cache
 
 import sympy as sp
 
-from derivations import jacobian, spectral
+from derivations import backward, jacobian, spectral
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import equal
-from derivations.symbols import beta, diag_gamma, gamma, gamma_max, i, norm_J
+from derivations.symbols import beta, diag_gamma, g, gamma, gamma_max, i, k, norm_J
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,3 +112,38 @@ def _(layer: Affine, _: object, name: str) -> Formula:
         layer.key,
         sp.Le(norm_J, shown),
     )
+
+
+def _with(proof: str, stated: str) -> str:
+    return "; ".join(filter(None, [proof, stated and f"the stated form: {stated}"]))
+
+
+@backward.vjp_proof.register
+def _(layer: Affine, name: str) -> str:
+    # The gain multiplies the upstream gradient before the base's backward pass.
+    scaled = backward.times_entrywise(backward.vjp(layer.base), g, gamma)
+    how = equal(backward.vjp(layer), scaled, f"{layer.key}.{name} = J_base^T (gain g)")
+    stated = backward.prove_stated(layer, name, backward.vjp(layer))
+    return _with(f"J^T g = J_{layer.base.key}^T (gain * g): {how}", stated)
+
+
+@backward.jvp_proof.register
+def _(layer: Affine, name: str) -> str:
+    how = equal(backward.jvp(layer), gamma[k] * backward.jvp(layer.base), f"{layer.key}.{name} = gain J_base v")
+    return _with(f"J v = gain * J_{layer.base.key} v: {how}", backward.prove_stated(layer, name, backward.jvp(layer)))
+
+
+@backward.hvp_proof.register
+def _(layer: Affine, name: str) -> str:
+    scaled = backward.times_entrywise(backward.hvp(layer.base), g, gamma)
+    how = equal(backward.hvp(layer), scaled, f"{layer.key}.{name} = H_base(gain g) v")
+    return _with(f"H(g) = H_{layer.base.key}(gain * g): {how}", backward.symmetry(layer))
+
+
+@backward.gradient_proof.register
+def _(layer: Affine, parameter: sp.IndexedBase, name: str) -> str:
+    # y_i = gain_i base_i + bias_i: each parameter's entry k reaches y_k alone.
+    direct = {gamma: g[k] * layer.base.output.xreplace({i: k}), beta: g[k]}[parameter]
+    how = equal(backward.parameter_gradient(layer, parameter), direct, f"{layer.key}.{name}")
+    stated = backward.prove_stated(layer, name, backward.parameter_gradient(layer, parameter))
+    return _with(f"= g_k d y_k / d {parameter.label}_k: {how}", stated)

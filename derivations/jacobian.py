@@ -9,6 +9,7 @@ statistics (see `derivations.sums`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache, singledispatch
 
 import sympy as sp
@@ -17,7 +18,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
-from derivations.sums import reduce_sums
+from derivations.sums import explicit_means, reduce_sums
 from derivations.symbols import J, delta, i, k, n, ones, tau, x
 
 
@@ -130,6 +131,23 @@ def explicit(layer: Layer, size: int) -> sp.Matrix:
 
 def explicit_agrees(layer: Layer, size: int) -> str:
     """Prove the symbolic-n entry, at n = ``size``, equal to `explicit` entry by entry."""
+    direct = explicit(layer, size)
+    general = entry(layer)
+    explicit_equal(
+        layer,
+        size,
+        (
+            (general.xreplace({i: row, k: column}), direct[row, column], f"jacobian[{row}, {column}]")
+            for row in range(size)
+            for column in range(size)
+        ),
+    )
+    return f"{size}x{size} entries: symbolic-n entry equals Matrix.jacobian"
+
+
+def explicit_equal(layer: Layer, size: int, pairs: Iterable[tuple[sp.Expr, sp.Expr, str]]) -> None:
+    """Prove each symbolic-n expression (statistics, means), at n = ``size``, equal to its
+    explicit counterpart in x[0] .. x[size-1]."""
     values = layer.explicit_statistics(size)
     # Name the square root of each radicand, up to a constant factor (both
     # sides write it out differently: sqrt(2 q) on one, sqrt(x0^2/2 - ...) on
@@ -149,13 +167,16 @@ def explicit_agrees(layer: Layer, size: int) -> str:
     def rational(expr: sp.Expr) -> sp.Expr:
         return expr.replace(is_root, name)
 
-    direct = explicit(layer, size)
-    general = entry(layer).xreplace({n: size}).xreplace(values)
-    for row in range(size):
-        for column in range(size):
-            at = rational(general.xreplace({i: row, k: column}))
-            equal(at, rational(direct[row, column]), f"{layer.key}.jacobian[{row}, {column}] at n = {size}")
-    return f"{size}x{size} entries: symbolic-n entry equals Matrix.jacobian"
+    for general, direct, what in pairs:
+        at = explicit_means(general.xreplace({n: size}), size).xreplace(values)
+        numerator, _ = sp.fraction(sp.together(rational(at) - rational(direct)))
+        # A root R named above may also meet its own square, the radicand,
+        # written out: reduce the numerator modulo R**2 - radicand.
+        numerator = sp.expand(numerator)
+        for primitive, root in roots.items():
+            numerator = sp.expand(sp.rem(numerator, root**2 - primitive, root))
+        if numerator != 0:
+            raise DerivationError(f"{layer.key}.{what} at n = {size}: symbolic-n form differs from the explicit one")
 
 
 def jacobian_formula(layer: Layer, _: object, name: str) -> Formula:

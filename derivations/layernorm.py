@@ -10,7 +10,8 @@ the literature states, which every derivation must prove, not return.
 import sympy as sp
 
 from derivations._layer import Direction, Layer, Pattern, Statistic
-from derivations.symbols import c, c_vec, epsilon, i, j, k, mu, n, ones, q, s, t, w, x
+from derivations.sums import mean
+from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, s, t, w, x
 
 # The mean and the (biased) variance: what every centering layer computes.
 CENTERED_STATISTICS = (
@@ -57,5 +58,8 @@ LAYER = Layer(
         "spectral_norm": sp.Piecewise((epsilon / s**3, sp.Eq(n, 2)), (1 / s, n >= 3)),
         "spectral_bound": 1 / sp.sqrt(epsilon),
         "second_moment": q / (q + epsilon),
+        # As common CUDA and Triton kernels write it, with y_hat = (x - mean(x)) / s:
+        # dx = (g - mean(g) 1 - y_hat mean(g y_hat)) / s.
+        "vjp": (g[k] - mean(g[j], j) - (x[k] - mu) / s * mean(g[j] * (x[j] - mu) / s, j)) / s,
     },
 )

@@ -10,7 +10,13 @@ import sympy as sp
 
 from derivations import layernorm
 from derivations.affine import affine
-from derivations.symbols import beta, epsilon, gamma, gamma_max, t
+from derivations.sums import mean
+from derivations.symbols import beta, epsilon, g, gamma, gamma_max, j, k, mu, s, t, x
+
+
+def _y_hat(index: sp.Symbol) -> sp.Expr:
+    return (x[index] - mu) / s
+
 
 LAYER = affine(
     layernorm.LAYER,
@@ -22,5 +28,10 @@ LAYER = affine(
         "slope_at_zero": gamma[2] / sp.sqrt(epsilon),
         "eigen_ones": sp.Integer(0),
         "spectral_bound": gamma_max / sp.sqrt(epsilon),
+        # The kernels' form with the upstream gradient gamma * g, not g: forgetting
+        # the gain here is the historical bug.
+        "vjp": (gamma[k] * g[k] - mean(gamma[j] * g[j], j) - _y_hat(k) * mean(gamma[j] * g[j] * _y_hat(j), j)) / s,
+        "dgain": g[k] * _y_hat(k),
+        "dbias": g[k],
     },
 )

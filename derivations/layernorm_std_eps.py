@@ -12,7 +12,13 @@ import sympy as sp
 
 from derivations._layer import Layer, Pattern, Statistic
 from derivations.layernorm import CENTERED_DIRECTIONS, CENTERED_STATISTICS
-from derivations.symbols import c, epsilon, i, k, mu, n, q, sigma_u, t, tau, x
+from derivations.sums import mean
+from derivations.symbols import c, epsilon, g, i, j, k, mu, n, q, sigma_u, t, tau, x
+
+
+def _y_hat(index: sp.Symbol) -> sp.Expr:
+    return (x[index] - mu) / (sigma_u + epsilon)
+
 
 LAYER = Layer(
     key="layernorm_std_eps",
@@ -37,6 +43,10 @@ LAYER = Layer(
             (epsilon / (sigma_u + epsilon) ** 2, sp.Eq(n, 2)), (1 / (sigma_u + epsilon), n >= 3)
         ),
         "spectral_bound": 1 / epsilon,
+        # With y_hat = (x - mean(x)) / (sigma_u + epsilon); d sigma_u / dx = c / ((n - 1) sigma_u):
+        # dx = (g - mean(g) 1) / (sigma_u + epsilon) - n / ((n - 1) sigma_u) mean(g y_hat) y_hat.
+        "vjp": (g[k] - mean(g[j], j)) / (sigma_u + epsilon)
+        - n / ((n - 1) * sigma_u) * mean(g[j] * _y_hat(j), j) * _y_hat(k),
     },
     notes={"slope_at_zero": "; sigma_u = |t| has a kink there, the output does not"},
 )

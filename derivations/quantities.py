@@ -24,9 +24,10 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import eigen, jacobian, moments, response, scaling, spectral
+from derivations import backward, eigen, jacobian, moments, response, scaling, spectral
 from derivations._formula import Formula
 from derivations._layer import Layer
+from derivations.symbols import beta, gamma
 
 
 def _always(layer: Layer, item: Any) -> bool:
@@ -46,7 +47,13 @@ class Quantity:
     ``"applied"`` (the layer applied to x); ``numeric`` is the
     stem of the numeric function's name (None: no numeric function).
     ``reference`` names an independent numeric computation of the same
-    number, for re-checking counterexamples.  ``derivative_of`` names the
+    number, for re-checking counterexamples.  ``evaluate="backward"`` is a
+    product with vectors besides x (the upstream gradient, a direction),
+    written at one index k with means over the entries; ``limit`` gives its
+    value at the degenerate input where the layer has one, and
+    ``returned_by`` names the numeric function that returns this row too,
+    summed over the batch (a parameter's gradient comes with the input's).
+    ``derivative_of`` names the
     quantity (over the same item) this one is the t-derivative of, which the
     numeric checks compare with finite differences.  ``column`` heads the
     quantity's column in the conventions table (on the first pattern).
@@ -65,6 +72,8 @@ class Quantity:
     derivative_of: str | None = None
     column: str | None = None
     meaning: str = ""
+    limit: Callable[[Layer], sp.Expr] | None = None
+    returned_by: str | None = None
 
     def name(self, item: Any) -> str:
         if self.over == "pattern":
@@ -120,6 +129,21 @@ def _symmetric(layer: Layer, _: Any) -> bool:
 
 def _has_degenerate_limit(layer: Layer, _: Any) -> bool:
     return bool(layer.approach)
+
+
+def _gradient(stem: str, parameter: sp.IndexedBase) -> Quantity:
+    """The row of a per-feature parameter's gradient, returned by the numeric vjp with dx."""
+    return Quantity(
+        stem,
+        "vector",
+        "layer",
+        backward.gradient_formula(parameter),
+        lambda layer: backward.parameter_gradient(layer, parameter),
+        applies=lambda layer, _: parameter in dict(layer.parameters).values(),
+        evaluate="backward",
+        returned_by="vjp",
+        meaning=f"the gradient d<g, y>/d {parameter.label}_k",
+    )
 
 
 def _without_parameters(layer: Layer, _: Any) -> bool:
@@ -255,6 +279,39 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="applied",
         numeric="forward",
         meaning="the layer's output y_i",
+    ),
+    Quantity(
+        "vjp",
+        "vector",
+        "layer",
+        backward.vjp_formula,
+        backward.vjp,
+        evaluate="backward",
+        numeric="vjp",
+        limit=backward.vjp_at_degenerate,
+        meaning="the input gradient (J^T g)_k for the upstream gradient g",
+    ),
+    *(_gradient(stem, parameter) for stem, parameter in (("dgain", gamma), ("dbias", beta))),
+    Quantity(
+        "jvp",
+        "vector",
+        "layer",
+        backward.jvp_formula,
+        backward.jvp,
+        evaluate="backward",
+        numeric="jvp",
+        limit=backward.jvp_at_degenerate,
+        meaning="the forward-mode product (J v)_k",
+    ),
+    Quantity(
+        "hvp",
+        "vector",
+        "layer",
+        backward.hvp_formula,
+        backward.hvp,
+        evaluate="backward",
+        numeric="hvp",
+        meaning="the Hessian of <g, y> applied to v, (sum_i g_i grad^2 y_i v)_k",
     ),
     Quantity("homogeneity", "statement", "layer", scaling.homogeneity_formula, None),
 )

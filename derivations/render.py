@@ -35,10 +35,14 @@ def markdown(rows: Iterable[Row]) -> str:
 
 def equation(row: Row) -> str:
     r"""One ``equation`` with ``\label{eq:<layer>.<name>}``, what it states and how it was proved as comments above."""
+    lines = list(row.get("lines") or [row["latex"]])  # type: ignore[call-overload]
+    # A long right-hand side is broken between its terms (amsmath's multline).
+    environment = "multline" if len(lines) > 1 else "equation"
+    body = " \\\\\n  ".join(lines)
     return (
         f"% {row['name']}: {row['statement']}\n"
         f"% Established {_how(row)}; {_proved(row)}.\n"
-        f"\\begin{{equation}}\n  \\label{{eq:{row['name']}}}\n  {row['latex']}\n\\end{{equation}}"
+        f"\\begin{{{environment}}}\n  \\label{{eq:{row['name']}}}\n  {body}\n\\end{{{environment}}}"
     )
 
 

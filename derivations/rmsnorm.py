@@ -9,7 +9,8 @@ all-ones vector is not special.
 import sympy as sp
 
 from derivations._layer import Direction, Layer, Pattern, Statistic
-from derivations.symbols import epsilon, i, j, k, n, r, s, t, w, x
+from derivations.sums import mean
+from derivations.symbols import epsilon, g, i, j, k, n, r, s, t, w, x
 
 _x = sp.MatrixSymbol("x", n, 1)
 
@@ -44,5 +45,7 @@ LAYER = Layer(
         "spectral_norm": 1 / s,
         "spectral_bound": 1 / sp.sqrt(epsilon),
         "second_moment": r / (r + epsilon),
+        # As RMSNorm kernels write it: dx = g / s - mean(g x) x / s**3.
+        "vjp": g[k] / s - mean(g[j] * x[j], j) * x[k] / s**3,
     },
 )

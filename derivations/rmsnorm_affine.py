@@ -11,7 +11,8 @@ import sympy as sp
 
 from derivations import rmsnorm
 from derivations.affine import affine
-from derivations.symbols import beta, epsilon, gamma, gamma_max, t
+from derivations.sums import mean
+from derivations.symbols import beta, epsilon, g, gamma, gamma_max, j, k, s, t, x
 
 LAYER = affine(
     rmsnorm.LAYER,
@@ -23,5 +24,9 @@ LAYER = affine(
         "slope_at_zero": gamma[2] / sp.sqrt(epsilon),
         "response_uniform": gamma[2] * t / sp.sqrt(t**2 + epsilon) + beta[2],
         "spectral_bound": gamma_max / sp.sqrt(epsilon),
+        # The weight multiplies the upstream gradient before the reduction.
+        "vjp": gamma[k] * g[k] / s - mean(gamma[j] * g[j] * x[j], j) * x[k] / s**3,
+        "dgain": g[k] * x[k] / s,
+        "dbias": g[k],
     },
 )

@@ -11,7 +11,8 @@ import sympy as sp
 
 from derivations._layer import Layer, Pattern, Statistic
 from derivations.rmsnorm import RAW_DIRECTIONS, UNIFORM
-from derivations.symbols import epsilon, i, j, k, n, r, sigma, t, tau, x
+from derivations.sums import mean
+from derivations.symbols import epsilon, g, i, j, k, n, r, sigma, t, tau, x
 
 _x = sp.MatrixSymbol("x", n, 1)
 
@@ -38,6 +39,8 @@ LAYER = Layer(
         "eigen_complement": 1 / (sigma + epsilon),
         "spectral_norm": 1 / (sigma + epsilon),
         "spectral_bound": 1 / epsilon,
+        # d sigma / dx = x / (n sigma): dx = g / (sigma + epsilon) - mean(g x) x / (sigma (sigma + epsilon)**2).
+        "vjp": g[k] / (sigma + epsilon) - mean(g[j] * x[j], j) * x[k] / (sigma * (sigma + epsilon) ** 2),
     },
     notes={"slope_at_zero": "; sigma has a kink there, the output does not"},
 )

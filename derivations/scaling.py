@@ -25,6 +25,7 @@ import sympy as sp
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
+from derivations.sums import p
 from derivations.symbols import epsilon, i, j, k, t, x
 
 m = sp.Symbol("m", positive=True)
@@ -89,7 +90,12 @@ def translation_invariant(layer: Layer) -> bool:
 
 
 def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
-    values: dict[sp.Basic, sp.Expr] = {x[i]: m * x[i], x[k]: m * x[k], epsilon: m**eps_degree * epsilon, t: m * t}
+    # x at p is the entry inside a mean (of g x, say), which takes the factor out.
+    values: dict[sp.Basic, sp.Expr] = {
+        **{x[index]: m * x[index] for index in (i, k, p)},
+        epsilon: m**eps_degree * epsilon,
+        t: m * t,
+    }
     values.update({s: m**d * s for s, d in statistic_degrees(layer).items()})
     return values
 

@@ -6,21 +6,25 @@ those means become sums such as :math:`\sum_j \delta_{jk} x_j` or
 such sum by linearity, by the sifting property of the Kronecker delta, and by
 naming what is left as a `PowerSum` :math:`\sum_p m(p)` of a monomial ``m``.
 `power_sum_values` then solves the layer's own definitions for those power
-sums, so the result is written in the layer's statistics again.
+sums, so the result is written in the layer's statistics again.  A power sum
+that involves a vector besides x (the upstream gradient g, a direction v) is
+not fixed by the statistics; `as_means` names it as the `Mean` of its
+monomial, :math:`\overline{g\,x}` say, which the backward pass computes.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import sympy as sp
 
 from derivations._proof import DerivationError
-from derivations.symbols import n
+from derivations.symbols import n, x
 
 # The canonical summation index inside a PowerSum, so that the same sum met
 # under different dummy indices is one and the same object.
-_p = sp.Symbol("p", integer=True, nonnegative=True)
+p = sp.Symbol("p", integer=True, nonnegative=True)
 
 
 class PowerSum(sp.Function):
@@ -30,6 +34,32 @@ class PowerSum(sp.Function):
 
     def _latex(self, printer: sp.printing.latex.LatexPrinter) -> str:
         return r"\sum_{p} " + printer._print(self.args[0])
+
+
+class Mean(sp.Function):
+    r"""The mean :math:`\frac{1}{n}\sum_{p} m(p)` of a monomial ``m`` in entries at ``p``.
+
+    A factor that does not depend on p is taken out, so that a mean is always
+    of the varying part alone (scaling x by m turns ``Mean(g x)`` into ``m Mean(g x)``).
+    """
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, monomial: sp.Expr) -> sp.Expr | None:
+        expanded = sp.expand(monomial)
+        if expanded.is_Add:  # the mean is linear
+            return sp.Add(*(cls(term) for term in expanded.args))
+        constant, varying = expanded.as_independent(p, as_Add=False)
+        if constant != 1:
+            return constant * cls(varying)
+        return None
+
+    def _latex(self, printer: sp.printing.latex.LatexPrinter) -> str:
+        plain = self.args[0].replace(
+            lambda e: isinstance(e, sp.Indexed) and e.indices == (p,), lambda e: sp.Symbol(str(e.base))
+        )
+        return r"\overline{" + printer._print(plain) + "}"
 
 
 def over_entries(summand: sp.Expr, index: sp.Symbol) -> sp.Sum:
@@ -62,7 +92,7 @@ def _reduce_one(total: sp.Sum) -> sp.Expr:
             rest = sp.Mul(*(f for f in factors if f is not deltas[0]))
             reduced.append(constant * rest.xreplace({index: other}))
             continue
-        reduced.append(constant * PowerSum(varying.xreplace({index: _p})))
+        reduced.append(constant * PowerSum(varying.xreplace({index: p})))
     return sp.Add(*reduced)
 
 
@@ -95,3 +125,35 @@ def in_statistics(expr: sp.Expr, values: dict[sp.Expr, sp.Expr]) -> sp.Expr:
     if left:
         raise DerivationError(f"power sums {sorted(map(str, left))} are not fixed by the layer's statistics")
     return rewritten
+
+
+def as_means(expr: sp.Expr) -> sp.Expr:
+    """Name each power sum that involves a vector besides x as n times the `Mean` of its monomial."""
+
+    def involves(e: sp.Basic) -> bool:
+        return isinstance(e, PowerSum) and any(a.base != x for a in e.atoms(sp.Indexed))
+
+    return expr.replace(involves, lambda e: n * Mean(e.args[0]))
+
+
+def mean(summand: sp.Expr, index: sp.Symbol) -> sp.Expr:
+    """The mean over ``index`` of ``summand``, reduced, in `Mean` s of the vectors besides x."""
+    return as_means(reduce_sums(over_entries(summand, index)) / n)
+
+
+def in_sums(expr: sp.Expr) -> sp.Expr:
+    """Each `Mean` written out again as a sum over a fresh index, divided by n."""
+    fresh = (sp.Symbol(f"p{m}", integer=True, nonnegative=True) for m in itertools.count())
+
+    def written_out(average: Mean) -> sp.Expr:
+        index = next(fresh)
+        return over_entries(average.args[0].xreplace({p: index}), index) / n
+
+    return expr.replace(lambda e: isinstance(e, Mean), written_out)
+
+
+def explicit_means(expr: sp.Expr, size: int) -> sp.Expr:
+    """Each `Mean` written out over ``size`` explicit entries 0 .. size-1."""
+    return expr.replace(
+        lambda e: isinstance(e, Mean), lambda e: sp.Add(*(e.args[0].xreplace({p: m}) for m in range(size))) / size
+    )

@@ -24,6 +24,12 @@ x = sp.IndexedBase("x", real=True)
 w = sp.IndexedBase("w", real=True)
 c = sp.IndexedBase("c", real=True)
 
+# The upstream gradient g = dL/dy, a direction v for forward mode, and a second
+# direction u (only to state that the Hessian product is symmetric).
+g = sp.IndexedBase("g", real=True)
+v = sp.IndexedBase("v", real=True)
+u = sp.IndexedBase("u", real=True)
+
 # Learnable per-feature gain and bias, and the largest |gain|.
 gamma = sp.IndexedBase("gamma", real=True)
 beta = sp.IndexedBase("beta", real=True)

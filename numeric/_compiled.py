@@ -14,6 +14,7 @@ import sympy as sp
 
 from derivations import LAYERS, Direction, Layer, eigen, jacobian, quantities, scaling
 from derivations.symbols import epsilon, i, j, k, n, t, x
+from numeric._backward import Product, compile_product
 from numeric._lambdify import compile
 
 # Scalar stand-ins for indexed entries: lambdify takes symbols, not x[i].
@@ -139,6 +140,13 @@ class Compiled:
         if not expr.free_symbols <= set(args):
             return None
         return Scalar(self._compile(expr, *args), scaling.degree_of(self.layer, expr, name))
+
+    @cache  # noqa: B019 - one entry per quantity name; the instance is interned for the process
+    def product(self, name: str) -> Product:
+        """The backward product ``name`` (with its limit at the degenerate input), compiled."""
+        quantity, item = quantities.names(self.layer)[name]
+        limit = quantity.limit(self.layer) if quantity.limit is not None and self.layer.approach else None
+        return compile_product(self.layer, quantity.derive(self.layer, item), limit, name)
 
 
 @cache

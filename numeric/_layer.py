@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 
 from derivations import LAYERS, Direction, Layer, formula, quantities, response
-from numeric import _assemble, _rescale, _validate
+from numeric import _assemble, _backward, _rescale, _validate
 from numeric._compiled import Compiled, compiled
 
 
@@ -54,6 +54,8 @@ class NumericLayer:
     def function(self, numeric: str) -> Callable[..., Any] | None:
         """The function a registry row names ``numeric``, or None where the layer has none."""
         for name, (quantity, item) in quantities.names(self.definition).items():
+            if quantity.numeric_name(item) == numeric and quantity.evaluate == "backward":
+                return _Backward(self, name, numeric, quantity.meaning)
             if quantity.numeric_name(item) == numeric and quantity.evaluate in _STRATEGIES:
                 scalar = self._c.scalar(name)
                 if scalar is None:
@@ -177,6 +179,55 @@ class NumericLayer:
         entries = _assemble.from_entry(self._c, array, stats, e, params)
         return _validate.output(_rescale.times_power(entries, m[..., None], self._c.entry.degree), dtype)
 
+    # --- the backward pass -------------------------------------------------------
+
+    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+        """The backward products ``names`` at x: the first of shape (..., n), each further
+        one (a parameter's gradient) summed over every leading axis, shape (n,).
+
+        ``args`` are the vectors the first product takes (dy, v), then the
+        layer's parameters.  Rows are processed in blocks as in `forward`.
+        """
+        products = [self._c.product(name) for name in names]
+        takes = products[0].vectors
+        if len(args) < len(takes):
+            raise TypeError(f"{names[0]}() takes (x, epsilon, {', '.join(takes)}); got {2 + len(args)} arguments")
+        given, parameters = args[: len(takes)], args[len(takes) :]
+        array, e, _, batch = _rescale.validated(x, epsilon, keep_float=True)
+        vectors = [
+            _validate.vector_like(value, name, array.shape, keep_float=True)
+            for value, name in zip(given, takes, strict=True)
+        ]
+        size = array.shape[-1]
+        batch = np.broadcast_shapes(batch, *(vector.shape[:-1] for vector in vectors))
+        full = (*batch, size)
+        dtype = _validate.result_dtype(x, epsilon, *given)
+        used = set().union(*(product.parameters for product in products))
+        defaults = {name: np.zeros(size) for name in self._c.parameter_names if name not in used}
+        params = [
+            p.reshape(-1, size) for p in self._parameters(np.broadcast_to(array, full), parameters, named, defaults)
+        ]
+        rows = np.broadcast_to(array, full).reshape(-1, size)
+        vector_rows = [np.broadcast_to(vector, full).reshape(-1, size) for vector in vectors]
+        eps_rows = np.broadcast_to(e, batch).reshape(-1, 1)
+        out = np.empty(rows.shape, dtype=dtype)
+        totals = [np.zeros(size) for _ in products[1:]]
+        step = max(1, _rescale.BLOCK // size)
+        for start in range(0, rows.shape[0], step):
+            block = slice(start, start + step)
+            first, *summed = _backward.evaluate(
+                products,
+                rows[block].astype(np.float64),
+                eps_rows[block],
+                [vector[block].astype(np.float64) for vector in vector_rows],
+                [p[block] for p in params],
+                self,
+            )
+            out[block] = first
+            for total, value in zip(totals, summed, strict=True):
+                total += value.sum(axis=0)
+        return [_validate.output(out.reshape(full), dtype), *(_validate.output(t, dtype) for t in totals)]
+
     # --- eigenstructure --------------------------------------------------------
 
     @property
@@ -257,6 +308,37 @@ class _Function:
     @property
     def latex(self) -> str:
         """LaTeX of the right-hand side of the derived formula, for labels."""
+        return self._layer.latex(self._name)
+
+
+class _Backward:
+    """A backward product's numeric function: ``(x, epsilon, *vectors, *parameters)``.
+
+    Where registry rows name it as the function that returns them too (a
+    parameter's gradient), it returns a tuple: its own result, then theirs.
+    """
+
+    def __init__(self, layer: NumericLayer, name: str, numeric: str, meaning: str):
+        self._layer, self._name = layer, name
+        self.__name__ = self.__qualname__ = numeric
+        self._with = [
+            other
+            for other, (quantity, item) in quantities.names(layer.definition).items()
+            if quantity.returned_by == numeric and quantity.applies(layer.definition, item)
+        ]
+        takes = ", ".join(layer._c.product(name).vectors)
+        returned = f"; returns ({numeric}, {', '.join(self._with)}), those summed over the batch" if self._with else ""
+        self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified: (x, epsilon, {takes}){returned}."
+
+    def __call__(self, x: Any, epsilon: Any, *args: Any, **named: Any) -> Any:
+        found = self._layer.products([self._name, *self._with], x, epsilon, *args, **named)
+        return tuple(found) if self._with else found[0]
+
+    def __repr__(self) -> str:
+        return f"<function numeric.{self._layer.key}.{self.__name__}>"
+
+    @property
+    def latex(self) -> str:
         return self._layer.latex(self._name)
 
 

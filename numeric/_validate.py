@@ -83,6 +83,22 @@ def vector(value: Any, keep_float: bool = False) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
+def vector_like(value: Any, name: str, shape: tuple[int, ...], keep_float: bool = False) -> np.ndarray:
+    """A vector besides x (the upstream gradient dy, a direction v): real, finite, one entry
+    per feature, in a shape that broadcasts with x's ``shape``."""
+    array = _real(value, name)
+    if array.ndim == 0 or array.shape[-1] != shape[-1]:
+        raise ValueError(f"{name} must have shape (..., {shape[-1]}), one entry per feature of x; got {array.shape}")
+    try:
+        np.broadcast_shapes(array.shape, shape)
+    except ValueError:
+        raise ValueError(f"{name} of shape {array.shape} does not broadcast with x's shape {shape}") from None
+    _finite(array, name)
+    if keep_float and array.dtype.kind == "f":
+        return array
+    return array.astype(np.float64, copy=False)
+
+
 def parameter(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
     """A per-feature parameter (gain, bias) as float64, finite, broadcast to x's ``shape``
     without enlarging it: shape (n,), or any shape that broadcasts to x's."""

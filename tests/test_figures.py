@@ -123,8 +123,9 @@ def test_report_holds_every_formula_figure_check_and_version(tmp_path):
     for key in LAYERS:
         for f in formulas(key):
             block = tex.split(f"\\label{{eq:{f.qualified}}}\n", 1)[1]
-            equation, after = block.split("\\end{equation}\n", 1)
-            assert equation.strip() == f.latex()
+            env = "multline" if len(f.latex_lines()) > 1 else "equation"
+            equation, after = block.split(f"\\end{{{env}}}\n", 1)
+            assert " ".join(line.strip().removesuffix("\\\\").strip() for line in equation.splitlines()) == f.latex()
             assert after.startswith("\\noindent{\\small Established ")
             proof = f"Proved equal to the stated form: {f.proof}." if f.proof else "No stated form to compare."
             assert report.escape(proof) in after.split("\n", 1)[0]

@@ -23,7 +23,8 @@ def is_zero(expr: sp.Expr) -> bool:
 def test_core_names_in_stable_order():
     assert [f.name for f in formulas("layernorm")] == [
         "response", "slope", "slope_at_zero", "asymptote", "jacobian", "eigen_ones",
-        "eigen_centered", "eigen_complement", "spectral_norm", "spectral_bound", "second_moment", "homogeneity",
+        "eigen_centered", "eigen_complement", "spectral_norm", "spectral_bound", "second_moment",
+        "vjp", "jvp", "hvp", "homogeneity",
     ]  # fmt: skip
 
 

@@ -1,0 +1,118 @@
+r"""The backward pass as NumPy functions, compiled from the derived products.
+
+A product (J^T g, J v, the Hessian product, a parameter's gradient) is derived
+as its entry at k, in x_k, g_k, v_k, the parameters at k, the statistics and
+the means :math:`\overline{m}` of a few monomials m in the entries.  Here each
+monomial is lambdified on its own and averaged over the last axis, and the
+entry is lambdified with each mean as one more argument: no n x n matrix is
+formed.  Each row is evaluated at the scale of `numeric._rescale.normalized`
+and multiplied back by m**d, d the product's derived degree; the vectors g
+and v are not rescaled (every product is linear in each of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from derivations import Layer, backward, scaling
+from derivations.sums import Mean
+from derivations.symbols import epsilon, g, n, v, x
+from numeric import _rescale
+from numeric._lambdify import compile
+
+# The vectors a product may take besides x, and the argument names they have.
+ARGUMENTS: dict[sp.IndexedBase, str] = {g: "dy", v: "v"}
+
+
+@dataclass(frozen=True)
+class Product:
+    """A compiled product: its entry, the monomials it averages, what it takes, its degree."""
+
+    entry: Any  # (x_k, *vectors_k, *parameters_k, *statistics, epsilon, n, *means) -> value at k
+    monomials: tuple[Any, ...]  # each (x_p, *vectors_p, *parameters_p) -> monomial at p
+    vectors: tuple[str, ...]  # the argument names of the vectors it takes, in order
+    degree: int
+    parameters: frozenset[str] = frozenset()  # the names of the parameters it depends on
+    degenerate: Product | None = None  # the derived limit where the spread vanishes
+
+
+def compile_product(layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, what: str) -> Product:
+    """Lambdify a product written at `backward.INDEX`, with its means written at `backward.MEAN_INDEX`."""
+    vectors = tuple(base for base in ARGUMENTS if expr.has(base))
+    if degenerate is not None:
+        vectors = tuple(base for base in ARGUMENTS if base in vectors or degenerate.has(base))
+    at = (x, *vectors, *(base for _, base in layer.parameters))
+    symbols = [sp.Symbol(f"{base.label}_k", real=True) for base in at]
+    statistics = [stat.symbol for stat in layer.statistics]
+
+    def one(value: sp.Expr) -> tuple[Any, tuple[Any, ...]]:
+        means = sorted(value.atoms(Mean), key=sp.default_sort_key)
+        names = [sp.Symbol(f"mean{m}", real=True) for m in range(len(means))]
+        here = {base[backward.INDEX]: s for base, s in zip(at, symbols, strict=True)}
+        there = {base[backward.MEAN_INDEX]: s for base, s in zip(at, symbols, strict=True)}
+        entry = compile(
+            value.xreplace(dict(zip(means, names, strict=True))).xreplace(here),
+            [*symbols, *statistics, epsilon, n, *names],
+        )
+        return entry, tuple(compile(m.args[0].xreplace(there), symbols) for m in means)
+
+    entry, monomials = one(expr)
+    limit = None
+    if degenerate is not None:
+        limit_entry, limit_monomials = one(degenerate)
+        limit = Product(limit_entry, limit_monomials, (), 0)
+    names = tuple(ARGUMENTS[base] for base in vectors)
+    uses = frozenset(name for name, base in layer.parameters if expr.has(base))
+    return Product(entry, monomials, names, scaling.degree_of(layer, expr, what), uses, limit)
+
+
+def evaluate(
+    products: list[Product],
+    rows: np.ndarray,
+    e: np.ndarray,
+    given: list[np.ndarray],
+    parameters: list[np.ndarray],
+    layer: Any,
+) -> list[np.ndarray]:
+    """Every product on a block of rows, shape (rows, n), from one rescaling and one set of statistics.
+
+    ``layer`` is the `NumericLayer` whose statistics and scaling these are.
+    """
+    c = layer._c
+    scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
+    stats = layer._statistics(scaled)
+    size = rows.shape[-1]
+    out = []
+    for product in products:
+        values = _entry(product, scaled, given, parameters, stats, e_scaled, size)
+        flat = stats[c.spread] == 0 if c.layer.approach else np.zeros(())
+        if flat.any():
+            if product.degenerate is None:
+                raise ValueError(
+                    f"x has a row where {c.layer.spread} = 0, at which {c.layer.key} is not twice differentiable"
+                )
+            limit = _entry(product.degenerate, scaled, given, parameters, stats, e_scaled, size)
+            values = np.where(flat, limit, values)
+        out.append(_rescale.times_power(values, m, product.degree))
+    return out
+
+
+def _entry(
+    product: Product,
+    scaled: np.ndarray,
+    given: list[np.ndarray],
+    parameters: list[np.ndarray],
+    stats: list[np.ndarray],
+    e: np.ndarray,
+    size: int,
+) -> np.ndarray:
+    at = (scaled, *given, *parameters)
+    means = [
+        np.mean(np.broadcast_to(monomial(*at), scaled.shape), axis=-1, keepdims=True) for monomial in product.monomials
+    ]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.broadcast_to(product.entry(*at, *stats, e, size, *means), scaled.shape)

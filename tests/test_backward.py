@@ -1,0 +1,284 @@
+"""The backward pass: J^T g, J v, the Hessian product and the parameter gradients.
+
+Symbolic identities, explicit sizes, then the generated NumPy functions against
+the Jacobian, against central differences in random directions, and on bad input.
+"""
+
+import dataclasses
+import tracemalloc
+
+import numpy as np
+import pytest
+import sympy as sp
+from grids import module
+
+import numeric
+from derivations import LAYERS, DerivationError, backward, formula, quantities
+from derivations.sums import Mean, mean, p
+from derivations.symbols import epsilon, g, gamma, j, k, mu, q, v, x
+from numeric.agreement import assert_agree
+
+KEYS = list(LAYERS)
+AFFINE = [key for key in KEYS if LAYERS[key].parameters]
+KINKED = [key for key in KEYS if LAYERS[key].approach]
+
+
+def is_zero(expr: sp.Expr) -> bool:
+    return sp.simplify(expr) == 0
+
+
+# --- symbolic --------------------------------------------------------------------
+
+
+def test_layernorm_vjp_is_the_kernel_form():
+    """dx = (g - mean(g) - y_hat mean(g y_hat)) / s, checked here by simplify."""
+    s = sp.sqrt(q + epsilon)
+    y_hat = (x[k] - mu) / s
+    kernel = (g[k] - Mean(g[p]) - y_hat * (Mean(g[p] * x[p]) - mu * Mean(g[p])) / s) / s
+    assert is_zero(backward.vjp(LAYERS["layernorm"]) - kernel)
+
+
+def test_rmsnorm_vjp_is_the_kernel_form():
+    r = LAYERS["rmsnorm"].statistics[0].symbol
+    s = sp.sqrt(r + epsilon)
+    assert is_zero(backward.vjp(LAYERS["rmsnorm"]) - (g[k] / s - Mean(g[p] * x[p]) * x[k] / s**3))
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_layer_proves_its_backward_formulas(key):
+    for name in ("vjp", "jvp", "hvp"):
+        assert formula(f"{key}.{name}").proof, f"{key}.{name} has no proof"
+    assert "stated" in formula(f"{key}.vjp").proof or "cancel" in formula(f"{key}.vjp").proof
+
+
+@pytest.mark.parametrize("key", AFFINE)
+def test_affine_vjp_takes_the_gain_into_the_upstream_gradient(key):
+    layer = LAYERS[key]
+    assert "gain * g" in formula(f"{key}.vjp").proof
+    assert formula(f"{key}.dgain").proof
+    assert formula(f"{key}.dbias").expr.rhs == g[k]
+    # The historical bug: the base's gradient for g, not gain * g, is not the layer's.
+    forgot = backward.vjp(layer.base)
+    assert not is_zero(backward.vjp(layer) - forgot)
+
+
+def test_a_stated_vjp_that_forgets_the_gain_is_refused():
+    layer = LAYERS["rmsnorm_affine"]
+    s = sp.Symbol("s", positive=True)
+    wrong = g[k] / s - mean(g[j] * x[j], j) * x[k] / s**3
+    broken = dataclasses.replace(layer, stated={**layer.stated, "vjp": wrong})
+    with pytest.raises(DerivationError, match="vjp"):
+        backward.vjp_proof(broken, "vjp")
+
+
+def test_a_stated_vjp_with_a_sign_error_is_refused():
+    layer = LAYERS["rmsnorm"]
+    wrong = layer.stated["vjp"].subs(x[k], -x[k])
+    broken = dataclasses.replace(layer, stated={**layer.stated, "vjp": wrong})
+    with pytest.raises(DerivationError, match="vjp"):
+        quantities.formulas(broken)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_jvp_is_vjp_exactly_where_the_jacobian_is_symmetric(key):
+    layer = LAYERS[key]
+    same = is_zero(backward.jvp(layer) - backward.swap(backward.vjp(layer), g, v))
+    assert same == (not layer.parameters)
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("size", [2, 3])
+def test_vjp_jvp_and_gradients_equal_explicit_products(key, size):
+    assert "equal the explicit products" in backward.explicit_agrees(LAYERS[key], size)
+
+
+def test_hvp_equals_the_explicit_hessian_at_n_2():
+    assert "explicit Hessian" in backward.explicit_hessian_agrees(LAYERS["rmsnorm"], 2)
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_hvp_equals_the_explicit_hessian_at_a_rational_point(key, size, rng):
+    """sum_i g_i hessian(y_i) v at explicit n, evaluated exactly at a seeded rational point."""
+    layer = LAYERS[key]
+    xs = [x[m] for m in range(size)]
+    pairing = sum(g[m] * layer.explicit_entry(size, m) for m in range(size))
+    point: dict[sp.Basic, sp.Expr] = {epsilon: sp.Rational(1, 7)}
+    for base in (x, g, v, *(b for _, b in layer.parameters)):
+        point.update({base[m]: sp.Rational(int(rng.integers(-40, 40)), 16) for m in range(size)})
+    # Only x stays symbolic while differentiating: every other input is a number already.
+    fixed = {key: value for key, value in point.items() if not (isinstance(key, sp.Indexed) and key.base == x)}
+    hessian = sp.hessian(pairing.xreplace(fixed), xs).xreplace(point)
+    direct = hessian * sp.Matrix([point[v[m]] for m in range(size)])
+    values = layer.explicit_statistics(size)
+    for m in range(size):
+        general = backward.hvp(layer).xreplace({k: m, sp.Symbol("n", integer=True, positive=True): size})
+        general = sp.Add(
+            *(
+                term.replace(
+                    lambda e: isinstance(e, Mean),
+                    lambda e: sp.Add(*(e.args[0].xreplace({p: i}) for i in range(size))) / size,
+                )
+                for term in sp.Add.make_args(general)
+            )
+        )
+        at = general.xreplace(values).xreplace(point)
+        assert abs(sp.N(at - direct[m], 40)) < sp.Float(10) ** -30, (key, size, m)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_hvp_is_symmetric(key):
+    assert "<u, H v> = <v, H u>" in formula(f"{key}.hvp").proof
+
+
+def test_the_symmetry_check_can_fail():
+    layer = LAYERS["rmsnorm"]
+    uhv = backward.pairing(layer, backward.u, backward.vjp(layer) * Mean(v[p] * x[p]))
+    assert not is_zero(uhv - backward.swap(uhv, backward.u, v))
+
+
+def test_kinked_layers_have_a_vjp_at_the_degenerate_input():
+    assert is_zero(backward.vjp_at_degenerate(LAYERS["layernorm_std_eps"]) - (g[k] - Mean(g[p])) / epsilon)
+    assert is_zero(backward.vjp_at_degenerate(LAYERS["rmsnorm_eps_outside"]) - g[k] / epsilon)
+
+
+def test_gain_gradient_is_gradient_times_normalized_output():
+    layer = LAYERS["layernorm_affine"]
+    assert is_zero(backward.parameter_gradient(layer, gamma) - g[k] * (x[k] - mu) / sp.sqrt(q + epsilon))
+
+
+# --- numeric ---------------------------------------------------------------------
+
+
+def _parameters(key, size, rng):
+    if not LAYERS[key].parameters:
+        return ()
+    return rng.normal(0, 2, size), rng.standard_normal(size)
+
+
+def _dx(result):
+    return result[0] if isinstance(result, tuple) else result
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("size", [2, 3, 7, 64])
+@pytest.mark.parametrize("eps", [1e-6, 0.25, 100.0])
+def test_vjp_and_jvp_equal_products_with_the_jacobian(key, size, eps, rng):
+    m = module(key)
+    values = rng.standard_normal((3, size)) * rng.uniform(0.1, 10) + rng.standard_normal()
+    dy, direction = rng.standard_normal((2, 3, size))
+    params = _parameters(key, size, rng)
+    jac = m.jacobian(values, eps, *params)
+    # The closed forms add terms of size |g| / s that cancel where J is small
+    # (n = 2, q >> epsilon): the error scales with those terms, not with J.
+    gain = np.abs(params[0]).max() if params else 1.0
+    terms = gain * np.abs(dy).max() / np.sqrt(np.var(values, axis=-1, keepdims=True) + eps)
+    dx = _dx(m.vjp(values, eps, dy, *params))
+    assert_agree(dx, np.einsum("bi,bik->bk", dy, jac), rtol=1e-10, atol=1e-14 * size * terms, what="J^T g")
+    jv = m.jvp(values, eps, direction, *params)
+    assert_agree(jv, np.einsum("bik,bk->bi", jac, direction), rtol=1e-10, atol=1e-14 * size * terms, what="J v")
+
+
+def _central(f, h):
+    return (f(h) - f(-h)) / (2 * h)
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("size", [2, 5, 33])
+@pytest.mark.parametrize("eps", [1e-3, 0.25, 4.0])
+def test_products_match_central_differences_in_random_directions(key, size, eps, rng):
+    """<vjp, w> = d<g, y(x + h w)>/dh, J v = dy(x + h v)/dh, H v = d vjp(x + h v)/dh."""
+    m = module(key)
+    values = rng.standard_normal(size) + 0.3
+    dy, w, direction = rng.standard_normal((3, size))
+    params = _parameters(key, size, rng)
+    h = 1e-5 * max(1.0, np.sqrt(eps))
+
+    def pairing(step):
+        return dy @ m.forward(values + step * w, eps, *params)
+
+    gradient = _dx(m.vjp(values, eps, dy, *params))
+    assert_agree(gradient @ w, _central(pairing, h), rtol=1e-6, atol=1e-8, what="<vjp, w> vs differences")
+    jv = m.jvp(values, eps, direction, *params)
+    forward = _central(lambda step: m.forward(values + step * direction, eps, *params), h)
+    assert_agree(jv, forward, rtol=1e-6, atol=1e-8 * np.abs(forward).max(), what="J v vs differences")
+    hv = m.hvp(values, eps, dy, direction, *params)
+    slope = _central(lambda step: _dx(m.vjp(values + step * direction, eps, dy, *params)), h)
+    assert_agree(hv, slope, rtol=1e-5, atol=1e-7 * max(1.0, np.abs(slope).max()), what="H v vs differences")
+
+
+@pytest.mark.parametrize("key", AFFINE)
+def test_parameter_gradients_match_differences_and_sum_over_the_batch(key, rng):
+    m = module(key)
+    size = 6
+    values, dy = rng.standard_normal((2, 2, 3, size))
+    gain, bias = _parameters(key, size, rng)
+    dx, dgain, dbias = m.vjp(values, 0.1, dy, gain=gain, bias=bias)
+    assert dx.shape == values.shape
+    assert dgain.shape == dbias.shape == (size,)
+    for e in np.eye(size):
+        by_gain = _central(lambda h, e=e: np.sum(dy * m.forward(values, 0.1, gain + h * e, bias)), 1e-6)
+        by_bias = _central(lambda h, e=e: np.sum(dy * m.forward(values, 0.1, gain, bias + h * e)), 1e-6)
+        assert_agree(dgain @ e, by_gain, rtol=1e-7, atol=1e-9, what="dgain")
+        assert_agree(dbias @ e, by_bias, rtol=1e-7, atol=1e-9, what="dbias")
+
+
+@pytest.mark.parametrize("key", KINKED)
+def test_vjp_at_the_degenerate_input_is_the_derived_limit(key, rng):
+    m = module(key)
+    base = np.full(4, 0.7) if key.startswith("layernorm") else np.zeros(4)
+    dy = rng.standard_normal(4)
+    assert_agree(m.vjp(base, 0.25, dy), dy @ m.jacobian(base, 0.25), rtol=1e-14, atol=1e-15, what="vjp at the kink")
+    with pytest.raises(ValueError, match="not twice differentiable"):
+        m.hvp(base, 0.25, dy, dy)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_float32_stays_float32_and_batches_broadcast(key, rng):
+    m = module(key)
+    values = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    dy = rng.standard_normal(8).astype(np.float32)
+    params = [a.astype(np.float32) for a in _parameters(key, 8, rng)]
+    dx = _dx(m.vjp(values, np.float32(0.1), dy, *params))
+    assert dx.dtype == np.float32
+    assert dx.shape == (2, 3, 8)
+    exact = _dx(m.vjp(values.astype(np.float64), 0.1, np.broadcast_to(dy, values.shape), *params))
+    assert_agree(dx, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max(), what="float32 vjp")
+    assert m.hvp(values, np.float32(0.1), dy, values, *params).dtype == np.float32
+
+
+def test_no_n_by_n_matrix_is_formed():
+    size = 4096
+    values = np.random.default_rng(0).standard_normal((2, size))
+    numeric.layernorm.vjp(values[:, :4], 0.1, values[:, :4])  # compiled before measuring
+    tracemalloc.start()
+    numeric.layernorm.vjp(values, 0.1, values)
+    numeric.layernorm.hvp(values, 0.1, values, values)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < size * size * 8 / 16, peak
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: numeric.layernorm.vjp(np.ones(3), 0.1, np.ones(4)), "dy must have shape"),
+        (lambda: numeric.layernorm.vjp(np.ones((2, 3)), 0.1, np.ones((3, 3))), "dy of shape"),
+        (lambda: numeric.layernorm.vjp(np.ones(3), 0.1, [1.0, np.nan, 0.0]), "dy must be finite"),
+        (lambda: numeric.layernorm.jvp(np.ones(3), 0.1, [1.0, np.inf, 0.0]), "v must be finite"),
+        (lambda: numeric.layernorm.hvp(np.ones(3), 0.1, np.ones(3), np.ones(2)), "v must have shape"),
+        (lambda: numeric.layernorm.vjp([1.0, np.nan], 0.1, np.ones(2)), "x must be finite"),
+        (lambda: numeric.rmsnorm.vjp(np.ones(3), 0.0, np.ones(3)), "epsilon must be positive"),
+        (lambda: numeric.rmsnorm.vjp(np.ones(3), -1.0, np.ones(3)), "epsilon must be positive"),
+        (lambda: numeric.rmsnorm_affine.vjp(np.ones(3), 0.1, np.ones(3)), "gain is required"),
+        (lambda: numeric.rmsnorm_affine.vjp(np.ones(3), 0.1, np.ones(3), gain=np.ones(2)), "gain must have"),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_missing_vector_is_a_type_error():
+    with pytest.raises(TypeError, match=r"takes \(x, epsilon, dy, v\)"):
+        numeric.layernorm.hvp(np.ones(3), 0.1, np.ones(3))

@@ -46,8 +46,12 @@ class _Evaluator:
         if not layer.definition.parameters:
             return ()
         size = self.size()
+        if "gain" in self.example:
+            return np.asarray(self.example["gain"], dtype=np.float64), np.asarray(
+                self.example["bias"], dtype=np.float64
+            )
         largest = float(self.example.get("gamma_max", abs(self.example.get("gamma", 1.0))))
-        gain = np.asarray(self.example.get("gain_vector", [largest] * size), dtype=np.float64)
+        gain = np.full(size, largest)
         bias = np.zeros(size)
         coordinate = layer.definition.patterns[0].coordinate
         if coordinate < size:

@@ -106,6 +106,17 @@ TABLE = [
     ("spectral_norm <= 1/sqrt(epsilon)", "layernorm", ("d >= 3",), "proved"),
     ("spectral_norm == epsilon/s**3", "layernorm", ("n == 2",), "proved"),
     ("eigen_complement <= 1/sqrt(q)", "layernorm", ("q >= 1",), "proved"),
+    # --- found by a review: cancellation inside a side, fixed statistics, limits, divisions ----
+    ("s - sqrt(q) >= epsilon/(2*s)", "layernorm", (), "supported"),
+    ("sqrt(q + epsilon) - sqrt(q) < epsilon/(2*sqrt(q))", "layernorm", (), "supported"),
+    ("rmsnorm.r == layernorm.q", "layernorm", ("mu == 0",), "proved"),
+    ("rmsnorm.y == layernorm.y", "layernorm", ("mu == 0",), "supported"),
+    ("rmsnorm.r >= 1", "layernorm", ("mu >= 1",), "proved"),
+    ("limit(norm(y)**2, epsilon, 0) == n", "layernorm", (), "error"),
+    ("limit(norm(y)**2, epsilon, 0) == n", "layernorm", ("q > 0",), "proved"),
+    ("limit(norm(y)**2, epsilon, 0) == 0", "layernorm", ("q > 0",), "refuted"),
+    ("q/q == 1", "layernorm", (), "proved"),
+    ("slope_at_zero == 1", "layernorm", ("epsilon == 0", "q > 0"), "error"),
 ]
 
 
@@ -253,3 +264,26 @@ def test_the_timeout_option_bounds_each_claim(capsys):
     argv = ["check", "norm(J, 2) <= gamma_max/sqrt(epsilon)", "--layer", "layernorm_affine", "--timeout", "0.3"]
     assert main(argv) == 2
     assert "error: norm(J, 2)" in capsys.readouterr().out
+
+
+def test_a_division_that_may_vanish_is_in_the_quantifier():
+    assert check(Claim("q/q == 1")).quantifier == "for all x in R^n, n >= 2, epsilon > 0, where q != 0"
+    assert check(Claim("t/t == 1")).quantifier == "for all t, where t != 0"
+
+
+def test_the_numeric_re_check_uses_a_fixed_epsilon_and_the_gain():
+    fixed = check(Claim("y == c", assumptions=("epsilon == 1/100",)), confirm)
+    assert fixed.counterexample["epsilon"] == 0.01
+    assert "confirmed numerically" in fixed.detail
+    assert "NOT" not in fixed.detail
+    gained = check(Claim("norm(J, 2) <= 1/s", "layernorm_affine"), confirm)
+    assert gained.verdict == "refuted"
+    assert len(gained.counterexample["gain"]) == gained.counterexample["n"]
+    assert "confirmed numerically (numeric.layernorm_affine.jacobian)" in gained.detail
+    assert "NOT" not in gained.detail
+
+
+def test_a_norm_squared_in_latex():
+    assert latex.to_claim(r"\|y\|_2^2 \le n") == "(norm(y, 2))**(2) <= n"
+    assert check(Claim(latex.to_claim(r"\|y\|_2^2 \le n"))).verdict == "proved"
+    assert latex.to_claim(r"\frac14 \le 1") == "(1)/(4) <= 1"

@@ -120,6 +120,9 @@ class _Setting:
     pattern: Any = None
     inputs: bool = False  # sampled as explicit vectors
     notes: list[str] = field(default_factory=list)
+    fixed: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # n, epsilon, t fixed by assumptions
+    pinned: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # statistics fixed, for explicit inputs
+    notes_where: list[str] = field(default_factory=list)  # where the claim is defined
 
 
 def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
@@ -139,7 +142,7 @@ def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
 
 
 def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Setting:
-    conditions = [_condition(text, claim.layer) for text in claim.assumptions]
+    conditions = [_condition(text, claim.layer, usage) for text in claim.assumptions]
     substitutions: dict[sp.Basic, sp.Expr] = {}
     kept = []
     for condition in conditions:
@@ -154,6 +157,11 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     allowed = _n_range(kept, substitutions)
     layers = [LAYERS[key] for key in sorted(usage.layers)] or [LAYERS[claim.layer]]
     setting = _Setting(lhs, op, rhs, usage, kept, allowed)
+    for side in (lhs, rhs):
+        for value in sampling._flat([side]):
+            entry = value.entry if isinstance(value, (Vector, Matrix)) else value
+            if isinstance(entry, sp.Expr) and entry.xreplace(substitutions).has(sp.zoo, sp.nan):
+                raise ClaimError("a side of the claim is undefined (a division by zero) under the assumptions")
     mapping = _statistics_map(layers)
     if len(usage.patterns) > 1:
         raise ClaimError("quantities of two different input patterns cannot share one input")
@@ -168,26 +176,46 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     setting.inputs = (usage.general and _needs_vectors(lhs, rhs, usage)) or bool(usage.vectors)
     if setting.inputs and usage.gains:
         usage.vectors |= {"gamma", "beta"}
-    replace = {**mapping, **substitutions}
-    setting.lhs, setting.rhs = _substitute(lhs, replace), _substitute(rhs, replace)
-    setting.conditions = [c.xreplace(replace) for c in kept]
+    # The statistics first (a mean square r becomes q + mu**2), then what the assumptions fix.
+    setting.lhs = _substitute(_substitute(lhs, mapping), substitutions)
+    setting.rhs = _substitute(_substitute(rhs, mapping), substitutions)
+    setting.conditions = [c.xreplace(mapping).xreplace(substitutions) for c in kept]
+    setting.fixed = {symbol: value for symbol, value in substitutions.items() if symbol in (n, epsilon, t)}
+    statistics = {stat.symbol for layer in layers for stat in layer.statistics}
+    pinned = {symbol: value for symbol, value in substitutions.items() if symbol in statistics}
+    if setting.inputs and pinned:
+        # Explicit inputs carry their own statistics: a statistic fixed by an
+        # assumption is a condition on the input there, not a substitution.
+        setting.lhs = _substitute(_substitute(lhs, mapping), setting.fixed)
+        setting.rhs = _substitute(_substitute(rhs, mapping), setting.fixed)
+        setting.conditions = [c.xreplace(mapping).xreplace(setting.fixed) for c in kept]
+        setting.conditions += [sp.Eq(s, v) for s, v in pinned.items()]
+        setting.pinned = pinned
     if epsilon in substitutions:
         setting.notes.append(f"epsilon = {substitutions[epsilon]}")
-    if substitutions.get(epsilon) == 0 and setting.pattern is None:
+    vanishing = substitutions.get(epsilon) == 0 or usage.limit_over_statistics
+    if vanishing and setting.pattern is None:
         positive = {c.lhs for c in kept if isinstance(c, sp.StrictGreaterThan) and c.rhs == 0}
         for layer in layers:
             if layer.spread not in positive:
                 raise ClaimError(
-                    f"with epsilon == 0, {layer.key} divides by zero where {layer.spread} = 0; "
+                    f"with epsilon == 0 (or tending to it), {layer.key} divides by zero where {layer.spread} = 0; "
                     f"assume {layer.spread} > 0"
                 )
+    for divisor in usage.divisors:
+        nonzero = sp.Ne(_substitute(_substitute(divisor, mapping), substitutions), 0)
+        if nonzero is not sp.true:
+            setting.conditions.append(nonzero)
+            setting.notes_where.append(f"{divisor} != 0")
     if setting.pattern is not None and (usage.general or usage.vectors):
         _explicit_pattern(setting, layers)
     return setting
 
 
-def _condition(text: str, key: str) -> sp.Basic:
+def _condition(text: str, key: str, claim_usage: Usage) -> sp.Basic:
     lhs, op, rhs, usage = build(text, key)
+    # A statistic named in an assumption belongs to the same input as the claim's.
+    claim_usage.layers |= usage.layers
     if not (isinstance(lhs, sp.Expr) and isinstance(rhs, sp.Expr)):
         raise ClaimError(f"assumption {text!r} must compare scalars")
     if usage.quantities:
@@ -303,6 +331,8 @@ def _quantifier(setting: _Setting, claim: Claim) -> str:
     eps = ", ".join(setting.notes) if setting.notes else "epsilon > 0"
     assumed = [a for a in claim.assumptions if not a.replace(" ", "").startswith(("n>=", "n==", "d>=", "epsilon=="))]
     tail = "".join(f", {a}" for a in assumed)
+    if setting.notes_where:
+        tail += ", where " + " and ".join(setting.notes_where)
     if setting.pattern is not None:
         return (
             f"for all t in R, {eps}{''.join(', ' + e for e in extra)}, at x = {setting.pattern} (n = "
@@ -313,9 +343,11 @@ def _quantifier(setting: _Setting, claim: Claim) -> str:
     free = sorted(
         {str(s) for side in (setting.lhs, setting.rhs) if isinstance(side, sp.Expr) for s in side.free_symbols}
     )
+    free += [str(s) for d in setting.usage.divisors for s in d.free_symbols if str(s) not in free]
     if not free:
         return "(a statement about numbers)"
-    return f"for all {', '.join(free)}{tail}"
+    positive = [f"{name} > 0" for name in free if name == "epsilon"]
+    return f"for all {', '.join(free)}{''.join(', ' + p for p in positive)}{tail}"
 
 
 # --- proof -------------------------------------------------------------------------
@@ -422,7 +454,11 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
         if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
     ]
     seen = 0
+    means = {_mean(layer) for layer in layers} - {None}
     for number, inputs in enumerate(sampling.explicit_inputs(sizes, setting.usage.vectors)):
+        for symbol, value in setting.pinned.items():
+            if symbol in means:  # a fixed mean: shift the input to it, exactly
+                inputs = sampling.shifted(inputs, value)
         statistics = sampling.statistics_of(layers, inputs)
         # A few values of the other symbols per input: the nicest first, then seeded random ones.
         for point in itertools.islice(sampling.points(rest, [], seed=number), 6):
@@ -432,6 +468,12 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
                 yield full, inputs
         if seen > sampling.MAX_EXPLICIT:
             return
+
+
+def _mean(layer: Layer) -> sp.Symbol | None:
+    from derivations.claims.semantics import _mean_statistic
+
+    return _mean_statistic(layer)
 
 
 def _gain_consistent(point: dict) -> bool:
@@ -451,8 +493,13 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
         name = str(symbol.base) if isinstance(symbol, sp.Indexed) else str(symbol)
         if value.is_number:
             out[name] = sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value)
+    for symbol, value in setting.fixed.items():
+        out.setdefault(str(symbol), sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value))
     if inputs is not None:
         out["x"] = [float(e) for e in inputs.x]
+        if inputs.gain:
+            out["gain"] = [float(e) for e in inputs.gain]
+            out["bias"] = [float(e) for e in inputs.bias]
         if inputs.g:
             out["g"] = [float(e) for e in inputs.g]
         if inputs.v:

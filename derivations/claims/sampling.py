@@ -146,6 +146,13 @@ def explicit_inputs(sizes: Sequence[int], vectors: set[str], seed: int = 0) -> I
             )
 
 
+def shifted(inputs: Explicit, mean: sp.Expr) -> Explicit:
+    """The input moved to the given mean, exactly."""
+    size = len(inputs.x)
+    offset = mean - sp.Add(*inputs.x) / size
+    return Explicit(tuple(e + offset for e in inputs.x), inputs.g, inputs.v, inputs.gain, inputs.bias)
+
+
 def statistics_of(layers: Sequence[Any], inputs: Explicit) -> dict[sp.Basic, sp.Expr]:
     """Each used layer's statistics of the explicit input, exactly."""
     out: dict[sp.Basic, sp.Expr] = {}
@@ -294,8 +301,12 @@ class Compiled:
             return mpmath.mpf(a), mpmath.mpf(b)
 
     def decide(self, op: str, point: Mapping[sp.Basic, sp.Expr]) -> bool | None:
+        """Decided only where two precisions agree on both sides and on the separation:
+        a side that loses its digits to cancellation (s - sqrt(q) at q = 1e100) is
+        evaluated again at more digits before its value is trusted."""
         if self.exact:
             return decide(self.lhs, op, self.rhs, point)
+        previous = None
         for digits in DIGITS:
             found = self.sides(point, digits)
             if found is None:
@@ -303,11 +314,31 @@ class Compiled:
             a, b = found
             if mpmath.isinf(a) or mpmath.isinf(b):
                 return None if a == b else _compare(a - b, op)
-            size = max(abs(a), abs(b))
-            with mpmath.workdps(digits):
-                if size != 0 and abs(a - b) > size * mpmath.mpf(10) ** (8 - digits):
-                    return _compare(a - b, op)
+            if previous is not None:
+                with mpmath.workdps(digits):
+                    size = max(abs(a), abs(b))
+                    stable = all(
+                        abs(now - before) <= size * mpmath.mpf(10) ** (10 - previous[2])
+                        for now, before in ((a, previous[0]), (b, previous[1]))
+                    )
+                    if stable and size != 0 and abs(a - b) > size * mpmath.mpf(10) ** (8 - previous[2]):
+                        holds = _compare(a - b, op)
+                        # A violation is confirmed by SymPy's adaptive evaluation of lhs - rhs,
+                        # which sees through a cancellation fixed precision cannot.
+                        return holds if holds else _adaptive(self.lhs - self.rhs, op, point)
+            previous = (a, b, digits)
         return exact_tie(self.lhs, op, self.rhs, point)
+
+
+def _adaptive(difference: sp.Expr, op: str, point: Mapping[sp.Basic, sp.Expr]) -> bool | None:
+    """``difference op 0`` at the point by adaptive evaluation, or None where it cannot tell."""
+    try:
+        value = difference.xreplace(dict(point)).evalf(15, maxn=3000, strict=True)
+    except Exception:
+        return None
+    if not (value.is_number and value.is_real):
+        return None
+    return _compare(value, op)
 
 
 def _flat(value: Any) -> list[Any]:

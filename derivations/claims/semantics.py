@@ -24,7 +24,7 @@ from derivations import Layer, NotApplicable, jacobian, quantities, scaling
 from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.language import MAX_EXPONENT, Built, ClaimError, _Builder, _describe, _where
-from derivations.sums import over_entries, reduce_sums
+from derivations.sums import PowerSum, over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
 g = sp.IndexedBase("g", real=True)
@@ -78,7 +78,9 @@ class Usage:
     quantities: list[tuple[str, str]] = field(default_factory=list)  # (layer, name)
     gains: bool = False
     limit_epsilon: bool = False
+    limit_over_statistics: bool = False  # epsilon -> 0 of something the statistics enter
     matrices: dict[str, Matrix] = field(default_factory=dict)  # held by OpaqueNorm
+    divisors: list[sp.Expr] = field(default_factory=list)  # may vanish: the claim is where they do not
 
 
 def _mean_statistic(layer: Layer) -> sp.Symbol | None:
@@ -239,6 +241,9 @@ class Builder(_Builder):
         if op is ast.Div:
             if not _is_scalar(right):
                 raise ClaimError(f"division by a {_kind(right)} at {_where(node)}")
+            if right.free_symbols and right.is_zero is not False:
+                # SymPy cancels q/q to 1: the claim then holds only where q != 0, and says so.
+                self.usage.divisors.append(right)
             if not _is_scalar(left):
                 return _scale(left, 1 / right)
         if op is ast.Pow and not (_is_scalar(left) and _is_scalar(right)):
@@ -297,8 +302,8 @@ class Builder(_Builder):
             return self.reduce(arguments[0].entry, i) / n
         if name == "dot" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
             return self.reduce(arguments[0].entry * arguments[1].entry, i)
-        if name == "norm" and len(arguments) == 1 and isinstance(arguments[0], Vector):
-            return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))
+        if name == "norm" and isinstance(arguments[0], Vector) and (len(arguments) == 1 or arguments[1:] == [2]):
+            return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))  # the Euclidean norm; norm(v, 2) too
         if name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
             order = arguments[1]
             if order == 2 and arguments[0].jacobian_of is not None:
@@ -325,7 +330,13 @@ class Builder(_Builder):
             body = self.build(node.args[0])
             if not _is_scalar(body):
                 raise ClaimError(f"limit() at {_where(node)} is of a scalar")
-            return sp.limit(body, epsilon, 0, "+")
+            statistics = {stat.symbol for key in (self.usage.layers or {self.key}) for stat in LAYERS[key].statistics}
+            if body.free_symbols & statistics or body.has(PowerSum):
+                self.usage.limit_over_statistics = True
+            try:
+                return sp.limit(body, epsilon, 0, "+")
+            except NotImplementedError:
+                raise ClaimError(f"limit() at {_where(node)}: SymPy cannot take this limit") from None
         if len(node.args) == 3:
             point = self.build(node.args[2])
             if point.has(sp.zoo, sp.nan) or (point.is_number and not point.is_extended_real):

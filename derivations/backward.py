@@ -259,7 +259,7 @@ def _formula(layer: Layer, name: str, lhs: sp.Expr, value: sp.Expr, statement: s
         name,
         statement,
         # A stated form proved equal to the derived one is what is printed.
-        sp.Eq(lhs, layer.stated[name] if proof and name in layer.stated else _shown(layer, value)),
+        sp.Eq(lhs, _shown(layer, layer.stated[name] if proof and name in layer.stated else value)),
         ("epsilon > 0", "n >= 2"),
         Established.ALL_N,
         detail,

@@ -114,8 +114,8 @@ def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
         *tc, ec = values
         with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
             out = np.asarray(function(*values), dtype=np.float64)
-        size = np.abs(tc[0]) if tc else np.zeros(())
-        m, _ = rescaled(size, ec, eps_degree)
+        root = epsilon_root(ec, eps_degree)
+        m = np.maximum(np.abs(tc[0]), root) if tc else root
         far = (m < MODERATE[0]) | (m > MODERATE[1])
         if far.any():
             out = np.array(np.broadcast_to(out, far.shape))

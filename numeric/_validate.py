@@ -124,4 +124,4 @@ def output(array: np.ndarray, dtype: np.dtype) -> Any:
     if rounded.ndim == 0:
         return rounded[()]
     # A broadcast view is read-only and shares memory: hand out an array of its own.
-    return rounded if rounded.flags.writeable and rounded.flags.owndata else rounded.copy()
+    return rounded if rounded.flags.writeable else rounded.copy()

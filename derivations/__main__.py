@@ -3,7 +3,9 @@
 ``python -m derivations [--layer KEY] [--format text|markdown|json|latex|conventions]
 [--standalone] [--notation SYMBOL=LATEX ...]`` prints every derived formula;
 ``python -m derivations check ...`` gives verdicts on claims (see
-``python -m derivations check --help``).
+``python -m derivations check --help``); ``python -m derivations codegen
+--layer KEY --target numpy|torch|c`` prints the derived forward and backward
+pass as a module.
 """
 
 from __future__ import annotations
@@ -103,10 +105,26 @@ def _check(argv: list[str]) -> int:
     return status
 
 
+def _codegen(argv: list[str]) -> int:
+    from derivations.codegen import TARGETS, emit
+
+    parser = OneLineParser(
+        prog="python -m derivations codegen",
+        description="Print a self-contained module with a layer's derived forward and backward pass.",
+    )
+    parser.add_argument("--layer", required=True, choices=list(LAYERS), help="the layer")
+    parser.add_argument("--target", required=True, choices=list(TARGETS), help="the language of the module")
+    args = parser.parse_args(argv)
+    sys.stdout.write(emit(args.layer, args.target))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["check"]:
         return _check(argv[1:])
+    if argv[:1] == ["codegen"]:
+        return _codegen(argv[1:])
     return _derive(argv)
 
 

@@ -1,0 +1,29 @@
+"""Emit a layer's derived forward and backward pass as a self-contained module.
+
+``emit(key, target)`` builds the backend-neutral `Program` from the registry's
+rows (`derivations.codegen._program`) and prints it with one backend per
+file: NumPy (`_numpy`), PyTorch (`_torch`) and C99 (`_c`), each a subclass
+of a SymPy code printer, with common subexpressions eliminated by ``sympy.cse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from derivations.catalog import LAYERS
+from derivations.codegen import _c, _numpy, _torch
+from derivations.codegen._program import Program, program
+
+TARGETS: dict[str, Callable[[Program], str]] = {"numpy": _numpy.emit, "torch": _torch.emit, "c": _c.emit}
+
+
+def emit(key: str, target: str) -> str:
+    """The source of layer ``key``'s forward and backward pass for ``target``."""
+    if key not in LAYERS:
+        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
+    return TARGETS[target](program(LAYERS[key]))
+
+
+__all__ = ["TARGETS", "Program", "emit", "program"]

@@ -200,7 +200,7 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
                     return float(np.abs(np.asarray(a) - b.numpy()).max()) / scale if scale else 0.0
 
                 if wrapped:
-                    _, pull = vjp(lambda a, g_, b_: reference(key, n, eps, g_, b_)(a), tx, tg, tb)
+                    _, pull = vjp(lambda a, g_, b_, k=key, m=n, e=eps: reference(k, m, e, g_, b_)(a), tx, tg, tb)
                     want = pull(tdy)
                     got = module.vjp(x, eps, dy, **named)
                     errors = [relative(a, b) for a, b in zip(got, want, strict=True) if b.abs().max() > 0]
@@ -209,7 +209,7 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
                     _, pull = vjp(function, tx)
                     back = relative(module.vjp(x, eps, dy), pull(tdy)[0])
                 forward = relative(module.jvp(x, eps, v, **named), jvp(function, (tx,), (tv,))[1])
-                inner = grad(lambda a: (function(a) * tdy).sum())
+                inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
                 second = relative(module.hvp(x, eps, dy, v, **named), jvp(inner, (tx,), (tv,))[1])
                 diff = max(back, forward, second)
                 if n == 2 and diff > TOLERANCE:

@@ -77,6 +77,7 @@ def main() -> None:
     print(f"\nforward on a (4096, 768) float32 batch: {a * 1e3:.1f} ms; numpy's plain expression {b * 1e3:.1f} ms;")
     print(f"ratio {a / b:.2f}")
     jacobians()
+    backward()
     sizes()
 
 
@@ -98,6 +99,48 @@ def jacobians() -> None:
         a = min(timeit.repeat(lambda x=x: numeric.layernorm.jacobian(x, 1e-5), number=repeats, repeat=5)) / repeats
         b = min(timeit.repeat(lambda x=x: _closed_form_jacobian(x, 1e-5), number=repeats, repeat=5)) / repeats
         print(f"n = {size:<6}{a * 1e3:>10.3f}ms{b * 1e3:>12.3f}ms{a / b:>9.2f}")
+
+
+def _fused_vjp(x: np.ndarray, eps: float, dy: np.ndarray) -> np.ndarray:
+    # The peer: LayerNorm's input gradient (dy - mean(dy) - y mean(dy y)) / s, fused by hand.
+    c = x - x.mean(axis=-1, keepdims=True)
+    inv = 1.0 / np.sqrt(np.mean(c * c, axis=-1, keepdims=True) + eps)
+    y = c * inv
+    return (dy - dy.mean(axis=-1, keepdims=True) - y * np.mean(dy * y, axis=-1, keepdims=True)) * inv
+
+
+def backward() -> None:
+    """numeric.layernorm.vjp (generated from the derived formula) against a hand-fused NumPy peer,
+    and against PyTorch's single-thread autograd where torch is installed (make crosscheck installs it)."""
+    rng = np.random.default_rng(2)
+    print(
+        f"\n{'vjp (4096, 768)':<18}{'derived':>10}{'fused':>10}{'ratio':>8}{'torch':>10}{'ratio':>8}   (target <= 1.5)"
+    )
+    for dtype in (np.float32, np.float64):
+        x = rng.standard_normal((4096, 768)).astype(dtype)
+        dy = rng.standard_normal((4096, 768)).astype(dtype)
+        numeric.layernorm.vjp(x, 1e-5, dy)
+        a = min(timeit.repeat(lambda x=x, dy=dy: numeric.layernorm.vjp(x, 1e-5, dy), number=1, repeat=3))
+        b = min(timeit.repeat(lambda x=x, dy=dy: _fused_vjp(x, 1e-5, dy), number=1, repeat=3))
+        torch_time = _torch_backward(x, dy)
+        shown = f"{torch_time * 1e3:>8.1f}ms{a / torch_time:>8.2f}" if torch_time else f"{'n/a':>10}{'':>8}"
+        print(f"{np.dtype(dtype).name:<18}{a * 1e3:>8.1f}ms{b * 1e3:>8.1f}ms{a / b:>8.2f}{shown}")
+
+
+def _torch_backward(x: np.ndarray, dy: np.ndarray) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    tx = torch.from_numpy(x).requires_grad_()
+    tdy = torch.from_numpy(dy)
+    out = torch.nn.functional.layer_norm(tx, (x.shape[-1],), eps=1e-5)
+
+    def run() -> None:
+        torch.autograd.grad(out, tx, tdy, retain_graph=True)
+
+    return min(timeit.repeat(run, number=1, repeat=3))
 
 
 def sizes() -> None:

@@ -53,6 +53,8 @@ class Quantity:
     value at the degenerate input where the layer has one, and
     ``returned_by`` names the numeric function that returns this row too,
     summed over the batch (a parameter's gradient comes with the input's).
+    ``jacobian_product`` marks J v or J^T g: where J is symmetric, numeric
+    applies it through the derived eigenstructure (no cancellation at n = 2).
     ``derivative_of`` names the
     quantity (over the same item) this one is the t-derivative of, which the
     numeric checks compare with finite differences.  ``column`` heads the
@@ -74,6 +76,7 @@ class Quantity:
     meaning: str = ""
     limit: Callable[[Layer], sp.Expr] | None = None
     returned_by: str | None = None
+    jacobian_product: bool = False  # J (or J^T) applied to its one vector
 
     def name(self, item: Any) -> str:
         if self.over == "pattern":
@@ -289,6 +292,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="backward",
         numeric="vjp",
         limit=backward.vjp_at_degenerate,
+        jacobian_product=True,
         meaning="the input gradient (J^T g)_k for the upstream gradient g",
     ),
     *(_gradient(stem, parameter) for stem, parameter in (("dgain", gamma), ("dbias", beta))),
@@ -301,6 +305,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="backward",
         numeric="jvp",
         limit=backward.jvp_at_degenerate,
+        jacobian_product=True,
         meaning="the forward-mode product (J v)_k",
     ),
     Quantity(

@@ -11,15 +11,9 @@ import numpy as np
 from numeric._compiled import Compiled
 
 
-def from_eigen(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> np.ndarray:
-    r"""J = sum_d lambda_d Pi_d, proved in `derivations.eigen.spectral_form`.
-
-    Each term is accurate on its own, where the entry formula subtracts terms
-    of size 1/s to leave eps/s**3 (n = 2, q >> eps).  With Pi_v = v v^T / (v^T v)
-    for each explicit direction and I minus their sum for the rest, this is
-    J = lambda_rest I + sum_v (lambda_v - lambda_rest) Pi_v: one scaled
-    identity and one rank-one update per direction.
-    """
+def _spectrum(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> tuple[np.ndarray, list]:
+    """lambda_rest and, per explicit direction, (lambda, u, u.u, vanished): J = lambda_rest I +
+    sum_u (lambda - lambda_rest) u u^T / (u.u), proved in `derivations.eigen.spectral_form`."""
     size = array.shape[-1]
     batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
     # lambda_rest: the complement's eigenvalue where the complement exists at
@@ -42,11 +36,33 @@ def from_eigen(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.nd
         updates.append((lam, u, np.where(zero, 1.0, np.sum(u * u, axis=-1, keepdims=True)), zero))
         rest = np.where(zero, lam, rest)
         vanished |= zero
-    total = rest[..., None] * np.eye(size)
+    return rest, updates
+
+
+def from_eigen(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> np.ndarray:
+    r"""J = sum_d lambda_d Pi_d, proved in `derivations.eigen.spectral_form`.
+
+    Each term is accurate on its own, where the entry formula subtracts terms
+    of size 1/s to leave eps/s**3 (n = 2, q >> eps): one scaled identity and
+    one rank-one update per direction.
+    """
+    rest, updates = _spectrum(c, array, stats, e)
+    total = rest[..., None] * np.eye(array.shape[-1])
     for lam, u, length, zero in updates:
         weight = np.where(zero, 0.0, (lam - rest) / length)
         total += (weight * u)[..., :, None] * u[..., None, :]
     return total
+
+
+def apply_eigen(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """J w for a symmetric J through the same spectrum, without forming J: accurate where
+    the derived product's entry formula cancels (n = 2, q >> eps)."""
+    rest, updates = _spectrum(c, array, stats, e)
+    out = rest * w
+    for lam, u, length, zero in updates:
+        weight = np.where(zero, 0.0, (lam - rest) / length)
+        out = out + weight * np.sum(u * w, axis=-1, keepdims=True) * u
+    return out
 
 
 def from_entry(

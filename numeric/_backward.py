@@ -21,7 +21,7 @@ import sympy as sp
 from derivations import Layer, backward, scaling
 from derivations.sums import Mean
 from derivations.symbols import epsilon, g, n, v, x
-from numeric import _rescale
+from numeric import _assemble, _rescale
 from numeric._lambdify import compile
 
 # The vectors a product may take besides x, and the argument names they have.
@@ -38,9 +38,12 @@ class Product:
     degree: int
     parameters: frozenset[str] = frozenset()  # the names of the parameters it depends on
     degenerate: Product | None = None  # the derived limit where the spread vanishes
+    jacobian_product: bool = False  # J v or J^T g, applied through the spectrum where J is symmetric
 
 
-def compile_product(layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, what: str) -> Product:
+def compile_product(
+    layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, what: str, jacobian_product: bool = False
+) -> Product:
     """Lambdify a product written at `backward.INDEX`, with its means written at `backward.MEAN_INDEX`."""
     vectors = tuple(base for base in ARGUMENTS if expr.has(base))
     if degenerate is not None:
@@ -67,7 +70,8 @@ def compile_product(layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, wha
         limit = Product(limit_entry, limit_monomials, (), 0)
     names = tuple(ARGUMENTS[base] for base in vectors)
     uses = frozenset(name for name, base in layer.parameters if expr.has(base))
-    return Product(entry, monomials, names, scaling.degree_of(layer, expr, what), uses, limit)
+    degree = scaling.degree_of(layer, expr, what)
+    return Product(entry, monomials, names, degree, uses, limit, jacobian_product)
 
 
 def evaluate(
@@ -88,6 +92,11 @@ def evaluate(
     size = rows.shape[-1]
     out = []
     for product in products:
+        if product.jacobian_product and c.symmetric:
+            # Exact structure over the entry formula: J w = lambda_rest w + sum (lambda - lambda_rest) (u.w) u / (u.u).
+            values = _assemble.apply_eigen(c, scaled, stats, e_scaled, given[0])
+            out.append(_rescale.times_power(values, m, product.degree))
+            continue
         values = _entry(product, scaled, given, parameters, stats, e_scaled, size)
         flat = stats[c.spread] == 0 if c.layer.approach else np.zeros(())
         if flat.any():

@@ -146,7 +146,7 @@ class Compiled:
         """The backward product ``name`` (with its limit at the degenerate input), compiled."""
         quantity, item = quantities.names(self.layer)[name]
         limit = quantity.limit(self.layer) if quantity.limit is not None and self.layer.approach else None
-        return compile_product(self.layer, quantity.derive(self.layer, item), limit, name)
+        return compile_product(self.layer, quantity.derive(self.layer, item), limit, name, quantity.jacobian_product)
 
 
 @cache

@@ -53,8 +53,9 @@ class Quantity:
     value at the degenerate input where the layer has one, and
     ``returned_by`` names the numeric function that returns this row too,
     summed over the batch (a parameter's gradient comes with the input's).
-    ``jacobian_product`` marks J v or J^T g: where J is symmetric, numeric
-    applies it through the derived eigenstructure (no cancellation at n = 2).
+    ``jacobian_product`` marks J v (``"direct"``) or J^T g (``"transpose"``):
+    numeric applies it through the derived eigenstructure where it can (no
+    cancellation at n = 2).
     ``derivative_of`` names the
     quantity (over the same item) this one is the t-derivative of, which the
     numeric checks compare with finite differences.  ``column`` heads the
@@ -76,7 +77,7 @@ class Quantity:
     meaning: str = ""
     limit: Callable[[Layer], sp.Expr] | None = None
     returned_by: str | None = None
-    jacobian_product: bool = False  # J (or J^T) applied to its one vector
+    jacobian_product: str | None = None  # "direct" (J v) or "transpose" (J^T g) applied to its one vector
 
     def name(self, item: Any) -> str:
         if self.over == "pattern":
@@ -292,7 +293,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="backward",
         numeric="vjp",
         limit=backward.vjp_at_degenerate,
-        jacobian_product=True,
+        jacobian_product="transpose",
         meaning="the input gradient (J^T g)_k for the upstream gradient g",
     ),
     *(_gradient(stem, parameter) for stem, parameter in (("dgain", gamma), ("dbias", beta))),
@@ -305,7 +306,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="backward",
         numeric="jvp",
         limit=backward.jvp_at_degenerate,
-        jacobian_product=True,
+        jacobian_product="direct",
         meaning="the forward-mode product (J v)_k",
     ),
     Quantity(

@@ -41,6 +41,18 @@ class NumericAffine(_layer.NumericLayer):
         dtype = _validate.result_dtype(x, epsilon)
         return (self.base.jacobian(x, epsilon) * gain[..., :, None]).astype(dtype, copy=False)
 
+    def jacobian_product(
+        self, kind: str, scaled: np.ndarray, stats: list[np.ndarray], e: np.ndarray, w: np.ndarray, parameters: list
+    ) -> np.ndarray | None:
+        """J = diag(gain) J_base, proved: J^T g = J_base^T (gain * g) and J v = gain * (J_base v),
+        with the base's product through its eigenstructure where it has one."""
+        gain = parameters[0]
+        inner = gain * w if kind == "transpose" else w
+        value = self.base.jacobian_product(kind, scaled, stats, e, inner, [])
+        if value is None:
+            return None
+        return value if kind == "transpose" else gain * value
+
     def bound(self, epsilon: Any, gain: Any) -> Any:
         """The derived bound on ||diag(gain) J||_2 over all inputs: max|gain| times the base's bound."""
         array = _validate.parameter(gain, "gain", ())

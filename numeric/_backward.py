@@ -21,7 +21,7 @@ import sympy as sp
 from derivations import Layer, backward, scaling
 from derivations.sums import Mean
 from derivations.symbols import epsilon, g, n, v, x
-from numeric import _assemble, _rescale
+from numeric import _rescale
 from numeric._lambdify import compile
 
 # The vectors a product may take besides x, and the argument names they have.
@@ -38,11 +38,11 @@ class Product:
     degree: int
     parameters: frozenset[str] = frozenset()  # the names of the parameters it depends on
     degenerate: Product | None = None  # the derived limit where the spread vanishes
-    jacobian_product: bool = False  # J v or J^T g, applied through the spectrum where J is symmetric
+    jacobian_product: str | None = None  # "direct" (J v) or "transpose" (J^T g): see NumericLayer.jacobian_product
 
 
 def compile_product(
-    layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, what: str, jacobian_product: bool = False
+    layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, what: str, jacobian_product: str | None = None
 ) -> Product:
     """Lambdify a product written at `backward.INDEX`, with its means written at `backward.MEAN_INDEX`."""
     vectors = tuple(base for base in ARGUMENTS if expr.has(base))
@@ -92,11 +92,12 @@ def evaluate(
     size = rows.shape[-1]
     out = []
     for product in products:
-        if product.jacobian_product and c.symmetric:
-            # Exact structure over the entry formula: J w = lambda_rest w + sum (lambda - lambda_rest) (u.w) u / (u.u).
-            values = _assemble.apply_eigen(c, scaled, stats, e_scaled, given[0])
-            out.append(_rescale.times_power(values, m, product.degree))
-            continue
+        if product.jacobian_product is not None:
+            # The derived eigenstructure where the layer has it, over the entry formula.
+            values = layer.jacobian_product(product.jacobian_product, scaled, stats, e_scaled, given[0], parameters)
+            if values is not None:
+                out.append(_rescale.times_power(values, m, product.degree))
+                continue
         values = _entry(product, scaled, given, parameters, stats, e_scaled, size)
         flat = stats[c.spread] == 0 if c.layer.approach else np.zeros(())
         if flat.any():

@@ -228,6 +228,15 @@ class NumericLayer:
                 total += value.sum(axis=0)
         return [_validate.output(out.reshape(full), dtype), *(_validate.output(t, dtype) for t in totals)]
 
+    def jacobian_product(
+        self, kind: str, scaled: np.ndarray, stats: list[np.ndarray], e: np.ndarray, w: np.ndarray, parameters: list
+    ) -> np.ndarray | None:
+        """J w (J symmetric: the same for ``kind`` "direct" and "transpose") through the derived
+        eigenstructure, on a rescaled block; None where the layer has none (the entry formula is used)."""
+        if not self._c.symmetric:
+            return None
+        return _assemble.apply_eigen(self._c, scaled, stats, e, w)
+
     # --- eigenstructure --------------------------------------------------------
 
     @property

@@ -284,26 +284,26 @@ def test_a_missing_vector_is_a_type_error():
         numeric.layernorm.hvp(np.ones(3), 0.1, np.ones(3))
 
 
-@pytest.mark.parametrize("key", ["layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside"])
+@pytest.mark.parametrize("key", list(LAYERS))
 @pytest.mark.parametrize("epsilon", [1e-8, 1e-5])
 def test_vjp_at_two_features_is_accurate_where_the_entry_formula_cancels(key, epsilon):
     """At n = 2 with q >> epsilon the derived entry of J^T g subtracts terms of size |g|/s to
-    leave epsilon/s**3; through the eigenstructure it is accurate to rounding, against the
-    explicit Jacobian of the written-out definition evaluated at 50 digits."""
+    leave epsilon/s**3; through the eigenstructure (the base's, for a gained layer) it is
+    accurate to rounding, against the explicit Jacobian of the written-out definition at 50 digits."""
     import sympy as sp
 
-    from derivations import LAYERS
+    from derivations.symbols import beta, gamma
     from derivations.symbols import epsilon as eps_symbol
     from derivations.symbols import x as xs
 
     point, gradient = [sp.Rational(3, 2), sp.Rational(-1, 4)], [sp.Rational(3, 10), sp.Rational(7, 10)]
     layer = LAYERS[key]
     outputs = sp.Matrix([layer.explicit_entry(2, m) for m in range(2)])
-    jac = outputs.jacobian([xs[0], xs[1]]).xreplace(
-        {xs[0]: point[0], xs[1]: point[1], eps_symbol: sp.Rational(epsilon)}
-    )
+    gains = {gamma[0]: sp.Rational(-3, 2), gamma[1]: sp.Rational(1, 2), beta[0]: 1, beta[1]: 2}
+    values = {xs[0]: point[0], xs[1]: point[1], eps_symbol: sp.Rational(epsilon), **gains}
+    jac = outputs.jacobian([xs[0], xs[1]]).xreplace(values)
     exact = [float(sp.N(sum(jac[r, c] * gradient[r] for r in range(2)), 50)) for c in range(2)]
-    got = getattr(numeric, key).vjp(
-        np.array([float(v) for v in point]), epsilon, np.array([float(v) for v in gradient])
-    )
-    np.testing.assert_allclose(got, exact, rtol=1e-13, atol=0)
+    named = {"gain": np.array([-1.5, 0.5]), "bias": np.array([1.0, 2.0])} if layer.parameters else {}
+    x, dy = np.array([float(v) for v in point]), np.array([float(v) for v in gradient])
+    got = getattr(numeric, key).vjp(x, epsilon, dy, **named)
+    np.testing.assert_allclose(got[0] if named else got, exact, rtol=1e-13, atol=0)

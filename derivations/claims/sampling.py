@@ -34,8 +34,8 @@ GRIDS: dict[str, tuple[sp.Expr, ...]] = {
     "real": (*map(sp.Rational, ("1", "0", "-1", "1/2", "-1/10", "3", "-3")), *_LOG, *(-value for value in _LOG)),
     "gain": tuple(map(sp.Rational, ("1", "-2", "1/2", "3", "-1/10"))),
 }
-MAX_POINTS = 1000
-MAX_EXPLICIT = 120  # explicit inputs (vectors, matrices) cost more each
+MAX_POINTS = 600
+MAX_EXPLICIT = 80  # explicit inputs (vectors, matrices) cost more each
 DIGITS = (30, 60, 120, 240)
 
 

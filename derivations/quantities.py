@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import sympy as sp
@@ -371,6 +372,15 @@ def values(layer: Layer) -> dict[str, sp.Expr]:
         for quantity, item in rows(layer)
         if quantity.value is not None
     }
+
+
+@cache
+def by_numeric(layer: Layer, numeric: str) -> tuple[str, Quantity, Any] | None:
+    """(full name, row, item) of the quantity whose numeric function is ``numeric``, or None."""
+    for name, (quantity, item) in names(layer).items():
+        if quantity.numeric_name(item) == numeric:
+            return name, quantity, item
+    return None
 
 
 def formulas(layer: Layer) -> list[Formula]:

@@ -53,15 +53,17 @@ class NumericLayer:
     @cache  # noqa: B019 - a few names per layer; facades are interned by `facade`
     def function(self, numeric: str) -> Callable[..., Any] | None:
         """The function a registry row names ``numeric``, or None where the layer has none."""
-        for name, (quantity, item) in quantities.names(self.definition).items():
-            if quantity.numeric_name(item) == numeric and quantity.evaluate == "backward":
-                return _Backward(self, name, numeric, quantity.meaning)
-            if quantity.numeric_name(item) == numeric and quantity.evaluate in _STRATEGIES:
-                scalar = self._c.scalar(name)
-                if scalar is None:
-                    return None
-                return _Function(self, name, numeric, scalar, _STRATEGIES[quantity.evaluate], quantity.meaning)
-        return None
+        found = quantities.by_numeric(self.definition, numeric)
+        if found is None:
+            return None
+        name, quantity, _ = found
+        if quantity.evaluate == "backward":
+            return _Backward(self, name, numeric, quantity.meaning)
+        strategy = _STRATEGIES.get(quantity.evaluate or "")
+        scalar = self._c.scalar(name) if strategy is not None else None
+        if scalar is None:
+            return None
+        return _Function(self, name, numeric, scalar, strategy, quantity.meaning)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

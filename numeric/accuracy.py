@@ -104,8 +104,10 @@ class Result:
 def _derived(key: str, numeric: str) -> sp.Expr:
     """The derived expression of the registry row whose numeric function is ``numeric``."""
     layer = LAYERS[key]
-    (expr,) = [q.derive(layer, item) for q, item in quantities.rows(layer) if q.numeric_name(item) == numeric]
-    return expr
+    found = quantities.by_numeric(layer, numeric)
+    assert found is not None, f"{key} has no function {numeric}"
+    _, quantity, item = found
+    return quantity.derive(layer, item)
 
 
 @cache
@@ -174,8 +176,8 @@ def _vector_reference(key: str) -> dict[str, Any]:
 def _strategy(key: str, numeric: str) -> str | None:
     """How the registry evaluates the numeric function ``numeric`` (None: a composite, the eigenvalues)."""
     layer = LAYERS[key]
-    found = [q.evaluate for q, item in quantities.rows(layer) if q.numeric_name(item) == numeric]
-    return found[0] if found else None
+    found = quantities.by_numeric(layer, numeric)
+    return None if found is None else found[1].evaluate
 
 
 def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:

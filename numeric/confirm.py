@@ -15,10 +15,13 @@ import ast
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from derivations import LAYERS, quantities
 from derivations.claims import Claim
 from derivations.claims.language import parse_expression
+from derivations.symbols import epsilon as eps_symbol
+from numeric._lambdify import compile
 from numeric._layer import NumericLayer, facade
 
 _OPS = {ast.Eq: "==", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
@@ -99,11 +102,15 @@ class _Evaluator:
             if identifier not in self.example:
                 raise _Unsupported(f"the counterexample gives no {identifier}")
             return np.asarray(self.example[identifier], dtype=np.float64)
-        stats = {str(symbol): value for symbol, value in layer.statistics(self.need_x()).items()}
-        if identifier in stats:
-            return stats[identifier]
-        if identifier == "s":
-            return float(np.sqrt(stats.get("q", stats.get("r", 0.0)) + self.eps))
+        stats = layer.statistics(self.need_x())
+        named = {str(symbol): value for symbol, value in stats.items()}
+        if identifier in named:
+            return named[identifier]
+        # A display name such as s stands for a derived expression (sqrt(q + epsilon)): lambdified, not typed.
+        for expr, shown in definition.display:
+            if str(shown) == identifier and not expr.atoms(sp.Indexed):
+                symbols = [*stats, eps_symbol]
+                return float(compile(expr, symbols)(*stats.values(), self.eps))
         if identifier in ("gamma", "beta", "gamma_max") and identifier in self.example:
             return float(self.example[identifier])
         raise _Unsupported(f"no numeric value for {identifier}")

@@ -50,11 +50,10 @@ def functions_of_t(layer: NumericLayer) -> list[tuple[str, str | None]]:
 
 def scalar_against_symbolic(layer: NumericLayer, name: str, ts: np.ndarray, epsilons: np.ndarray) -> int:
     """A function of (t, epsilon), lambdified, vs its derived expression evaluated exactly."""
-    (expr,) = [
-        quantity.derive(layer.definition, item)
-        for quantity, item in quantities.rows(layer.definition)
-        if quantity.numeric_name(item) == name
-    ]
+    found = quantities.by_numeric(layer.definition, name)
+    assert found is not None, f"{layer.key} has no function {name}"
+    _, quantity, item = found
+    expr = quantity.derive(layer.definition, item)
     function = getattr(layer, name)
     tt, ee = np.meshgrid(ts, epsilons)
     expected = np.array([exact(expr, {t: a, eps_symbol: b}) for a, b in zip(tt.ravel(), ee.ravel(), strict=True)])

@@ -26,7 +26,7 @@ from derivations.catalog import CORE
 from derivations.claims import bounded, sampling
 from derivations.claims.language import ClaimError, Relation
 from derivations.claims.proof import describe_n, prove
-from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
+from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
 from derivations.sums import PowerSum
 from derivations.symbols import epsilon, gamma_max, mu, n, q, t, x
 
@@ -454,7 +454,7 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
         if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
     ]
     seen = 0
-    means = {_mean(layer) for layer in layers} - {None}
+    means = {mean_statistic(layer) for layer in layers} - {None}
     for number, inputs in enumerate(sampling.explicit_inputs(sizes, setting.usage.vectors)):
         for symbol, value in setting.pinned.items():
             if symbol in means:  # a fixed mean: shift the input to it, exactly
@@ -468,12 +468,6 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
                 yield full, inputs
         if seen > sampling.MAX_EXPLICIT:
             return
-
-
-def _mean(layer: Layer) -> sp.Symbol | None:
-    from derivations.claims.semantics import _mean_statistic
-
-    return _mean_statistic(layer)
 
 
 def _gain_consistent(point: dict) -> bool:

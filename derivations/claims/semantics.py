@@ -83,7 +83,7 @@ class Usage:
     divisors: list[sp.Expr] = field(default_factory=list)  # may vanish: the claim is where they do not
 
 
-def _mean_statistic(layer: Layer) -> sp.Symbol | None:
+def mean_statistic(layer: Layer) -> sp.Symbol | None:
     """The statistic that is the plain mean of x, if the layer has one."""
     for stat in layer.statistics:
         if stat.mean and sp.expand(stat.summand - x[j]) == 0:
@@ -144,7 +144,7 @@ class Builder(_Builder):
             self.usage.vectors.add(identifier)
             return Vector((g if identifier == "g" else v)[i])
         if identifier == "c":
-            mean = _mean_statistic(layer) if scaling.translation_invariant(layer) else None
+            mean = mean_statistic(layer) if scaling.translation_invariant(layer) else None
             if mean is None:
                 raise ClaimError(f"c (the centered input) at {_where(node)}: {layer.key} does not center its input")
             return Vector(x[i] - mean)

@@ -115,7 +115,11 @@ def _codegen(argv: list[str]) -> int:
     parser.add_argument("--layer", required=True, choices=list(LAYERS), help="the layer")
     parser.add_argument("--target", required=True, choices=list(TARGETS), help="the language of the module")
     args = parser.parse_args(argv)
-    sys.stdout.write(emit(args.layer, args.target))
+    try:
+        source = emit(args.layer, args.target)
+    except ValueError as error:  # a layer the emitted row code cannot be: say which to emit
+        parser.error(str(error))
+    sys.stdout.write(source)
     return 0
 
 

@@ -49,7 +49,13 @@ class Affine(Layer):
         return (self.base,)
 
 
-def affine(base: Layer, key: str, title: str, stated: Mapping[str, sp.Basic] | None = None) -> Affine:
+def affine(
+    base: Layer,
+    key: str,
+    title: str,
+    stated: Mapping[str, sp.Basic] | None = None,
+    used_by: tuple[str, ...] = (),
+) -> Affine:
     """The layer ``gain * base + bias``, with the base's statistics, patterns and directions.
 
     The base's directions are candidates: those the gain keeps as
@@ -67,6 +73,7 @@ def affine(base: Layer, key: str, title: str, stated: Mapping[str, sp.Basic] | N
         approach=base.approach,
         stated=dict(stated or {}),
         notes=base.notes,
+        used_by=used_by,
         base=base,
     )
 

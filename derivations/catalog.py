@@ -19,9 +19,12 @@ DEFINITIONS = (
     "layernorm",
     "layernorm_affine",
     "layernorm_std_eps",
+    "layernorm_std_eps_biased",
     "rmsnorm",
     "rmsnorm_affine",
     "rmsnorm_eps_outside",
+    "groupnorm",
+    "batchnorm_train",
 )
 
 LAYERS: dict[str, Layer] = {

@@ -25,7 +25,7 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import backward, eigen, jacobian, moments, response, scaling, spectral
+from derivations import backward, eigen, grouped, jacobian, moments, response, scaling, spectral
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations.symbols import beta, gamma
@@ -161,6 +161,15 @@ def _without_parameters(layer: Layer, _: Any) -> bool:
 # printed pattern by pattern.
 QUANTITIES: tuple[Quantity, ...] = (
     Quantity(
+        "definition",
+        "statement",
+        "layer",
+        response.definition_formula,
+        None,
+        column="definition",
+        meaning="the output entry y_i as the layer defines it",
+    ),
+    Quantity(
         "response",
         "scalar",
         "pattern",
@@ -207,6 +216,16 @@ QUANTITIES: tuple[Quantity, ...] = (
         meaning="the response's limit as t -> oo",
     ),
     Quantity(
+        "constant_response",
+        "scalar",
+        "layer",
+        response.constant_formula,
+        response.at_constant,
+        claim=True,
+        column="output at a constant input t·1",
+        meaning="output entry i at the constant input x = t 1",
+    ),
+    Quantity(
         "jacobian",
         "matrix",
         "layer",
@@ -215,6 +234,15 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="entrywise",
         numeric="jacobian",
         meaning="J_ik = d y_i / d x_k",
+    ),
+    Quantity(
+        "block_structure",
+        "statement",
+        "layer",
+        grouped.block_formula,
+        None,
+        applies=grouped.is_grouped,
+        meaning="J of a layer applied block by block is block-diagonal",
     ),
     Quantity(
         "jacobian_degenerate",
@@ -385,7 +413,11 @@ def by_numeric(layer: Layer, numeric: str) -> tuple[str, Quantity, Any] | None:
 
 def formulas(layer: Layer) -> list[Formula]:
     """Every formula `make derive` prints for ``layer``, in order."""
-    return [quantity.formula(layer, item, quantity.name(item)) for quantity, item in rows(layer) if quantity.formula]
+    return [
+        layer.restate(quantity.formula(layer, item, quantity.name(item)))
+        for quantity, item in rows(layer)
+        if quantity.formula
+    ]
 
 
 def columns(layer: Layer) -> dict[str, str]:

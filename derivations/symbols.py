@@ -15,6 +15,8 @@ r = sp.Symbol("r", nonnegative=True)  # mean of the squared raw entries (RMS lay
 # raw entries, sigma_u = sqrt(n q / (n - 1)) of the centered ones (unbiased).
 sigma = sp.Symbol("sigma", nonnegative=True)
 sigma_u = sp.Symbol("sigma_u", nonnegative=True)
+# ... and sigma_b = sqrt(q), the biased one of the centered entries.
+sigma_b = sp.Symbol("sigma_b", nonnegative=True)
 # The parameter of a path that reaches the degenerate input as tau -> 0+.
 tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)
@@ -49,4 +51,9 @@ c_vec = sp.MatrixSymbol("c", n, 1)
 norm_J = sp.Symbol(r"\|J\|_2", positive=True)
 diag_gamma = sp.MatrixSymbol(r"\operatorname{diag}(\gamma)", n, n)
 
-LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u", gamma_max: r"\max_i \lvert\gamma_i\rvert"}
+LATEX_NAMES = {
+    epsilon: r"\varepsilon",
+    sigma_u: r"\sigma_u",
+    sigma_b: r"\sigma_b",
+    gamma_max: r"\max_i \lvert\gamma_i\rvert",
+}

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from derivations import LAYERS
-from numeric import _affine  # noqa: F401 - registers the wrapper's facade
+from numeric import _affine, _grouped  # noqa: F401 - register the wrappers' facades
 from numeric._layer import NumericLayer, facade
 
 

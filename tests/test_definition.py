@@ -70,6 +70,9 @@ def test_the_minimal_example_derives_and_proves_its_stated_form():
     # J is not symmetric: no spectral norm, and no bound is claimed from eigenvalues.
     assert "spectral_norm" not in found
     assert "spectral_bound" not in found
+    # w orthogonal to x is no eigenvector (J w has x**3 . w in it): the default complement is left out.
+    assert "eigen_complement" not in found
+    assert "numeric evaluates at m = max(|x|, epsilon**(1/4))" in found["homogeneity"].statement
 
 
 def test_the_minimal_example_source_bytes_are_kept_for_a_cache_key():

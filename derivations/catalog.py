@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, partial
 
 from derivations import quantities
@@ -31,6 +31,10 @@ LAYERS: dict[str, Layer] = {
     layer.key: layer for layer in (importlib.import_module(f"derivations.{name}").LAYER for name in DEFINITIONS)
 }
 
+# The keys of the layers above; `register` adds others (a user's definition) but never replaces these.
+BUILT_IN = tuple(LAYERS)
+_CLEAR: list[Callable[[], object]] = []
+
 # The layer a bare name (``response``) and an unqualified claim refer to.
 CORE = "layernorm"
 
@@ -39,6 +43,36 @@ def _known(key: object) -> Layer:
     if not isinstance(key, str) or key not in LAYERS:
         raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     return LAYERS[key]
+
+
+def register(layer: Layer) -> None:
+    """Add ``layer``, defined outside this catalog, to `LAYERS` under its key.
+
+    A layer registered earlier under the same key is replaced, and every
+    cache keyed by layer key (see `on_register`) emptied; a built-in key is refused.
+    """
+    if not isinstance(layer, Layer):
+        raise ValueError(f"layer must be a Layer; got {type(layer).__name__}")
+    if layer.key in BUILT_IN:
+        raise ValueError(f"key {layer.key!r} is a built-in layer; choose another key")
+    if LAYERS.get(layer.key, layer) is not layer:
+        unregister(layer.key)
+    LAYERS[layer.key] = layer
+
+
+def unregister(key: str) -> None:
+    """Remove a layer `register` added, and what was derived and compiled for it."""
+    if key in BUILT_IN:
+        raise ValueError(f"key {key!r} is a built-in layer; only registered layers are removed")
+    LAYERS.pop(key, None)
+    formulas.cache_clear()
+    for clear in _CLEAR:
+        clear()
+
+
+def on_register(clear: Callable[[], object]) -> None:
+    """Call ``clear`` (a cache keyed by layer key) whenever a registered layer is replaced or removed."""
+    _CLEAR.append(clear)
 
 
 def symmetric() -> tuple[str, ...]:

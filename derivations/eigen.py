@@ -46,7 +46,10 @@ def _vector(direction: Direction, layer: Layer) -> sp.MatrixExpr:
 def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
     """(J v)_i / v_i, where it does not depend on i (v is an eigenvector), else None."""
     product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
-    product = layer.express(product, *direction.constraints)
+    try:
+        product = layer.express(product, *direction.constraints)
+    except DerivationError:
+        return None  # J v involves sums that neither the statistics nor the constraints fix
     value = sp.factor(sp.cancel(product / direction.entry.xreplace({k: i})))
     if i in value.free_symbols or value.atoms(sp.Indexed):
         return None

@@ -60,6 +60,9 @@ def _vector(factor: sp.Expr, index: sp.Symbol) -> sp.MatrixExpr:
         return ones
     if isinstance(factor, sp.Indexed) and factor.indices == (index,):
         return sp.MatrixSymbol(str(factor.base), n, 1)
+    if factor.is_Pow and factor.exp.is_Integer and isinstance(factor.base, sp.Indexed):
+        # x_k**3 is entry k of the entry-wise (Hadamard) power of x.
+        return sp.HadamardPower(_vector(factor.base, index), factor.exp)
     raise DerivationError(f"no vector has entry {factor} at {index}")
 
 

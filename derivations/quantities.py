@@ -28,6 +28,7 @@ import sympy as sp
 from derivations import backward, eigen, grouped, jacobian, moments, response, scaling, spectral
 from derivations._formula import Formula
 from derivations._layer import Layer
+from derivations._proof import DerivationError
 from derivations.symbols import beta, gamma
 
 
@@ -157,6 +158,22 @@ def _without_parameters(layer: Layer, _: Any) -> bool:
     return not layer.parameters
 
 
+def _derivable(value: Callable[[Layer], sp.Expr], also: Callable[[Layer, Any], bool] = _always) -> Callable[..., bool]:
+    """Applies where ``also`` holds and ``value`` can be derived: a layer defined by a user may
+    lack what it needs (a statistic that fixes mean(x**2), a symmetric J)."""
+
+    def applies(layer: Layer, item: Any) -> bool:
+        if not also(layer, item):
+            return False
+        try:
+            value(layer)
+        except DerivationError:
+            return False
+        return True
+
+    return applies
+
+
 # In the order `make derive` prints them; consecutive rows over patterns are
 # printed pattern by pattern.
 QUANTITIES: tuple[Quantity, ...] = (
@@ -284,6 +301,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         "layer",
         spectral.bound_formula,
         spectral.bound_value,
+        applies=_derivable(spectral.bound_value),
         evaluate="of_epsilon",
         numeric="bound",
         claim=True,
@@ -296,7 +314,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         "layer",
         moments.second_moment_formula,
         moments.second_moment,
-        applies=_without_parameters,
+        applies=_derivable(moments.second_moment, _without_parameters),
         evaluate="of_statistics",
         numeric="second_moment",
         claim=True,

@@ -57,7 +57,8 @@ def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
 def epsilon_degree(layer: Layer) -> int:
     """How epsilon must scale with x for the output to be homogeneous: as a variance
     (m**2, epsilon inside the root) or as a standard deviation (m, epsilon added to sigma)."""
-    for candidate in (2, 1):
+    # A variance, a standard deviation, then the higher power means a user may define.
+    for candidate in (2, 1, *range(3, 9)):
         try:
             _power_of_m(layer.output.xreplace(_scaled(layer, candidate)) / layer.output, "the output")
         except DerivationError:
@@ -124,7 +125,7 @@ def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
     f = sp.Function("f")
     e = epsilon_degree(layer)
     statement = ", ".join(f"{q}: p = {d}" for q, d in found.items())
-    root = "sqrt(epsilon)" if e == 2 else "epsilon"
+    root = {1: "epsilon", 2: "sqrt(epsilon)"}.get(e, f"epsilon**(1/{e})")
     return Formula(
         name,
         f"Scaling x by m and epsilon by m**{e} scales each result by m**p "

@@ -189,7 +189,6 @@ def test_the_output_at_a_constant_input_is_the_derived_one(key):
     import numpy as np
 
     import numeric
-    from derivations.symbols import beta, gamma
     from numeric.agreement import assert_agree, exact
 
     layer = LAYERS[key]

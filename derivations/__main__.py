@@ -10,18 +10,47 @@ pass as a module.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from derivations.catalog import CORE, LAYERS, rows
-from derivations.claims.render import VERDICT_FORMATS
+from derivations import _cache
 from derivations.cli import OneLineParser
-from derivations.notation import RENAMABLE, Notation
-from derivations.render import FORMATS, standalone
+
+# The options a derive run's output depends on, besides the derivation
+# sources, with how many values each takes.  Arguments made of these alone
+# are looked up in the derivation cache; any other (a file to read, a new
+# option) takes the whole way.
+_CACHED_OPTIONS = {"--format": 1, "--layer": 1, "--notation": 1, "--standalone": 0}
+
+
+def _output_entry(argv: list[str]) -> str | None:
+    """The cache entry of a derive run's whole output for ``argv``, or None where it is not cached."""
+    position = 0
+    while position < len(argv):
+        option, joined, _ = argv[position].partition("=")
+        if option not in _CACHED_OPTIONS or (joined and not _CACHED_OPTIONS[option]):
+            return None
+        position += 1 + (0 if joined else _CACHED_OPTIONS[option])
+    return "python -m derivations " + json.dumps(argv)
 
 
 def _derive(argv: list[str]) -> int:
+    # Only a run that succeeded is stored, under its exact arguments: a hit
+    # prints what that run printed, without importing SymPy.
+    entry = _output_entry(argv)
+    cached = _cache.read(entry) if entry is not None else None
+    if cached is not None:
+        with contextlib.suppress(UnicodeDecodeError):
+            sys.stdout.write(cached.decode())
+            return 0
+
+    from derivations.catalog import LAYERS, rows
+    from derivations.notation import RENAMABLE, Notation
+    from derivations.render import FORMATS, standalone
+
     parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
@@ -39,6 +68,7 @@ def _derive(argv: list[str]) -> int:
     parser.add_argument(
         "--timeout", type=float, default=300.0, metavar="SECONDS", help="with --definition: time budget (default: 300)"
     )
+    parser.add_cache_option()
     args = parser.parse_args(argv)
     if args.standalone and args.format != "latex":
         parser.error("--standalone applies to --format latex")
@@ -64,11 +94,16 @@ def _derive(argv: list[str]) -> int:
     except Exception as error:
         print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
+    if entry is not None:
+        _cache.write(entry, text.encode())
     sys.stdout.write(text)  # a failure to write is the caller's: `run` makes it one line
     return 0
 
 
 def _check(argv: list[str]) -> int:
+    from derivations.catalog import CORE, LAYERS
+    from derivations.claims.render import VERDICT_FORMATS
+
     parser = OneLineParser(
         prog="python -m derivations check",
         description="Verdicts on claims: proved, refuted (with a counterexample), supported, or error. "
@@ -87,6 +122,7 @@ def _check(argv: list[str]) -> int:
         "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
     )
     parser.add_argument("--definition", type=Path, metavar="FILE", help="claims about the layer defined in FILE")
+    parser.add_cache_option()
     args = parser.parse_args(argv)
     if sum(given is not None for given in (args.claim, args.claims, args.latex)) != 1:
         parser.error("give one inline claim, --latex TEXT or --claims FILE")
@@ -144,6 +180,7 @@ def _register(prog: str, path: Path | None) -> str | None:
 def _within(key: str, seconds: float, render: Callable[[], str]) -> str:
     """``render()`` in a child process bounded in time and memory: a user's layer may be pathological."""
     from derivations import definition
+    from derivations.catalog import LAYERS
 
     text = definition.derive_within(LAYERS[key], seconds, render)
     assert text is not None
@@ -151,6 +188,7 @@ def _within(key: str, seconds: float, render: Callable[[], str]) -> str:
 
 
 def _codegen(argv: list[str]) -> int:
+    from derivations.catalog import LAYERS
     from derivations.codegen import TARGETS, emit
 
     parser = OneLineParser(

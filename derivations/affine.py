@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 
 import sympy as sp
 
 from derivations import backward, jacobian, spectral
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import equal
@@ -78,7 +78,7 @@ def affine(
     )
 
 
-@cache
+@derived
 def factorization(layer: Affine) -> str:
     """Prove J = diag(gain) J_base entry by entry: J_ik = gain_i (J_base)_ik."""
     how = equal(

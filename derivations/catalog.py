@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from functools import cache, partial
 
 from derivations import quantities
+from derivations._cache import derived
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations.notation import DEFAULT, Notation
@@ -85,7 +86,12 @@ def symmetric() -> tuple[str, ...]:
 @cache
 def formulas(key: str = CORE) -> tuple[Formula, ...]:
     """The derived formulas of layer ``key``, in a stable order."""
-    return tuple(quantities.formulas(_known(key)))
+    return _formulas(_known(key))
+
+
+@derived  # kept across processes: the bulk of a command's derivation work
+def _formulas(layer: Layer) -> tuple[Formula, ...]:
+    return tuple(quantities.formulas(layer))
 
 
 def formula(name: str, key: str | None = None) -> Formula:

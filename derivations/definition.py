@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import sympy as sp
 
-from derivations import layernorm, quantities, rmsnorm, scaling
+from derivations import _cache, layernorm, quantities, rmsnorm, scaling
 from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
@@ -135,7 +135,11 @@ def _parse(source: bytes, where: Path | None) -> Definition:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise DefinitionError(f"the file is not valid TOML: {error}") from None
-    return Definition(_layer(table), source, where)
+    found = Definition(_layer(table), source, where)
+    # From now on this process's derivation cache entries are keyed by the file's bytes
+    # too: a user layer's results are never served to another file under the same key.
+    _cache.include(source)
+    return found
 
 
 def derive_within(layer: Layer, seconds: float, work: Callable[[], _T] | None = None) -> _T | None:

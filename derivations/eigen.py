@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from functools import cache
 
 import sympy as sp
 
 from derivations import jacobian
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Direction, Layer
 from derivations._proof import DerivationError, equal
@@ -42,7 +42,7 @@ def _vector(direction: Direction, layer: Layer) -> sp.MatrixExpr:
     return sp.MatrixSymbol(name, n, 1)
 
 
-@cache
+@derived
 def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
     """(J v)_i / v_i, where it does not depend on i (v is an eigenvector), else None."""
     product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
@@ -56,7 +56,7 @@ def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
     return value
 
 
-@cache
+@derived
 def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     """The layer's directions that are eigenvectors of J, with their eigenvalues.
 
@@ -79,7 +79,7 @@ def pair(layer: Layer, direction: Direction) -> Eigen | None:
     return next((p for p in eigenpairs(layer) if p.direction is direction), None)
 
 
-@cache
+@derived
 def spectral_form(layer: Layer) -> str:
     r"""Prove J = sum_d lambda_d Pi_d, the spectral decomposition numeric assembles J from.
 

@@ -59,7 +59,9 @@ class Grouped(Layer):
         return hash(self.base)
 
     def __eq__(self, other: object) -> bool:
-        return other is self.base or (isinstance(other, Grouped) and other.base is self.base) or other is self
+        # Equal to its base, not to another layer over the same base: results that
+        # name the blocks (the block structure) stay each layer's own.
+        return other is self or other is self.base
 
     def restate(self, formula: Formula) -> Formula:
         return replace(formula, statement=f"{formula.statement} Per {self.blocks}: n is {self.size}.")

@@ -10,11 +10,12 @@ statistics (see `derivations.sums`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixElement
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
@@ -22,14 +23,14 @@ from derivations.sums import explicit_means, reduce_sums
 from derivations.symbols import J, delta, i, k, n, ones, tau, x
 
 
-@cache
+@derived
 def entry(layer: Layer) -> sp.Expr:
     """J_ik in x[i], x[k], KroneckerDelta(i, k) and the layer's statistics."""
     derivative = sp.diff(layer.entry(i), x[k])
     return layer.express(reduce_sums(derivative))
 
 
-@cache
+@derived
 def at_degenerate(layer: Layer) -> sp.Expr:
     """Limit of J_ik as the input tends to the degenerate one, along ``layer.approach``.
 
@@ -47,7 +48,7 @@ def at_degenerate(layer: Layer) -> sp.Expr:
     return sp.factor(limit)
 
 
-@cache
+@derived
 def is_symmetric(layer: Layer) -> bool:
     """Whether J_ik = J_ki for every i, k: proved by cancelling the difference."""
     swapped = entry(layer).xreplace({i: k, k: i})
@@ -82,7 +83,7 @@ def proof(layer: Layer, name: str) -> str:
     return equal(layer.to_display(entry(layer)), entry_of(layer.stated[name]), f"{layer.key}.{name}")
 
 
-@cache
+@derived
 def _matrix_form(layer: Layer) -> sp.MatrixExpr:
     return _matrix(layer, entry(layer))
 

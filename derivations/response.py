@@ -12,23 +12,22 @@ t/(epsilon + Abs(t))
 
 from __future__ import annotations
 
-from functools import cache
-
 import sympy as sp
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer, Pattern
 from derivations._proof import DerivationError
 from derivations.symbols import i, t, x
 
 
-@cache
+@derived
 def response(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """Coordinate ``pattern.coordinate`` of the layer applied to the pattern in t."""
     return sp.factor_terms(layer.on_pattern(pattern or layer.patterns[0]))
 
 
-@cache
+@derived
 def slope(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """d response / dt over a common denominator.
 
@@ -55,7 +54,7 @@ def _one_sided(expr: sp.Expr, side: int) -> sp.Expr:
     return value
 
 
-@cache
+@derived
 def slope_at_zero(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """One-sided limits of the slope as t -> 0- and t -> 0+.
 
@@ -92,7 +91,7 @@ def _at_infinity(expr: sp.Expr, side: int) -> sp.Expr:
     return value if value is not None else sp.limit(expr, t, side * sp.oo)
 
 
-@cache
+@derived
 def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """Limits of the response as t -> +oo and t -> -oo."""
     value = response(layer, pattern)
@@ -114,7 +113,7 @@ def definition_formula(layer: Layer, _: object, name: str) -> Formula:
     )
 
 
-@cache
+@derived
 def at_constant(layer: Layer) -> sp.Expr:
     """Output entry i at the constant input x = t 1, for symbolic n: the statistics' sums
     of a constant are evaluated, so a centering layer's vanishes and an RMS layer's does not."""

@@ -18,10 +18,9 @@ square overflows or underflows, and
 
 from __future__ import annotations
 
-from functools import cache
-
 import sympy as sp
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
@@ -43,7 +42,7 @@ def _power_of_m(ratio: sp.Expr, what: str) -> int:
     raise DerivationError(f"{what} is not homogeneous in (x, sqrt(epsilon)): ratio {ratio}")
 
 
-@cache
+@derived
 def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
     """Each statistic's degree: the mean's summand scaled, or the derived value."""
     degrees: dict[sp.Symbol, int] = {}
@@ -53,7 +52,7 @@ def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
     return degrees
 
 
-@cache
+@derived
 def epsilon_degree(layer: Layer) -> int:
     """How epsilon must scale with x for the output to be homogeneous: as a variance
     (m**2, epsilon inside the root) or as a standard deviation (m, epsilon added to sigma)."""
@@ -67,7 +66,7 @@ def epsilon_degree(layer: Layer) -> int:
     raise DerivationError(f"{layer.key}: no scaling of epsilon makes the output homogeneous")
 
 
-@cache
+@derived
 def translation_invariant(layer: Layer) -> bool:
     """Whether the output is unchanged when every entry of x is shifted by the same a.
 
@@ -101,6 +100,7 @@ def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
     return values
 
 
+@derived
 def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
     """The degree p of ``expr`` under (x, t, eps) -> (m x, m t, m**e eps), e = `epsilon_degree`.
 

@@ -152,5 +152,67 @@ def sizes() -> None:
         print(f"{folder + '/':<13}{len(files):>3} files {lines:>6} lines")
 
 
+_CLAIM = "slope_at_zero == 1/sqrt(epsilon)"
+# The claim's own work, timed inside a process whose derivations are warm.
+_PROOF_WORK = (
+    "import sys, time; from derivations.claims import Claim, check; from numeric.confirm import confirm; "
+    "claim = Claim(sys.argv[1], 'layernorm', (), id='bench'); start = time.perf_counter(); "
+    "check(claim, confirm); print(time.perf_counter() - start)"
+)
+
+
+def cache_rows(rounds: int = 5) -> None:
+    """The derivation cache's targets: paired whole-process runs in a cache of this run's own, medians."""
+    import os
+    import statistics
+    import tempfile
+
+    from derivations import _cache
+
+    with tempfile.TemporaryDirectory() as home:
+        warm = {**os.environ, "XDG_CACHE_HOME": home}
+        warm.pop(_cache.ENVIRONMENT, None)
+        cold = {**warm, _cache.ENVIRONMENT: "1"}
+        python = sys.executable
+        commands = {
+            "import sympy": ([python, "-c", "import sympy"], warm),
+            "cold derive": ([python, "-m", "derivations"], cold),
+            "warm derive": ([python, "-m", "derivations"], warm),
+            "warm figures": ([python, "-m", "figures", "--out", str(Path(home) / "figures")], warm),
+            "warm claim": ([python, "-m", "derivations", "check", _CLAIM], warm),
+        }
+        for command, environment in commands.values():  # fill the cache
+            subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=True)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(rounds):
+            for name, (command, environment) in commands.items():
+                start = time.perf_counter()
+                subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=True)
+                times[name].append(time.perf_counter() - start)
+        proof = statistics.median(
+            float(
+                subprocess.run(
+                    [python, "-c", _PROOF_WORK, _CLAIM], env=warm, capture_output=True, text=True, check=True
+                ).stdout
+            )
+            for _ in range(rounds)
+        )
+    median = {name: statistics.median(found) for name, found in times.items()}
+    floor = median["import sympy"]
+    print(f"\nderivation cache, medians of {rounds} paired runs (cold: {_cache.ENVIRONMENT}=1)")
+    print(f"import sympy alone                 {floor:6.3f} s")
+    print(f"cold python -m derivations         {median['cold derive']:6.3f} s   {median['cold derive'] / floor:5.2f}x")
+    print(
+        f"warm python -m derivations         {median['warm derive']:6.3f} s   "
+        f"{median['warm derive'] / floor:5.2f}x   (target <= 1.3x import sympy)"
+    )
+    print(f"warm python -m figures             {median['warm figures']:6.3f} s           (target <= 1.5 s)")
+    print(
+        f"warm check {_CLAIM!r}  {median['warm claim']:6.3f} s   proof work {proof:.3f} s   "
+        f"(target <= 1.3 x import sympy + proof work = {1.3 * floor + proof:.3f} s)"
+    )
+
+
 if __name__ == "__main__":
     main()
+    cache_rows()

@@ -106,6 +106,11 @@ class Layer:
         """The layers this one is built on, whose derivations it reuses."""
         return ()
 
+    @property
+    def derived_as(self) -> Layer:
+        """The layer whose derivations are this one's: itself, or the base of a layer applied block by block."""
+        return self
+
     def restate(self, formula: Formula) -> Formula:
         """``formula`` as this layer states it; a layer applied block by block says what n counts."""
         return formula

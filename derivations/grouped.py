@@ -7,10 +7,10 @@ on n entries (n = C / G channels of a group, or the batch size n = B), and
 nothing couples two blocks: the Jacobian of the whole map is block-diagonal,
 each block the base layer's Jacobian for symbolic n.
 
-The wrapper therefore *is* its base layer, block by block: it derives nothing
-twice (it hashes and compares as its base, so every cached derivation of the
-base is the wrapper's), and adds one result, the block structure, proved by
-exact differentiation of the blocked definition at explicit sizes.
+The wrapper therefore *is* its base layer, block by block: its formulas are
+the base's (`Layer.derived_as`), restated per block, and it adds one result,
+the block structure, proved by exact differentiation of the blocked
+definition at explicit sizes.
 
 >>> from derivations import LAYERS
 >>> from derivations.grouped import block_structure
@@ -54,17 +54,13 @@ class Grouped(Layer):
     def requires(self) -> tuple[Layer, ...]:
         return (self.base,)
 
-    # The same definition as the base, block by block: the base's derivations are its own.
-    def __hash__(self) -> int:
-        return hash(self.base)
-
-    def __eq__(self, other: object) -> bool:
-        # Equal to its base, not to another layer over the same base: results that
-        # name the blocks (the block structure) stay each layer's own.
-        return other is self or other is self.base
+    @property
+    def derived_as(self) -> Layer:
+        # The same definition as the base, block by block: the base's derivations are its own.
+        return self.base
 
     def restate(self, formula: Formula) -> Formula:
-        return replace(formula, statement=f"{formula.statement} Per {self.blocks}: n is {self.size}.")
+        return replace(formula, layer=self.key, statement=f"{formula.statement} Per {self.blocks}: n is {self.size}.")
 
 
 def grouped(

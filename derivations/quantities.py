@@ -431,8 +431,9 @@ def by_numeric(layer: Layer, numeric: str) -> tuple[str, Quantity, Any] | None:
 
 def formulas(layer: Layer) -> list[Formula]:
     """Every formula `make derive` prints for ``layer``, in order."""
+    source = layer.derived_as
     return [
-        layer.restate(quantity.formula(layer, item, quantity.name(item)))
+        layer.restate(quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item)))
         for quantity, item in rows(layer)
         if quantity.formula
     ]

@@ -100,14 +100,20 @@ def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp
 
 def definition_formula(layer: Layer, _: object, name: str) -> Formula:
     """The layer's output as defined, with what each statistic is: the first thing a reader needs."""
-    statistics = "; ".join(f"{stat.symbol}: {stat.meaning}" for stat in layer.statistics) or "none"
+    statistics = (
+        "; ".join(
+            f"{stat.symbol} = " + (f"mean({stat.summand})" if stat.mean else str(stat.summand))
+            for stat in layer.statistics
+        )
+        or "none"
+    )
     return Formula(
         name,
         f"{layer.title}: output entry i as defined.",
         sp.Eq(sp.Symbol("y_i"), layer.output),
         ("epsilon > 0",),
         Established.ALL_N,
-        f"the definition; statistics, each over the n entries: {statistics}",
+        f"the definition; statistics, means over the entries j: {statistics}",
         "",
         layer.key,
     )

@@ -37,6 +37,11 @@ class NumericGrouped(_layer.NumericLayer):
         self.base = _layer.facade(definition.base.key)
         self._c = self.base._c
 
+    @cache  # noqa: B019 - facades are interned by `facade`
+    def names(self) -> tuple[str, ...]:
+        """The base's functions: the same quantities, per block."""
+        return self.base.names()
+
     # --- blocks -------------------------------------------------------------
 
     def _count(self, named: dict[str, Any]) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 from numpy.typing import DTypeLike
 
-from derivations import LAYERS, eigen, jacobian, quantities, symmetric
+from derivations import LAYERS, eigen, jacobian, quantities, scaling, symmetric
 from derivations.sums import Mean, p
 from derivations.symbols import epsilon, g, i, j, k, n, t, v, x
 from numeric._layer import facade
@@ -235,6 +235,11 @@ def _product_at(key: str, name: str, xs: list[Any], e: Any, extra: list[np.ndarr
     """The derived product at the exact binary x, epsilon, dy, v and parameters, at the working precision."""
     layer = LAYERS[key]
     size = len(xs)
+    if scaling.translation_invariant(layer):
+        # The product of a translation-invariant layer (derived) is taken at the centered
+        # input, whose mean is 0: its terms in the mean cancel exactly (a constant input).
+        center = mpmath.fsum(xs) / size
+        xs = [value - center for value in xs]
     stats = _statistics(key, xs)
     at = list(zip(xs, *([mpmath.mpf(float(value)) for value in vector] for vector in extra), strict=True))
     (entry, monomials), limit = _product_reference(key, name)

@@ -104,8 +104,8 @@ def hvp(layer: Layer) -> sp.Expr:
 
 @derived
 def hvp_along(layer: Layer, first: Direction, second: Direction) -> sp.Expr | None:
-    """The Hessian product with g the direction ``first`` and v the direction ``second``, reduced in
-    the statistics; None where the statistics do not fix it.
+    """The Hessian product with g the unit vector along ``first`` and v the unit vector along
+    ``second``, reduced in the statistics; None where the statistics do not fix it.
 
     The symbolic-n form is a sum of terms of size 1/s**3 that, along the centered
     input (or x itself), cancel to eps/s**5 when q >> eps; here SymPy does that
@@ -118,11 +118,15 @@ def hvp_along(layer: Layer, first: Direction, second: Direction) -> sp.Expr | No
     )
     # Each mean, now of a polynomial in x alone, as power sums over n.
     value = value.replace(lambda e: isinstance(e, Mean), lambda e: _power_sums(e.args[0]) / n)
+    # Divided by |first| |second|, each |d|**2 = sum_k d_k**2 in the statistics: the unit
+    # directions are what numeric splits g and v along, and the ratio is well scaled.
+    lengths = [reduce_sums(over_entries(d.entry**2, k)) for d in (first, second)]
     try:
         value = layer.express(value, *first.constraints, *second.constraints)
+        squared = [layer.express(length) for length in lengths]
     except DerivationError:
         return None
-    return sp.factor(sp.cancel(sp.together(value)))
+    return sp.factor(sp.cancel(sp.together(value / sp.sqrt(squared[0] * squared[1]))))
 
 
 def _power_sums(polynomial: sp.Expr) -> sp.Expr:

@@ -99,16 +99,62 @@ def evaluate(
                 out.append(_rescale.times_power(values, m, product.degree))
                 continue
         values = _entry(product, scaled, given, parameters, stats, e_scaled, size)
-        flat = stats[c.spread] == 0 if c.layer.approach else np.zeros(())
-        if flat.any():
-            if product.degenerate is None:
+        flat = stats[c.spread] == 0 if c.layer.approach else np.zeros((*scaled.shape[:-1], 1), dtype=bool)
+        # Rows whose spread is 0, or whose terms overflow, only after the rescaling (x far
+        # below the root of epsilon) are taken at the input's own scale; a truly degenerate
+        # input where the product has no limit is refused.
+        with np.errstate(invalid="ignore"):
+            lost = ~np.isfinite(values).all(axis=-1, keepdims=True)
+        redo = lost | (flat if product.degenerate is None else np.zeros_like(flat))
+        if redo.any():
+            rows_redo = np.flatnonzero(redo[..., 0])
+            raw = rows[rows_redo]
+            degenerate = ((raw == raw[:, :1]) if c.centered else (raw == 0)).all(axis=-1)
+            if degenerate.any() and product.degenerate is None:
                 raise ValueError(
                     f"x has a row where {c.layer.spread} = 0, at which {c.layer.key} is not twice differentiable"
                 )
+            final = np.array(_rescale.times_power(values, m, product.degree))
+            final[rows_redo] = _at_own_scale(
+                product, raw, e[rows_redo] if np.ndim(e) and e.shape[0] > 1 else e, given, parameters, layer, rows_redo
+            )
+            if product.degenerate is not None and flat.any():
+                limit = _entry(product.degenerate, scaled, given, parameters, stats, e_scaled, size)
+                keep = flat & ~redo
+                final = np.where(keep, _rescale.times_power(limit, m, product.degree), final)
+            out.append(final)
+            continue
+        if flat.any() and product.degenerate is not None:
             limit = _entry(product.degenerate, scaled, given, parameters, stats, e_scaled, size)
             values = np.where(flat, limit, values)
         out.append(_rescale.times_power(values, m, product.degree))
     return out
+
+
+def _at_own_scale(
+    product: Product,
+    rows: np.ndarray,
+    e: np.ndarray,
+    given: list[np.ndarray],
+    parameters: list[np.ndarray],
+    layer: Any,
+    index: np.ndarray,
+) -> np.ndarray:
+    """``product`` on rows scaled by their own spread, epsilon scaled alike (to inf where it
+    is beyond the range: the product is then below it, and comes out as 0)."""
+    c = layer._c
+    scaled, _, m = _rescale.normalized(rows, np.zeros_like(e), c.epsilon_degree, c.centered)
+    with np.errstate(over="ignore"):
+        e_scaled = (_rescale.epsilon_root(e, c.epsilon_degree) / m) ** c.epsilon_degree
+    stats = layer._statistics(scaled)
+    pick = [vector[index] for vector in given]
+    params = [p if p.shape[0] == 1 else p[index] for p in parameters]
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = _entry(product, scaled, pick, params, stats, e_scaled, rows.shape[-1])
+    # At its own scale x has spread 1: only a scaled epsilon near or beyond the float range
+    # overflows, and every term then carries a negative power of it: the product is below range.
+    values = np.where(np.isfinite(values), values, 0.0)
+    return _rescale.times_power(values, m, product.degree)
 
 
 def _entry(

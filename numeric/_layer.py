@@ -316,8 +316,11 @@ class NumericLayer:
         units, lengths = [], []
         for pair in c.explicit:
             d = np.broadcast_to(pair.entry(scaled, *stats), scaled.shape)
-            length = np.sqrt(np.sum(d * d, axis=-1, keepdims=True))
+            # Divided by its largest entry first: |d|**2 of a tiny d underflows.
+            largest = np.max(np.abs(d), axis=-1, keepdims=True)
             with np.errstate(all="ignore"):
+                d = np.where(largest > 0, d / np.where(largest > 0, largest, 1.0), 0.0)
+                length = np.sqrt(np.sum(d * d, axis=-1, keepdims=True))
                 units.append(np.where(length > 0, d / np.where(length > 0, length, 1.0), 0.0))
             lengths.append(length)
         g, w = (vector.astype(np.float64) for vector in vectors)
@@ -339,12 +342,25 @@ class NumericLayer:
             out = out + ai * general(unit, w_rest)
         for bi, unit in zip(b, units, strict=True):
             out = out + bi * general(g_rest, unit)
+        # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
+        # taken again at their own scale, as `numeric._backward.evaluate` does.
+        own, e_own, m_own = _rescale.normalized(rows, np.zeros_like(e), c.epsilon_degree, c.centered)
+        with np.errstate(over="ignore"):
+            e_own = (_rescale.epsilon_root(e, c.epsilon_degree) / m_own) ** c.epsilon_degree
+        stats_own = self._statistics(own)
         for first, second, along in c.hvp_pairs:
             both = (lengths[first] > 0) & (lengths[second] > 0)
             with np.errstate(all="ignore"):
-                value = np.broadcast_to(along(scaled, *stats, e_scaled, size), scaled.shape)
-                value = np.where(both, value / np.where(both, lengths[first] * lengths[second], 1.0), 0.0)
-            out = out + a[first] * b[second] * _rescale.times_power(value, m, product.degree)
+                value = _rescale.times_power(
+                    np.broadcast_to(along(scaled, *stats, e_scaled, size), scaled.shape), m, product.degree
+                )
+                lost = ~np.isfinite(value).all(axis=-1, keepdims=True)
+                if lost.any():
+                    again = np.broadcast_to(along(own, *stats_own, e_own, size), own.shape)
+                    again = _rescale.times_power(np.where(np.isfinite(again), again, 0.0), m_own, product.degree)
+                    value = np.where(lost, again, value)
+                value = np.where(both, value, 0.0)
+            out = out + a[first] * b[second] * value
         return out
 
     @property

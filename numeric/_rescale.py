@@ -121,8 +121,12 @@ def times_power(values: Any, m: np.ndarray, degree: int) -> Any:
     with np.errstate(over="ignore", invalid="ignore"):
         factor = m**degree
         out = values * factor
-    if np.isinf(factor).any():
-        out = np.where(np.asarray(values) == 0, 0.0, out)
+        if np.isinf(factor).any():
+            # m**degree alone can overflow where values * m**degree does not (a small
+            # value, as where terms cancel to epsilon / s**5): in two halves.
+            half = degree // 2
+            out = np.where(np.isinf(factor), values * m**half * m ** (degree - half), out)
+            out = np.where(np.asarray(values) == 0, 0.0, out)
     return out
 
 

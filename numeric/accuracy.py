@@ -367,6 +367,8 @@ def vector(
                     try:
                         found = getattr(layer, name)(inputs, eps, *args)
                     except ValueError as refused:
+                        if backward and _no_value_at(layer, name, inputs):
+                            continue  # a degenerate input where the product has no value: refused rightly
                         # A refusal where the true value exists is a failure of this row, shown.
                         silent += 1
                         worst, bound, where = float("inf"), VECTOR_BOUND_PER_FEATURE * size, f"{shown}: {refused}"
@@ -395,6 +397,15 @@ def vector(
                         where = f"n = {size}, {shown}, epsilon = {eps:.3g}"
     label = f"{key}.{name}" if family == "scaled" else f"{key}.{name} [{family}]"
     return Result(label, str(np.dtype(dtype)), worst, where, bound, points, silent)
+
+
+def _no_value_at(layer: Any, name: str, inputs: np.ndarray) -> bool:
+    """Whether ``inputs`` is the degenerate input (constant, or zero) of a layer whose product
+    ``name`` has no limit there (the layer is not twice differentiable there)."""
+    c = layer._c
+    if not c.layer.approach or c.product(name).degenerate is not None:
+        return False
+    return bool((inputs == inputs[0]).all() if c.centered else not inputs.any())
 
 
 def table(rows: list[Result]) -> str:

@@ -150,8 +150,14 @@ def test_the_hessian_product_along_eigen_directions_is_the_general_one_there(key
                     v[p]: second.entry.xreplace({k: p}),
                 }
             )
+            # Along the unit vectors: divided by |first| |second|, computed here entry by entry.
+            lengths = [
+                sp.sqrt(sum(d.entry.xreplace({k: m}).xreplace(values).xreplace(point) ** 2 for m in range(size)))
+                for d in (first, second)
+            ]
             for m in range(size):
                 want = explicit_means(general.xreplace({k: m, n: size}), size).xreplace(point).xreplace(values)
+                want = want / (lengths[0] * lengths[1])
                 got = along.xreplace({k: m, n: size}).xreplace(point).xreplace(values)
                 assert abs(sp.N(got - want.xreplace(point), 40)) < sp.Float(10) ** -30, (
                     key,

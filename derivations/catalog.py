@@ -22,6 +22,7 @@ DEFINITIONS = (
     "rmsnorm",
     "rmsnorm_affine",
     "rmsnorm_eps_outside",
+    "l2norm_clamped",
 )
 
 LAYERS: dict[str, Layer] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, singledispatch
 
 import sympy as sp
 
@@ -53,6 +53,7 @@ def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
     return value
 
 
+@singledispatch
 @cache
 def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     """The layer's directions that are eigenvectors of J, with their eigenvalues.
@@ -76,6 +77,7 @@ def pair(layer: Layer, direction: Direction) -> Eigen | None:
     return next((p for p in eigenpairs(layer) if p.direction is direction), None)
 
 
+@singledispatch
 @cache
 def spectral_form(layer: Layer) -> str:
     r"""Prove J = sum_d lambda_d Pi_d, the spectral decomposition numeric assembles J from.

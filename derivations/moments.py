@@ -7,7 +7,7 @@ r/(epsilon + r)
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, singledispatch
 
 import sympy as sp
 
@@ -17,6 +17,7 @@ from derivations.sums import over_entries, reduce_sums
 from derivations.symbols import i, n
 
 
+@singledispatch
 @cache
 def second_moment(layer: Layer) -> sp.Expr:
     """mean(u^2) over the entries, in the layer's statistics."""

@@ -12,7 +12,7 @@ t/(epsilon + Abs(t))
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, singledispatch
 
 import sympy as sp
 
@@ -22,12 +22,14 @@ from derivations._proof import DerivationError
 from derivations.symbols import t
 
 
+@singledispatch
 @cache
 def response(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """Coordinate ``pattern.coordinate`` of the layer applied to the pattern in t."""
     return sp.factor_terms(layer.on_pattern(pattern or layer.patterns[0]))
 
 
+@singledispatch
 @cache
 def slope(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """d response / dt over a common denominator.
@@ -55,6 +57,7 @@ def _one_sided(expr: sp.Expr, side: int) -> sp.Expr:
     return value
 
 
+@singledispatch
 @cache
 def slope_at_zero(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """One-sided limits of the slope as t -> 0- and t -> 0+.
@@ -92,6 +95,7 @@ def _at_infinity(expr: sp.Expr, side: int) -> sp.Expr:
     return value if value is not None else sp.limit(expr, t, side * sp.oo)
 
 
+@singledispatch
 @cache
 def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """Limits of the response as t -> +oo and t -> -oo."""

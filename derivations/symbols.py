@@ -15,6 +15,10 @@ r = sp.Symbol("r", nonnegative=True)  # mean of the squared raw entries (RMS lay
 # raw entries, sigma_u = sqrt(n q / (n - 1)) of the centered ones (unbiased).
 sigma = sp.Symbol("sigma", nonnegative=True)
 sigma_u = sp.Symbol("sigma_u", nonnegative=True)
+# The Euclidean norm of the input, which clamped layers compare with epsilon,
+# and the one scalar gain of ScaleNorm.
+norm_x = sp.Symbol("norm_x", nonnegative=True)
+g_s = sp.Symbol("g_s", real=True)
 # The parameter of a path that reaches the degenerate input as tau -> 0+.
 tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)
@@ -49,4 +53,9 @@ c_vec = sp.MatrixSymbol("c", n, 1)
 norm_J = sp.Symbol(r"\|J\|_2", positive=True)
 diag_gamma = sp.MatrixSymbol(r"\operatorname{diag}(\gamma)", n, n)
 
-LATEX_NAMES = {epsilon: r"\varepsilon", sigma_u: r"\sigma_u", gamma_max: r"\max_i \lvert\gamma_i\rvert"}
+LATEX_NAMES = {
+    epsilon: r"\varepsilon",
+    norm_x: r"\|x\|_{2}",
+    sigma_u: r"\sigma_u",
+    gamma_max: r"\max_i \lvert\gamma_i\rvert",
+}

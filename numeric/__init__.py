@@ -30,7 +30,10 @@ from types import ModuleType
 from typing import Any
 
 from derivations import LAYERS
-from numeric import _affine  # noqa: F401 - registers the wrapper's facade
+from numeric import (
+    _affine,  # noqa: F401 - registers the wrapper's facade
+    _regimes,  # noqa: F401 - registers the facade of layers with regimes
+)
 from numeric._layer import NumericLayer, facade
 
 

@@ -303,6 +303,13 @@ def kink_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
         raise DerivationError(f"{layer.key}: the slope does not jump at |t| = {t_k}; no kink")
     u = sp.Derivative(sp.Function(f"u_{pattern.coordinate + 1}")(t), t)
     shown, proof = layer.proved(name, t_k)
+    # The one-sided slopes are rows of their own, without a formula: their
+    # stated forms are proved here, where they are printed.
+    from derivations import quantities  # the registry names the rows
+
+    for other, (quantity, item) in quantities.names(layer).items():
+        if item is pattern and quantity.value in (slope_below_kink, slope_above_kink):
+            proof = "; ".join(filter(None, [proof, layer.prove_stated(other, quantity.derive(layer, item))]))
 
     def relation(at: sp.Expr) -> sp.Basic:
         return sp.And(

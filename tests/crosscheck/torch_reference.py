@@ -45,6 +45,8 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         # nn.RMSNorm with elementwise_affine has a weight and no bias.
         "rmsnorm_affine": lambda x: F.rms_norm(x, (n,), weight=gain, eps=eps),
         "rmsnorm_eps_outside": lambda x: rmsnorm_reference(x, eps),
+        # x / x.norm(p, dim, keepdim=True).clamp_min(eps), as torch/nn/functional.py computes it.
+        "l2norm_clamped": lambda x: F.normalize(x, p=2.0, dim=-1, eps=eps),
     }[key]
 
 
@@ -227,6 +229,54 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
     return worst
 
 
+def check_kinks(rng: np.random.Generator) -> float:
+    """Each layer with regimes on both sides of its kink ||x|| = eps: rows scaled to ||x|| = 0.5 eps
+    (clamped) and 2 eps (unclamped); forward, Jacobian (jacrev), vjp, jvp and hvp, normwise relative."""
+    from torch.func import grad, jvp, vjp
+
+    from derivations import LAYERS
+    from derivations.regimes import Regimes
+
+    def relative(a: np.ndarray, b: torch.Tensor) -> float:
+        return float(np.abs(np.asarray(a) - b.numpy()).max() / b.abs().max())
+
+    worst = 0.0
+    print(
+        f"\n{'both sides of the kink':<22}{'n':>5}{'epsilon':>9}{'|x|/eps':>8}{'forward':>10}{'J':>10}"
+        f"{'vjp':>10}{'jvp':>10}{'hvp':>10}"
+    )
+    for key, layer in LAYERS.items():
+        if not isinstance(layer, Regimes):
+            continue
+        module = importlib.import_module(f"numeric.{key}")
+        for n in SIZES:
+            for eps in EPSILONS:
+                for side in (0.5, 2.0):
+                    direction = rng.standard_normal((3, n))
+                    x = direction * (side * eps / np.linalg.norm(direction, axis=-1, keepdims=True))
+                    dy, v = rng.standard_normal((3, n)), rng.standard_normal((3, n))
+                    function = reference(key, n, eps, None, None)
+                    tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
+                    forward = relative(module.forward(x, eps), function(tx))
+                    jac = max(relative(module.jacobian(x[r], eps), jacrev(function)(tx[r])) for r in range(3))
+                    _, pull = vjp(function, tx)
+                    back = relative(module.vjp(x, eps, dy), pull(tdy)[0])
+                    ahead = relative(module.jvp(x, eps, v), jvp(function, (tx,), (tv,))[1])
+                    inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
+                    want = jvp(inner, (tx,), (tv,))[1]
+                    got = module.hvp(x, eps, dy, v)
+                    # Inside the clamp the layer is linear: both Hessian products are exactly zero.
+                    second = relative(got, want) if want.abs().max() > 0 else float(np.abs(got).max())
+                    diff = max(forward, jac, back, ahead, second)
+                    worst = max(worst, diff)
+                    flag = "" if diff <= TOLERANCE else "   FAIL"
+                    print(
+                        f"{key:<22}{n:>5}{eps:>9g}{side:>8g}{forward:>10.1e}{jac:>10.1e}{back:>10.1e}"
+                        f"{ahead:>10.1e}{second:>10.1e}{flag}"
+                    )
+    return worst
+
+
 def main() -> int:
     from derivations import LAYERS
 
@@ -253,6 +303,7 @@ def main() -> int:
                 print(f"{key:<22}{n:>5}{eps:>9g}{forward:>21.2e}{jac:>15.2e}{flag}")
     worst = max(worst, check_emitted_torch(rng))
     worst = max(worst, check_numeric_backward(rng))
+    worst = max(worst, check_kinks(rng))
     print(f"\nworst difference {worst:.2e}; tolerance {TOLERANCE:.0e} (float64, torch {torch.__version__})")
     return 0 if worst <= TOLERANCE else 1
 

@@ -1,0 +1,150 @@
+"""Layers with regimes (a clamp max(||x||, epsilon)): the kink, both sides of it, and the numeric functions."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from derivations import LAYERS, DerivationError, quantities, response
+from derivations.regimes import jump, kink
+from derivations.symbols import epsilon, i, k, norm_x, t, x
+from numeric import l2norm_clamped
+from numeric.agreement import assert_agree
+
+LAYER = LAYERS["l2norm_clamped"]
+
+
+def plain(values: np.ndarray, eps: float) -> np.ndarray:
+    """torch.nn.functional.normalize written out: x / max(||x||_2, eps), an independent reference."""
+    return values / np.maximum(np.linalg.norm(values, axis=-1, keepdims=True), eps)
+
+
+def test_the_regimes_come_from_the_definition():
+    clamped, unclamped = LAYER.regimes
+    assert clamped.condition == sp.StrictLessThan(norm_x, epsilon)
+    assert unclamped.condition == sp.StrictGreaterThan(norm_x, epsilon)
+    assert sp.simplify(clamped.layer.output - LAYER.definition.xreplace({sp.Max(norm_x, epsilon): epsilon})) == 0
+    assert LAYER.boundary == sp.Eq(norm_x, epsilon)
+
+
+@pytest.mark.parametrize("pattern", range(2))
+def test_kink_against_the_explicit_response_on_both_sides(pattern):
+    """The response written out with Max, differentiated on either side of the derived t_k."""
+    on = LAYER.patterns[pattern]
+    t_k, below, above = kink(LAYER, on)
+    values = on.values
+    norm = sp.sqrt(sum(v**2 for v in values))
+    u = values[on.coordinate] / sp.Max(norm, epsilon)
+    for side, expected in ((sp.Rational(1, 2), below), (2, above)):
+        at = {t: side * t_k}
+        slope = sp.diff(u.subs(sp.Max(norm, epsilon), norm if side > 1 else epsilon), t).subs(at)
+        assert sp.simplify(slope - expected) == 0
+    # The derived t_k is where the norm meets epsilon.
+    assert sp.simplify(norm.subs(t, t_k) - epsilon) == 0
+    assert sp.simplify(below - above) != 0
+
+
+def test_the_jacobian_jumps_across_the_boundary_at_explicit_n():
+    """J from Matrix.jacobian of each side's output at n = 3, subtracted on ||x|| = epsilon."""
+    xs = sp.Matrix([x[m] for m in range(3)])
+    norm = sp.sqrt(sum(e**2 for e in xs))
+    outside, inside = (xs / norm).jacobian(list(xs)), (xs / epsilon).jacobian(list(xs))
+    difference = (outside - inside).subs(epsilon, norm)
+    assert sp.simplify(difference + xs * xs.T / norm**3) == sp.zeros(3, 3)
+    derived = sp.Matrix(3, 3, lambda a, b: jump(LAYER).xreplace({i: a, k: b}).subs(epsilon, norm))
+    assert sp.simplify(derived - difference) == sp.zeros(3, 3)
+    assert "jacobian_jump" in quantities.names(LAYER)
+
+
+def test_slope_at_zero_lies_inside_the_clamp():
+    assert response.slope_at_zero(LAYER) == (1 / epsilon, 1 / epsilon)
+
+
+@pytest.mark.parametrize(("name", "wrong"), [("kink", epsilon), ("slope_above_kink", 1 / epsilon)])
+def test_a_wrong_stated_kink_is_refused(name, wrong):
+    broken = dataclasses.replace(LAYER, stated={**LAYER.stated, name: wrong})
+    with pytest.raises(DerivationError, match=name):
+        quantities.formulas(broken)
+
+
+@pytest.mark.parametrize("size", [2, 3, 7, 64])
+@pytest.mark.parametrize("eps", [1e-8, 1e-5, 0.25])
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_forward_and_jacobian_on_both_sides_of_the_kink(size, eps, side, rng):
+    direction = rng.standard_normal(size)
+    values = direction * (side * eps / np.linalg.norm(direction))
+    assert_agree(l2norm_clamped.forward(values, eps), plain(values, eps), rtol=4e-16, atol=4e-16, what="forward")
+    jac = l2norm_clamped.jacobian(values, eps)
+    h = 1e-7 * eps / np.sqrt(size)
+    for _ in range(2):
+        v = rng.standard_normal(size)
+        differences = (plain(values + h * v, eps) - plain(values - h * v, eps)) / (2 * h)
+        assert_agree(jac @ v, differences, rtol=1e-6, atol=1e-6 * np.linalg.norm(v) / eps, what="J v")
+    expected = 1 / eps if side < 1 else 1 / np.linalg.norm(values)
+    assert_agree(l2norm_clamped.spectral_norm(values, eps), expected, rtol=1e-14, what="spectral norm")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1.0, 1e150, 1e300])
+def test_forward_is_accurate_across_the_range(scale, rng):
+    values = rng.standard_normal((5, 4)) * scale
+    for eps in (scale * 1e-3, scale * 1e3):
+        assert_agree(
+            l2norm_clamped.forward(values, eps),
+            plain(values / scale, eps / scale),
+            rtol=1e-15,
+            atol=1e-15,
+            what="forward",
+        )
+
+
+def test_float32_in_float32_out():
+    values = np.array([[3.0, 4.0], [0.3, 0.4]], dtype=np.float32)
+    out = l2norm_clamped.forward(values, np.float32(1.0))
+    assert out.dtype == np.float32
+    assert_agree(out, [[0.6, 0.8], [0.3, 0.4]], rtol=1e-7, what="float32")
+
+
+def test_on_the_boundary_the_derivatives_do_not_exist():
+    on = np.array([0.5, 0.0, 0.0, 0.0])  # ||x|| = 0.5 exactly, and 4 entries keep it exact
+    assert l2norm_clamped.forward(on, 0.5)[0] == 1.0
+    for function in (l2norm_clamped.jacobian, l2norm_clamped.spectral_norm, l2norm_clamped.eigenvalues):
+        with pytest.raises(ValueError, match=r"x has a row on \|\|x\|\|_2 = epsilon"):
+            function(on, 0.5)
+    with pytest.raises(ValueError, match=r"x has a row on"):
+        l2norm_clamped.vjp(on, 0.5, np.ones(4))
+    t_k = float(l2norm_clamped.kink(0.25))
+    assert t_k == pytest.approx(0.25 / np.sqrt(2), rel=1e-15)
+    assert float(l2norm_clamped.slope(t_k * 0.999, 0.25)) == 4.0
+    assert float(l2norm_clamped.slope(t_k * 1.001, 0.25)) == 0.0
+    assert float(l2norm_clamped.slope_below_kink(0.25)) == 4.0
+    assert float(l2norm_clamped.slope_above_kink(0.25)) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: l2norm_clamped.forward(np.array([1.0, np.nan]), 0.1), "x must be finite"),
+        (lambda: l2norm_clamped.forward(np.array([1.0, 2.0]), -0.1), "epsilon must be positive"),
+        (lambda: l2norm_clamped.jacobian(np.array([1.0]), 0.1), "x must have shape"),
+        (lambda: l2norm_clamped.vjp(np.array([1.0, 2.0]), 0.1, np.ones(3)), "dy must have shape"),
+    ],
+)
+def test_bad_input_names_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_backward_on_both_sides_against_the_jacobian(side, rng):
+    direction = rng.standard_normal((3, 5))
+    values = direction * (side * 0.25 / np.linalg.norm(direction, axis=-1, keepdims=True))
+    dy, v = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    jac = l2norm_clamped.jacobian(values, 0.25)
+    tol = {"rtol": 1e-13, "atol": 1e-13}
+    assert_agree(l2norm_clamped.vjp(values, 0.25, dy), np.einsum("bik,bi->bk", jac, dy), **tol, what="vjp")
+    assert_agree(l2norm_clamped.jvp(values, 0.25, v), np.einsum("bik,bk->bi", jac, v), **tol, what="jvp")
+    h = 1e-6
+    ahead = l2norm_clamped.vjp(values + h * v, 0.25, dy)
+    behind = l2norm_clamped.vjp(values - h * v, 0.25, dy)
+    assert_agree(l2norm_clamped.hvp(values, 0.25, dy, v), (ahead - behind) / (2 * h), rtol=1e-6, atol=1e-5, what="hvp")

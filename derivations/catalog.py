@@ -23,6 +23,7 @@ DEFINITIONS = (
     "rmsnorm_affine",
     "rmsnorm_eps_outside",
     "l2norm_clamped",
+    "scalenorm",
 )
 
 LAYERS: dict[str, Layer] = {

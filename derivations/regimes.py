@@ -22,6 +22,7 @@ registrations below put the regimes' results together as a ``Piecewise``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -172,6 +173,64 @@ def clamped(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class Scaled(Regimes):
+    """``gain`` times a layer with regimes, one scalar gain for every entry (ScaleNorm); build it with `scaled`."""
+
+    base: Regimes = field(kw_only=True)
+    gain: sp.Symbol = field(kw_only=True)
+
+    @property
+    def requires(self) -> tuple[Layer, ...]:
+        return (self.base,)
+
+    @property
+    def scalars(self) -> tuple[tuple[str, sp.Symbol], ...]:
+        return ((GAIN, self.gain),)
+
+
+# The argument name of a scaled layer's gain in the numeric functions.
+GAIN = "gain"
+
+
+def scaled(
+    base: Regimes, key: str, title: str, gain: sp.Symbol, stated: Mapping[str, sp.Basic] | None = None
+) -> Scaled:
+    """The layer ``gain * base``, defined from the base's definition; every result derived anew."""
+    layer = clamped(
+        key,
+        title,
+        base.statistics,
+        gain * base.definition,
+        base.patterns,
+        base.directions,
+        stated=stated,
+        named={str(gain): gain},
+    )
+    fields = {f.name: getattr(layer, f.name) for f in dataclasses.fields(layer) if f.init}
+    return Scaled(**fields, base=base, gain=gain)
+
+
+def factor(layer: Scaled, mine: sp.Expr, theirs: sp.Expr, what: str) -> sp.Expr:
+    """c(gain) with ``mine`` = c(gain) * ``theirs`` (a result of the layer and the same of its base),
+    in every regime, proved: the factor numeric applies to the base's function.  A regime
+    where both are zero constrains nothing."""
+    pairs = (
+        [(a, b) for (a, _), (b, _) in zip(mine.args, theirs.args, strict=True)]
+        if isinstance(mine, sp.Piecewise) and isinstance(theirs, sp.Piecewise)
+        else [(mine, theirs)]
+    )
+    found = set()
+    for a, b in pairs:
+        if is_zero(b) is not None:
+            equal(a, sp.Integer(0), f"{layer.key}.{what}: zero where {layer.base.key}'s is")
+            continue
+        found.add(sp.factor(sp.cancel(sp.together(a / b))))
+    if len(found) != 1 or not next(iter(found)).free_symbols <= {layer.gain}:
+        raise DerivationError(f"{layer.key}.{what}: not {layer.base.key}'s times a function of the gain: {found}")
+    return found.pop()
+
+
 def is_regimes(layer: Layer, _: object = None) -> bool:
     """Whether ``layer`` switches between regimes (a registry row's ``applies``)."""
     return isinstance(layer, Regimes)
@@ -186,7 +245,7 @@ def _open(layer: Regimes, values: list[sp.Expr], conditions: list[sp.Basic] | No
     return cases(*zip((v.xreplace(layer.twins) for v in values), conditions, strict=True))
 
 
-def _closed(layer: Regimes, values: list[sp.Expr], conditions: list[sp.Basic], what: str) -> sp.Expr:
+def _closed(layer: Regimes, values: list[sp.Expr], conditions: list[sp.Basic], what: Callable[..., sp.Expr]) -> sp.Expr:
     """A continuous value by regime: the first regime takes the boundary too, proved continuous there."""
     first, second = (v.xreplace(layer.twins) for v in values)
     closed = conditions[0]
@@ -194,7 +253,7 @@ def _closed(layer: Regimes, values: list[sp.Expr], conditions: list[sp.Basic], w
     solved = sp.solve(on_boundary, layer.boundary.lhs) if layer.boundary.lhs in closed.free_symbols else []
     if solved:
         at = {layer.boundary.lhs: solved[0]}
-        equal(first.xreplace(at), second.xreplace(at), f"{layer.key}.{what} on the boundary")
+        equal(first.xreplace(at), second.xreplace(at), f"{layer.key}: {what.__name__} on the boundary")
     return sp.Piecewise((first, sp.LessThan(closed.lhs, closed.rhs)), (second, True))
 
 
@@ -214,7 +273,7 @@ def _conditions(layer: Regimes, pattern: Pattern) -> list[sp.Basic]:
 def _(layer: Regimes, pattern: Pattern | None = None) -> sp.Expr:
     pattern = pattern or layer.patterns[0]
     values = [response.response(regime.layer, pattern) for regime in layer.regimes]
-    return _closed(layer, values, _conditions(layer, pattern), "response")
+    return _closed(layer, values, _conditions(layer, pattern), response.response)
 
 
 @response.slope.register
@@ -531,7 +590,7 @@ def _(layer: Regimes, _: object, name: str) -> Formula:
 @cache
 def _(layer: Regimes) -> sp.Expr:
     values = [moments.second_moment(regime.layer) for regime in layer.regimes]
-    return _closed(layer, values, [regime.condition for regime in layer.regimes], "second_moment")
+    return _closed(layer, values, [regime.condition for regime in layer.regimes], moments.second_moment)
 
 
 @backward.hvp_proof.register
@@ -566,6 +625,3 @@ def _(layer: Regimes) -> int:
                 scaling._power_of_m(output.xreplace(scaled) / output, f"{layer.key}: the {regime.name} output")
             return candidate
     raise DerivationError(f"{layer.key}: no scaling of epsilon keeps {layer.boundary} in place")
-
-
-__all__ = ["Regime", "Regimes", "clamped", "is_regimes", "jump", "kink"]

@@ -27,7 +27,9 @@ def draw() -> Figure:
     fig.text(0.5, 0.89, rf"Input $(-t, 0, t)$, third coordinate, $\varepsilon = {EPSILON:g}$", ha="center")
     t = np.linspace(-2, 2, 801)
     dashes, widths = iter(DASHES), iter(SOLID_WIDTHS)
-    for position, key in enumerate(symmetric()):
+    # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone.
+    drawn = [key for key in symmetric() if not getattr(numeric, key).LAYER.definition.scalars]
+    for position, key in enumerate(drawn):
         module = getattr(numeric, key)
         inside = module.LAYER.epsilon_root(4.0) == 2.0  # the length scale is sqrt(epsilon): under the root
         style, width = ("-", next(widths)) if inside else (next(dashes), 2.4)

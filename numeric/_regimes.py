@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from derivations.regimes import Regimes, say
-from numeric import _layer
+from derivations import quantities, regimes
+from derivations.regimes import GAIN, Regimes, Scaled, say
+from numeric import _layer, _validate
+from numeric._lambdify import compile
 
 
 class NumericRegimes(_layer.NumericLayer):
@@ -87,3 +89,130 @@ class _Checked:
 
 
 _layer.register(Regimes, NumericRegimes)
+
+
+class NumericScaled(NumericRegimes):
+    """ScaleNorm-like layers, ``gain * base``: each function is the base's times c(gain).
+
+    c is derived (`derivations.regimes.factor`: the layer's result over the
+    base's, proved a function of the gain alone in every regime) and
+    lambdified; the base's functions are the generic, rescaled ones.  A
+    function of the gain takes it as ``gain=`` (or the last positional
+    argument), one real number.
+    """
+
+    definition: Scaled
+
+    def __init__(self, definition: Scaled) -> None:
+        super().__init__(definition)
+        self.base = _layer.facade(definition.base.key)
+
+    @cache  # noqa: B019 - facades are interned by `facade`
+    def _factor(self, what: str) -> Callable[..., Any]:
+        """c(gain) for the registry row named ``what``."""
+        layer, base = self.definition, self.definition.base
+        quantity, item = quantities.names(layer)[what]
+        mine, theirs = quantity.derive(layer, item), quantity.derive(base, item)
+        return compile(regimes.factor(layer, mine, theirs, what), (layer.gain,))
+
+    @cache  # noqa: B019 - facades are interned by `facade`
+    def _row(self, evaluate: str) -> str:
+        """The name of the registry row evaluated as ``evaluate`` (the output, the Jacobian)."""
+        (name,) = [name for name, (q, _) in quantities.names(self.definition).items() if q.evaluate == evaluate]
+        return name
+
+    def _gain(self, parameters: tuple[Any, ...], named: dict[str, Any]) -> tuple[float, Any]:
+        """The gain, given by position (last) or by name: one real, finite number."""
+        unknown = set(named) - {GAIN}
+        if unknown or len(parameters) > 1:
+            raise ValueError(f"{self.key} takes one parameter, {GAIN} (one real number)")
+        if parameters and named:
+            raise ValueError(f"{GAIN} is given both by position and by name")
+        if not parameters and GAIN not in named:
+            raise ValueError(f"{GAIN} is required by {self.key}: one real number, as forward(x, epsilon, {GAIN}=g)")
+        value = parameters[0] if parameters else named[GAIN]
+        array = _validate._real(value, GAIN)
+        _validate._finite(array, GAIN)
+        if array.ndim:
+            raise ValueError(f"{GAIN} must be one real number (a scalar gain), got shape {array.shape}")
+        return float(array), value
+
+    def _scaled(self, what: str, base_value: Any, gain: float, *given: Any) -> Any:
+        value = np.asarray(base_value, dtype=np.float64) * float(self._factor(what)(gain))
+        return _validate.output(value, _validate.result_dtype(*given))
+
+    def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+        gain, given = self._gain(parameters, named)
+        return self._scaled(self._row("applied"), self.base.forward(x, epsilon), gain, x, epsilon, given)
+
+    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+        gain, given = self._gain(parameters, named)
+        return self._scaled(self._row("entrywise"), self.base.jacobian(x, epsilon), gain, x, epsilon, given)
+
+    def jacobian_from_entry(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+        gain, given = self._gain(parameters, named)
+        value = self.base.jacobian_from_entry(x, epsilon)
+        return self._scaled(self._row("entrywise"), value, gain, x, epsilon, given)
+
+    def eigenvalues(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+        gain, given = self._gain(parameters, named)
+        factors = {float(self._factor(name)(gain)) for name in self._eigen_names()}
+        if len(factors) != 1:
+            raise ValueError(f"{self.key}: the eigenvalues scale unlike each other")
+        values = np.sort(np.asarray(self.base.eigenvalues(x, epsilon), dtype=np.float64) * factors.pop(), axis=-1)
+        return _validate.output(values, _validate.result_dtype(x, epsilon, given))
+
+    def _eigen_names(self) -> list[str]:
+        return [
+            name
+            for name, (quantity, item) in quantities.names(self.definition).items()
+            if quantity.over == "direction" and quantity.applies(self.definition, item)
+        ]
+
+    @cache  # noqa: B019 - facades are interned by `facade`
+    def function(self, numeric: str) -> Callable[..., Any] | None:
+        found = quantities.by_numeric(self.definition, numeric)
+        if found is None:
+            return None
+        name, quantity, item = found
+        if not quantity.applies(self.definition, item):
+            return None
+        # A product with vectors goes through `products`; a value free of the gain is the generic one.
+        if quantity.evaluate == "backward" or not quantities.value(self.definition, name).has(self.definition.gain):
+            return super().function(numeric)
+        under = self.base.function(numeric)
+        return None if under is None else _GainScaled(self, name, under)
+
+    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+        (name,) = names
+        takes = self.base._c.product(name).vectors
+        gain, given = self._gain(args[len(takes) :], named)
+        vectors = args[: len(takes)]
+        (value,) = self.base.products([name], x, epsilon, *vectors)
+        return [self._scaled(name, value, gain, x, epsilon, given, *vectors)]
+
+
+class _GainScaled:
+    """A registry function of a ``gain * base`` layer: the base's, times the derived c(gain)."""
+
+    def __init__(self, layer: NumericScaled, name: str, under: Any) -> None:
+        self._layer, self._name, self._under = layer, name, under
+        self.__name__ = self.__qualname__ = under.__name__
+        self.__doc__ = f"{under.__doc__} Times c({GAIN}), derived, for {layer.key}: pass {GAIN}=g."
+
+    def __call__(self, *args: Any, **named: Any) -> Any:
+        # The base function's own arguments first ((t, epsilon), (epsilon) or (x, epsilon)), then the gain.
+        strategy = getattr(self._under, "_strategy", None)
+        wanted = len(_layer._ARGUMENTS[strategy]) if strategy in _layer._ARGUMENTS else len(args)
+        gain, given = self._layer._gain(args[wanted:], named)
+        return self._layer._scaled(self._name, self._under(*args[:wanted]), gain, *args[:wanted], given)
+
+    @property
+    def latex(self) -> str:
+        return self._layer.latex(self._name)
+
+    def __repr__(self) -> str:
+        return f"<function numeric.{self._layer.key}.{self.__name__}>"
+
+
+_layer.register(Scaled, NumericScaled)

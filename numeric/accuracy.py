@@ -34,8 +34,9 @@ SIZES = (2, 3, 16)
 
 
 def layer_keys() -> tuple[str, ...]:
-    """The layers measured: those with a symmetric Jacobian, whose every function is derived."""
-    return symmetric()
+    """The layers measured: those with a symmetric Jacobian, whose every function is derived,
+    of x and epsilon alone (no scalar such as ScaleNorm's gain)."""
+    return tuple(key for key in symmetric() if not LAYERS[key].scalars)
 
 
 def scalar_functions(key: str) -> dict[str, int]:

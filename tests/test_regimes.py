@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import numeric
 from derivations import LAYERS, DerivationError, quantities, response
 from derivations.regimes import jump, kink
-from derivations.symbols import epsilon, i, k, norm_x, t, x
-from numeric import l2norm_clamped
+from derivations.symbols import epsilon, g_s, i, k, norm_x, t, x
+from numeric import l2norm_clamped, verify
 from numeric.agreement import assert_agree
 
 LAYER = LAYERS["l2norm_clamped"]
@@ -148,3 +149,111 @@ def test_backward_on_both_sides_against_the_jacobian(side, rng):
     ahead = l2norm_clamped.vjp(values + h * v, 0.25, dy)
     behind = l2norm_clamped.vjp(values - h * v, 0.25, dy)
     assert_agree(l2norm_clamped.hvp(values, 0.25, dy, v), (ahead - behind) / (2 * h), rtol=1e-6, atol=1e-5, what="hvp")
+
+
+# --- ScaleNorm: one scalar gain over the clamp --------------------------------------------
+
+GAINS = (-2.5, 0.3, 8.0)
+
+
+class AtGain:
+    """numeric.scalenorm with its gain bound: the (x, epsilon) interface the generic checks take."""
+
+    def __init__(self, gain: float) -> None:
+        self.gain, self.layer = gain, numeric.scalenorm.LAYER
+        self.definition = self.layer.definition
+
+    def forward(self, values, eps):
+        return numeric.scalenorm.forward(values, eps, gain=self.gain)
+
+    def jacobian(self, values, eps):
+        return numeric.scalenorm.jacobian(values, eps, gain=self.gain)
+
+    def eigenvalues(self, values, eps):
+        return numeric.scalenorm.eigenvalues(values, eps, gain=self.gain)
+
+    def spectral_norm(self, values, eps):
+        return numeric.scalenorm.spectral_norm(values, eps, gain=self.gain)
+
+    def bound(self, eps):
+        return numeric.scalenorm.bound(eps, gain=self.gain)
+
+    def epsilon_root(self, eps):
+        return self.layer.epsilon_root(eps)
+
+    def statistics(self, values):
+        return {**self.layer.base.statistics(values), g_s: self.gain}
+
+    def direction(self, direction, values):
+        return self.layer.base.direction(direction, values)
+
+
+def scale_norm(values: np.ndarray, eps: float, gain: float) -> np.ndarray:
+    """ScaleNorm as its authors' code writes it: x * (g / ||x||.clamp(min=eps)), in NumPy."""
+    return values * (gain / np.maximum(np.linalg.norm(values, axis=-1, keepdims=True), eps))
+
+
+@pytest.mark.parametrize("gain", GAINS)
+@pytest.mark.parametrize("size", [2, 3, 7, 64])
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_scalenorm_eigenstructure_and_differences_on_both_sides(gain, size, side, rng):
+    layer = AtGain(gain)
+    direction = rng.standard_normal(size)
+    values = direction * (side * 0.25 / np.linalg.norm(direction))
+    assert_agree(layer.forward(values, 0.25), scale_norm(values, 0.25, gain), rtol=1e-15, atol=1e-15, what="forward")
+    explicit = 1  # the direction x
+    expected = size + 1 + size * (explicit + (size > explicit))
+    assert verify.eigenstructure(layer, values, 0.25, rng) == expected
+    assert verify.jacobian_against_differences(layer, values, 0.25, rng) == 3 * size
+    norm = abs(gain) / (0.25 if side < 1 else np.linalg.norm(values))
+    assert_agree(layer.spectral_norm(values, 0.25), norm, rtol=1e-14, what="|g| / max(||x||, eps)")
+
+
+@pytest.mark.parametrize("gain", GAINS)
+def test_scalenorm_backward_against_its_jacobian_and_differences(gain, rng):
+    values = rng.standard_normal((4, 6)) * np.array([[0.01], [0.02], [3.0], [5.0]])  # both regimes at eps = 0.1
+    dy, v = rng.standard_normal((2, 4, 6))
+    jac = numeric.scalenorm.jacobian(values, 0.1, gain=gain)
+    tol = {"rtol": 1e-13, "atol": 1e-13 * abs(gain) / 0.1}
+    assert_agree(numeric.scalenorm.vjp(values, 0.1, dy, gain=gain), np.einsum("bik,bi->bk", jac, dy), **tol, what="vjp")
+    assert_agree(numeric.scalenorm.jvp(values, 0.1, v, gain), np.einsum("bik,bk->bi", jac, v), **tol, what="jvp")
+    h = 1e-7
+    ahead = numeric.scalenorm.vjp(values + h * v, 0.1, dy, gain=gain)
+    behind = numeric.scalenorm.vjp(values - h * v, 0.1, dy, gain=gain)
+    hvp = numeric.scalenorm.hvp(values, 0.1, dy, v, gain=gain)
+    assert_agree(hvp, (ahead - behind) / (2 * h), rtol=1e-5, atol=1e-6 * np.abs(hvp).max(), what="hvp")
+
+
+def test_scalenorm_gain_dependent_functions_take_the_gain():
+    assert float(numeric.scalenorm.bound(0.25, gain=-3.0)) == 12.0
+    assert float(numeric.scalenorm.slope_at_zero(0.25, gain=-3.0)) == -12.0
+    assert float(numeric.scalenorm.kink(0.25)) == float(l2norm_clamped.kink(0.25))
+    second = numeric.scalenorm.second_moment(np.array([3.0, 4.0]), 1.0, gain=2.0)
+    assert_agree(second, 4.0 / 2, rtol=1e-15, what="g**2 / n outside the clamp")
+    out = numeric.scalenorm.forward(np.array([3.0, 4.0], dtype=np.float32), np.float32(1.0), gain=np.float32(2))
+    assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1), "gain is required by scalenorm"),
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1, gain=np.ones(3)), "gain must be one real number"),
+        (lambda: numeric.scalenorm.jacobian(np.ones(3), 0.1, gain=np.inf), "gain must be finite"),
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1, 2.0, gain=2.0), "given both by position and by name"),
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1, bias=1.0), "takes one parameter, gain"),
+    ],
+)
+def test_scalenorm_bad_gain_names_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_layer_that_is_no_multiple_of_its_base_is_refused():
+    """The factor numeric applies must be a function of the gain alone: x-dependence is caught."""
+    from derivations.regimes import factor
+
+    layer = LAYERS["scalenorm"]
+    with pytest.raises(DerivationError, match="not l2norm_clamped's times a function of the gain"):
+        factor(layer, g_s * norm_x, epsilon, "made up")
+    assert factor(layer, g_s * norm_x, norm_x, "proportional") == g_s

@@ -23,6 +23,10 @@ def emit(key: str, target: str) -> str:
         raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
+    if LAYERS[key].scalars:
+        # The emitted signature is (x, epsilon, per-feature parameters); a scalar input is not one.
+        names = ", ".join(name for name, _ in LAYERS[key].scalars)
+        raise ValueError(f"layer {key} takes the scalar {names}, which the emitted code does not take")
     return TARGETS[target](program(LAYERS[key]))
 
 

@@ -47,6 +47,9 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         "rmsnorm_eps_outside": lambda x: rmsnorm_reference(x, eps),
         # x / x.norm(p, dim, keepdim=True).clamp_min(eps), as torch/nn/functional.py computes it.
         "l2norm_clamped": lambda x: F.normalize(x, p=2.0, dim=-1, eps=eps),
+        # ScaleNorm as its authors' code writes it, with gain the one scalar g:
+        # x * (g / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)).
+        "scalenorm": lambda x: x * (gain / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)),
     }[key]
 
 
@@ -122,6 +125,8 @@ def check_emitted_torch(rng: np.random.Generator) -> float:
     worst = 0.0
     print(f"\n{'emitted torch':<22}{'n':>5}{'epsilon':>9}{'max rel |grad diff|':>21}")
     for key in LAYERS:
+        if LAYERS[key].scalars:  # the emitted code takes no scalar gain
+            continue
         layer = emitted_torch(key)
         parameters = len(LAYERS[key].parameters)
         for n in SIZES:
@@ -194,6 +199,9 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
                     bias = np.zeros(n)
                 named = {"gain": gain, "bias": bias} if wrapped else {}
                 tg, tb = torch.from_numpy(gain), torch.from_numpy(bias)
+                if module.LAYER.definition.scalars:  # ScaleNorm: one scalar gain
+                    named = {name: float(gain[0]) for name, _ in module.LAYER.definition.scalars}
+                    tg = torch.tensor(float(gain[0]))
                 function = reference(key, n, eps, tg, tb)
                 tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
 
@@ -209,7 +217,7 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
                     back = max(errors)
                 else:
                     _, pull = vjp(function, tx)
-                    back = relative(module.vjp(x, eps, dy), pull(tdy)[0])
+                    back = relative(module.vjp(x, eps, dy, **named), pull(tdy)[0])
                 forward = relative(module.jvp(x, eps, v, **named), jvp(function, (tx,), (tv,))[1])
                 inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
                 second = relative(module.hvp(x, eps, dy, v, **named), jvp(inner, (tx,), (tv,))[1])
@@ -255,16 +263,18 @@ def check_kinks(rng: np.random.Generator) -> float:
                     direction = rng.standard_normal((3, n))
                     x = direction * (side * eps / np.linalg.norm(direction, axis=-1, keepdims=True))
                     dy, v = rng.standard_normal((3, n)), rng.standard_normal((3, n))
-                    function = reference(key, n, eps, None, None)
+                    gain = float(rng.normal(0, 2))
+                    named = {name: gain for name, _ in layer.scalars}
+                    function = reference(key, n, eps, torch.tensor(gain), None)
                     tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
-                    forward = relative(module.forward(x, eps), function(tx))
-                    jac = max(relative(module.jacobian(x[r], eps), jacrev(function)(tx[r])) for r in range(3))
+                    forward = relative(module.forward(x, eps, **named), function(tx))
+                    jac = max(relative(module.jacobian(x[r], eps, **named), jacrev(function)(tx[r])) for r in range(3))
                     _, pull = vjp(function, tx)
-                    back = relative(module.vjp(x, eps, dy), pull(tdy)[0])
-                    ahead = relative(module.jvp(x, eps, v), jvp(function, (tx,), (tv,))[1])
+                    back = relative(module.vjp(x, eps, dy, **named), pull(tdy)[0])
+                    ahead = relative(module.jvp(x, eps, v, **named), jvp(function, (tx,), (tv,))[1])
                     inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
                     want = jvp(inner, (tx,), (tv,))[1]
-                    got = module.hvp(x, eps, dy, v)
+                    got = module.hvp(x, eps, dy, v, **named)
                     # Inside the clamp the layer is linear: both Hessian products are exactly zero.
                     second = relative(got, want) if want.abs().max() > 0 else float(np.abs(got).max())
                     diff = max(forward, jac, back, ahead, second)
@@ -292,9 +302,12 @@ def main() -> int:
                 gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
                 if key == "rmsnorm_affine":
                     bias = np.zeros(n)
-                # A wrapped layer takes the gain and bias; the others take nothing besides x.
+                # A wrapped layer takes the gain and bias; ScaleNorm one scalar gain; the others nothing.
                 params = (gain, bias) if module.LAYER.definition.parameters else ()
-                function = reference(key, n, eps, torch.from_numpy(gain), torch.from_numpy(bias))
+                tg = torch.from_numpy(gain)
+                if module.LAYER.definition.scalars:
+                    params, tg = (float(gain[0]),), torch.tensor(float(gain[0]))
+                function = reference(key, n, eps, tg, torch.from_numpy(bias))
                 tx = torch.from_numpy(x)
                 forward = np.abs(module.forward(x, eps, *params) - function(tx).numpy()).max()
                 jac = np.abs(module.jacobian(x, eps, *params) - jacrev(function)(tx).numpy()).max()

@@ -257,3 +257,22 @@ def test_a_layer_that_is_no_multiple_of_its_base_is_refused():
     with pytest.raises(DerivationError, match="not l2norm_clamped's times a function of the gain"):
         factor(layer, g_s * norm_x, epsilon, "made up")
     assert factor(layer, g_s * norm_x, norm_x, "proportional") == g_s
+
+
+@pytest.mark.parametrize(
+    ("text", "layer", "verdict", "says"),
+    [
+        ("kink == epsilon/sqrt(2)", "l2norm_clamped", "proved", "at x = (-t, 0, t)"),
+        ("slope_below_kink == slope_at_zero", "l2norm_clamped", "proved", "for all t in R"),
+        ("slope_at_zero == 1/sqrt(epsilon)", "l2norm_clamped", "refuted", "confirmed numerically"),
+        ("spectral_bound == abs(g_s)/epsilon", "scalenorm", "proved", "g_s in R"),
+        ("slope_at_zero == 1/epsilon", "scalenorm", "refuted", "confirmed numerically (numeric.scalenorm"),
+    ],
+)
+def test_claims_about_the_clamped_layers(text, layer, verdict, says):
+    from derivations.claims import Claim, check
+    from numeric.confirm import confirm
+
+    found = check(Claim(text, layer), confirm)
+    assert found.verdict == verdict
+    assert says in f"{found.quantifier} {found.detail}"

@@ -215,11 +215,11 @@ def factor(layer: Scaled, mine: sp.Expr, theirs: sp.Expr, what: str) -> sp.Expr:
     """c(gain) with ``mine`` = c(gain) * ``theirs`` (a result of the layer and the same of its base),
     in every regime, proved: the factor numeric applies to the base's function.  A regime
     where both are zero constrains nothing."""
-    pairs = (
-        [(a, b) for (a, _), (b, _) in zip(mine.args, theirs.args, strict=True)]
-        if isinstance(mine, sp.Piecewise) and isinstance(theirs, sp.Piecewise)
-        else [(mine, theirs)]
-    )
+    pairs = [(mine, theirs)]
+    if isinstance(mine, sp.Piecewise) and isinstance(theirs, sp.Piecewise):
+        if [c for _, c in mine.args] != [c for _, c in theirs.args]:
+            raise DerivationError(f"{layer.key}.{what}: its cases are not {layer.base.key}'s")
+        pairs = [(a, b) for (a, _), (b, _) in zip(mine.args, theirs.args, strict=True)]
     found = set()
     for a, b in pairs:
         if is_zero(b) is not None:

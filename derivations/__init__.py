@@ -3,14 +3,45 @@
 Each result is a `Formula`, derived by SymPy from a `Layer` definition and
 proved equal to what the layer states.  `QUANTITIES` is the registry of what
 is derived; `LAYERS` the catalog of layers.
+
+The names below are imported when first used, so that a command that finds
+its whole output in the derivation cache (`derivations._cache`) prints it
+without importing SymPy.
 """
 
-from derivations._formula import Established, Formula
-from derivations._layer import Direction, Layer, Pattern, Statistic
-from derivations._proof import DerivationError
-from derivations.affine import Affine, affine
-from derivations.catalog import CORE, LAYERS, formula, formulas, symmetric
-from derivations.quantities import QUANTITIES, NotApplicable, Quantity
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from derivations._formula import Established, Formula
+    from derivations._layer import Direction, Layer, Pattern, Statistic
+    from derivations._proof import DerivationError
+    from derivations.affine import Affine, affine
+    from derivations.catalog import CORE, LAYERS, formula, formulas, symmetric
+    from derivations.quantities import QUANTITIES, NotApplicable, Quantity
+
+# Each public name and the module that defines it.
+_HOMES = {
+    "CORE": "derivations.catalog",
+    "LAYERS": "derivations.catalog",
+    "QUANTITIES": "derivations.quantities",
+    "Affine": "derivations.affine",
+    "DerivationError": "derivations._proof",
+    "Direction": "derivations._layer",
+    "Established": "derivations._formula",
+    "Formula": "derivations._formula",
+    "Layer": "derivations._layer",
+    "NotApplicable": "derivations.quantities",
+    "Pattern": "derivations._layer",
+    "Quantity": "derivations.quantities",
+    "Statistic": "derivations._layer",
+    "affine": "derivations.affine",
+    "formula": "derivations.catalog",
+    "formulas": "derivations.catalog",
+    "symmetric": "derivations.catalog",
+}
 
 __all__ = [
     "CORE",
@@ -31,3 +62,19 @@ __all__ = [
     "formulas",
     "symmetric",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # The catalog first, as importing the package used to: it imports every
+    # layer, and with them the registrations for layers with a gain.
+    importlib.import_module("derivations.catalog")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

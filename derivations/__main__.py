@@ -1,6 +1,6 @@
 """Command line.
 
-``python -m derivations [--layer KEY] [--format text|markdown|json|latex|conventions]
+``python -m derivations [--layer KEY | --definition FILE] [--format text|markdown|json|latex|conventions]
 [--standalone] [--notation SYMBOL=LATEX ...]`` prints every derived formula;
 ``python -m derivations check ...`` gives verdicts on claims (see
 ``python -m derivations check --help``); ``python -m derivations codegen
@@ -10,17 +10,47 @@ pass as a module.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from derivations.catalog import CORE, LAYERS, rows
-from derivations.claims.render import VERDICT_FORMATS
+from derivations import _cache
 from derivations.cli import OneLineParser
-from derivations.notation import RENAMABLE, Notation
-from derivations.render import FORMATS, standalone
+
+# The options a derive run's output depends on, besides the derivation
+# sources, with how many values each takes.  Arguments made of these alone
+# are looked up in the derivation cache; any other (a file to read, a new
+# option) takes the whole way.
+_CACHED_OPTIONS = {"--format": 1, "--layer": 1, "--notation": 1, "--standalone": 0}
+
+
+def _output_entry(argv: list[str]) -> str | None:
+    """The cache entry of a derive run's whole output for ``argv``, or None where it is not cached."""
+    position = 0
+    while position < len(argv):
+        option, joined, _ = argv[position].partition("=")
+        if option not in _CACHED_OPTIONS or (joined and not _CACHED_OPTIONS[option]):
+            return None
+        position += 1 + (0 if joined else _CACHED_OPTIONS[option])
+    return "python -m derivations " + json.dumps(argv)
 
 
 def _derive(argv: list[str]) -> int:
+    # Only a run that succeeded is stored, under its exact arguments: a hit
+    # prints what that run printed, without importing SymPy.
+    entry = _output_entry(argv)
+    cached = _cache.read(entry) if entry is not None else None
+    if cached is not None:
+        with contextlib.suppress(UnicodeDecodeError):
+            sys.stdout.write(cached.decode())
+            return 0
+
+    from derivations.catalog import LAYERS, rows
+    from derivations.notation import RENAMABLE, Notation
+    from derivations.render import FORMATS, standalone
+
     parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
@@ -34,25 +64,46 @@ def _derive(argv: list[str]) -> int:
         metavar="SYMBOL=LATEX",
         help=f"print SYMBOL ({', '.join(RENAMABLE)}) as LATEX, e.g. n=d or epsilon=\\epsilon",
     )
+    parser.add_argument("--definition", type=Path, metavar="FILE", help="derive the layer defined in a TOML file")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, metavar="SECONDS", help="with --definition: time budget (default: 300)"
+    )
+    parser.add_cache_option()
     args = parser.parse_args(argv)
     if args.standalone and args.format != "latex":
         parser.error("--standalone applies to --format latex")
+    if args.layer and args.definition:
+        parser.error("give --layer or --definition, not both")
+    if not 0 < args.timeout <= 3600:
+        parser.error("--timeout must be between 0 and 3600 seconds")
     try:
         notation = Notation.parse(args.notation)
     except ValueError as error:
         parser.error(str(error))
+    key = _register(parser.prog, args.definition)
+    if key == "":
+        return 2
+    keys = [args.layer] if args.layer else [key] if key else list(LAYERS)
+
+    def render() -> str:
+        text = FORMATS[args.format](rows(keys, notation))
+        return standalone(text) if args.standalone else text
+
     try:
-        text = FORMATS[args.format](rows([args.layer] if args.layer else list(LAYERS), notation))
-        if args.standalone:
-            text = standalone(text)
+        text = render() if key is None else _within(key, args.timeout, render)
     except Exception as error:
         print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
+    if entry is not None:
+        _cache.write(entry, text.encode())
     sys.stdout.write(text)  # a failure to write is the caller's: `run` makes it one line
     return 0
 
 
 def _check(argv: list[str]) -> int:
+    from derivations.catalog import CORE, LAYERS
+    from derivations.claims.render import VERDICT_FORMATS
+
     parser = OneLineParser(
         prog="python -m derivations check",
         description="Verdicts on claims: proved, refuted (with a counterexample), supported, or error. "
@@ -64,12 +115,14 @@ def _check(argv: list[str]) -> int:
     parser.add_argument(
         "--latex", metavar="TEXT", help=r"a claim in LaTeX, e.g. '\|J\|_2 \le \frac{1}{\sqrt{\epsilon}}'"
     )
-    parser.add_argument("--layer", default=CORE, choices=list(LAYERS), help="layer of an inline claim")
+    parser.add_argument("--layer", choices=list(LAYERS), help=f"layer of an inline claim (default: {CORE})")
     parser.add_argument("--assume", action="append", default=[], metavar="COND", help="assumption, e.g. 'n >= 3'")
     parser.add_argument("--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format")
     parser.add_argument(
         "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
     )
+    parser.add_argument("--definition", type=Path, metavar="FILE", help="claims about the layer defined in FILE")
+    parser.add_cache_option()
     args = parser.parse_args(argv)
     if sum(given is not None for given in (args.claim, args.claims, args.latex)) != 1:
         parser.error("give one inline claim, --latex TEXT or --claims FILE")
@@ -83,12 +136,15 @@ def _check(argv: list[str]) -> int:
     from derivations.claims import STREAMS, Claim, ClaimError, check, latex, load
     from numeric.confirm import confirm
 
+    key = _register(parser.prog, args.definition)
+    if key == "":
+        return 2
     try:
         if args.claims is not None:
             claims = load(args.claims)
         else:
             text = args.claim if args.latex is None else latex.to_claim(args.latex)
-            claims = [Claim(text, args.layer, tuple(args.assume), id="inline")]
+            claims = [Claim(text, args.layer or key or CORE, tuple(args.assume), id="inline")]
     except ClaimError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
@@ -105,7 +161,34 @@ def _check(argv: list[str]) -> int:
     return status
 
 
+def _register(prog: str, path: Path | None) -> str | None:
+    """The key of the layer defined in ``path``, now in the catalog; None without a path, and
+    "" after one line on stderr for a file that is not such a layer."""
+    if path is None:
+        return None
+    from derivations import catalog, definition
+
+    try:
+        layer = definition.load(path).layer
+        catalog.register(layer)
+    except ValueError as error:
+        print(f"{prog}: error: {definition.shown(str(path))}: {error}", file=sys.stderr)
+        return ""
+    return layer.key
+
+
+def _within(key: str, seconds: float, render: Callable[[], str]) -> str:
+    """``render()`` in a child process bounded in time and memory: a user's layer may be pathological."""
+    from derivations import definition
+    from derivations.catalog import LAYERS
+
+    text = definition.derive_within(LAYERS[key], seconds, render)
+    assert text is not None
+    return text
+
+
 def _codegen(argv: list[str]) -> int:
+    from derivations.catalog import LAYERS
     from derivations.codegen import TARGETS, emit
 
     parser = OneLineParser(
@@ -115,7 +198,11 @@ def _codegen(argv: list[str]) -> int:
     parser.add_argument("--layer", required=True, choices=list(LAYERS), help="the layer")
     parser.add_argument("--target", required=True, choices=list(TARGETS), help="the language of the module")
     args = parser.parse_args(argv)
-    sys.stdout.write(emit(args.layer, args.target))
+    try:
+        source = emit(args.layer, args.target)
+    except ValueError as error:  # a layer the emitted row code cannot be: say which to emit
+        parser.error(str(error))
+    sys.stdout.write(source)
     return 0
 
 

@@ -9,6 +9,7 @@ from functools import cache
 
 import sympy as sp
 
+from derivations._formula import Formula
 from derivations._proof import DerivationError, equal
 from derivations.sums import in_statistics, in_sums, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import i, j, k, n, x
@@ -72,6 +73,9 @@ class Layer:
     ``notes`` are caveats that belong in the statements, such as a point
     where a statistic is not differentiable.  A gain and a bias are not part
     of a layer: `derivations.affine.Affine` wraps any layer with them.
+    ``used_by`` names the library functions and models that compute exactly
+    this layer, for the conventions table (each checked by `make crosscheck`
+    where the library is installed there).
     """
 
     key: str
@@ -85,6 +89,7 @@ class Layer:
     approach: Mapping[sp.Expr, sp.Expr] = field(default_factory=dict)
     stated: Mapping[str, sp.Basic] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
+    used_by: tuple[str, ...] = ()
 
     @property
     def parameters(self) -> tuple[tuple[str, sp.IndexedBase], ...]:
@@ -105,6 +110,15 @@ class Layer:
     def requires(self) -> tuple[Layer, ...]:
         """The layers this one is built on, whose derivations it reuses."""
         return ()
+
+    @property
+    def derived_as(self) -> Layer:
+        """The layer whose derivations are this one's: itself, or the base of a layer applied block by block."""
+        return self
+
+    def restate(self, formula: Formula) -> Formula:
+        """``formula`` as this layer states it; a layer applied block by block says what n counts."""
+        return formula
 
     def entry(self, index: sp.Symbol = i) -> sp.Expr:
         """Output entry ``index`` for symbolic n, every statistic written as a sum."""

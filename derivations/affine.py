@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 
 import sympy as sp
 
 from derivations import backward, jacobian, spectral
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import equal
@@ -49,7 +49,13 @@ class Affine(Layer):
         return (self.base,)
 
 
-def affine(base: Layer, key: str, title: str, stated: Mapping[str, sp.Basic] | None = None) -> Affine:
+def affine(
+    base: Layer,
+    key: str,
+    title: str,
+    stated: Mapping[str, sp.Basic] | None = None,
+    used_by: tuple[str, ...] = (),
+) -> Affine:
     """The layer ``gain * base + bias``, with the base's statistics, patterns and directions.
 
     The base's directions are candidates: those the gain keeps as
@@ -67,11 +73,12 @@ def affine(base: Layer, key: str, title: str, stated: Mapping[str, sp.Basic] | N
         approach=base.approach,
         stated=dict(stated or {}),
         notes=base.notes,
+        used_by=used_by,
         base=base,
     )
 
 
-@cache
+@derived
 def factorization(layer: Affine) -> str:
     """Prove J = diag(gain) J_base entry by entry: J_ik = gain_i (J_base)_ik."""
     how = equal(

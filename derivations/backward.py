@@ -22,11 +22,12 @@ g[k]/sqrt(epsilon + r) - Mean(g[p]*x[p])*x[k]/(epsilon + r)**(3/2)
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 
 from derivations import jacobian
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import equal
@@ -72,33 +73,33 @@ def times(layer: Layer, entry: sp.Expr) -> sp.Expr:
 
 
 @singledispatch
-@cache
+@derived
 def vjp(layer: Layer) -> sp.Expr:
     r"""The input gradient :math:`(J^\top g)_k`."""
     return transpose_times(layer, jacobian.entry(layer))
 
 
 @singledispatch
-@cache
+@derived
 def jvp(layer: Layer) -> sp.Expr:
     """The forward-mode product (J v)_k."""
     return times(layer, jacobian.entry(layer))
 
 
-@cache
+@derived
 def vjp_at_degenerate(layer: Layer) -> sp.Expr:
     """J^T g at the degenerate input, from the derived limit of J there."""
     return transpose_times(layer, jacobian.at_degenerate(layer))
 
 
-@cache
+@derived
 def jvp_at_degenerate(layer: Layer) -> sp.Expr:
     """J v at the degenerate input, from the derived limit of J there."""
     return times(layer, jacobian.at_degenerate(layer))
 
 
 @singledispatch
-@cache
+@derived
 def hvp(layer: Layer) -> sp.Expr:
     r""":math:`\big(\sum_i g_i \nabla^2 y_i(x)\, v\big)_k = \partial_{x_k} \langle g, J(x) v\rangle`."""
     # <g, J v> = sum_i g_i (J v)_i: a scalar in the statistics and means of g, v.
@@ -106,7 +107,7 @@ def hvp(layer: Layer) -> sp.Expr:
     return _grouped(_tidy(derivative(layer, pairing)))
 
 
-@cache
+@derived
 def statistic_gradients(layer: Layer) -> dict[sp.Symbol, sp.Expr]:
     """d s / d x_k for each statistic s: its definition as sums, differentiated and reduced."""
     return {
@@ -223,7 +224,7 @@ def hvp_proof(layer: Layer, name: str) -> str:
     return "; ".join(filter(None, [prove_stated(layer, name, hvp(layer)), symmetry(layer)]))
 
 
-@cache
+@derived
 def symmetry(layer: Layer) -> str:
     """Prove <u, H v> = <v, H u> for H = sum_i g_i grad^2 y_i."""
     uhv = pairing(layer, u, hvp(layer))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, partial
 
 from derivations import quantities
+from derivations._cache import derived
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations.notation import DEFAULT, Notation
@@ -19,9 +20,12 @@ DEFINITIONS = (
     "layernorm",
     "layernorm_affine",
     "layernorm_std_eps",
+    "layernorm_std_eps_biased",
     "rmsnorm",
     "rmsnorm_affine",
     "rmsnorm_eps_outside",
+    "groupnorm",
+    "batchnorm_train",
     "l2norm_clamped",
     "scalenorm",
 )
@@ -29,6 +33,10 @@ DEFINITIONS = (
 LAYERS: dict[str, Layer] = {
     layer.key: layer for layer in (importlib.import_module(f"derivations.{name}").LAYER for name in DEFINITIONS)
 }
+
+# The keys of the layers above; `register` adds others (a user's definition) but never replaces these.
+BUILT_IN = tuple(LAYERS)
+_CLEAR: list[Callable[[], object]] = []
 
 # The layer a bare name (``response``) and an unqualified claim refer to.
 CORE = "layernorm"
@@ -38,6 +46,36 @@ def _known(key: object) -> Layer:
     if not isinstance(key, str) or key not in LAYERS:
         raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     return LAYERS[key]
+
+
+def register(layer: Layer) -> None:
+    """Add ``layer``, defined outside this catalog, to `LAYERS` under its key.
+
+    A layer registered earlier under the same key is replaced, and every
+    cache keyed by layer key (see `on_register`) emptied; a built-in key is refused.
+    """
+    if not isinstance(layer, Layer):
+        raise ValueError(f"layer must be a Layer; got {type(layer).__name__}")
+    if layer.key in BUILT_IN:
+        raise ValueError(f"key {layer.key!r} is a built-in layer; choose another key")
+    if LAYERS.get(layer.key, layer) is not layer:
+        unregister(layer.key)
+    LAYERS[layer.key] = layer
+
+
+def unregister(key: str) -> None:
+    """Remove a layer `register` added, and what was derived and compiled for it."""
+    if key in BUILT_IN:
+        raise ValueError(f"key {key!r} is a built-in layer; only registered layers are removed")
+    LAYERS.pop(key, None)
+    formulas.cache_clear()
+    for clear in _CLEAR:
+        clear()
+
+
+def on_register(clear: Callable[[], object]) -> None:
+    """Call ``clear`` (a cache keyed by layer key) whenever a registered layer is replaced or removed."""
+    _CLEAR.append(clear)
 
 
 def symmetric() -> tuple[str, ...]:
@@ -50,7 +88,12 @@ def symmetric() -> tuple[str, ...]:
 @cache
 def formulas(key: str = CORE) -> tuple[Formula, ...]:
     """The derived formulas of layer ``key``, in a stable order."""
-    return tuple(quantities.formulas(_known(key)))
+    return _formulas(_known(key))
+
+
+@derived  # kept across processes: the bulk of a command's derivation work
+def _formulas(layer: Layer) -> tuple[Formula, ...]:
+    return tuple(quantities.formulas(layer))
 
 
 def formula(name: str, key: str | None = None) -> Formula:

@@ -9,9 +9,30 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
+from derivations import _cache
+
+
+class _NoCache(argparse.Action):
+    """``--no-cache``: the derivation cache is off from the moment the option is read."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        _cache.disable()
+        setattr(namespace, self.dest, True)
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr and exit status 2."""
+
+    def add_cache_option(self) -> None:
+        """``--no-cache``, for a command whose derivations start after its arguments are read."""
+        self.add_argument(
+            "--no-cache",
+            action=_NoCache,
+            help=f"neither read nor write the derivation cache (or set {_cache.ENVIRONMENT}=1)",
+        )
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse's own version swallows a failure to write (--help > /dev/full);

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 
 from derivations import jacobian
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Direction, Layer
 from derivations._proof import DerivationError, equal
@@ -42,11 +43,14 @@ def _vector(direction: Direction, layer: Layer) -> sp.MatrixExpr:
     return sp.MatrixSymbol(name, n, 1)
 
 
-@cache
+@derived
 def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
     """(J v)_i / v_i, where it does not depend on i (v is an eigenvector), else None."""
     product = reduce_sums(over_entries(jacobian.entry(layer) * direction.entry, k))
-    product = layer.express(product, *direction.constraints)
+    try:
+        product = layer.express(product, *direction.constraints)
+    except DerivationError:
+        return None  # J v involves sums that neither the statistics nor the constraints fix
     value = sp.factor(sp.cancel(product / direction.entry.xreplace({k: i})))
     if i in value.free_symbols or value.atoms(sp.Indexed):
         return None
@@ -54,7 +58,7 @@ def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
 
 
 @singledispatch
-@cache
+@derived
 def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     """The layer's directions that are eigenvectors of J, with their eigenvalues.
 
@@ -78,7 +82,7 @@ def pair(layer: Layer, direction: Direction) -> Eigen | None:
 
 
 @singledispatch
-@cache
+@derived
 def spectral_form(layer: Layer) -> str:
     r"""Prove J = sum_d lambda_d Pi_d, the spectral decomposition numeric assembles J from.
 

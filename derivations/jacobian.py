@@ -10,11 +10,12 @@ statistics (see `derivations.sums`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixElement
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal
@@ -23,14 +24,14 @@ from derivations.symbols import J, delta, i, k, n, ones, tau, x
 
 
 @singledispatch
-@cache
+@derived
 def entry(layer: Layer) -> sp.Expr:
     """J_ik in x[i], x[k], KroneckerDelta(i, k) and the layer's statistics."""
     derivative = sp.diff(layer.entry(i), x[k])
     return layer.express(reduce_sums(derivative))
 
 
-@cache
+@derived
 def at_degenerate(layer: Layer) -> sp.Expr:
     """Limit of J_ik as the input tends to the degenerate one, along ``layer.approach``.
 
@@ -49,7 +50,7 @@ def at_degenerate(layer: Layer) -> sp.Expr:
 
 
 @singledispatch
-@cache
+@derived
 def is_symmetric(layer: Layer) -> bool:
     """Whether J_ik = J_ki for every i, k: proved by cancelling the difference."""
     swapped = entry(layer).xreplace({i: k, k: i})
@@ -62,6 +63,9 @@ def _vector(factor: sp.Expr, index: sp.Symbol) -> sp.MatrixExpr:
         return ones
     if isinstance(factor, sp.Indexed) and factor.indices == (index,):
         return sp.MatrixSymbol(str(factor.base), n, 1)
+    if factor.is_Pow and factor.exp.is_Integer and isinstance(factor.base, sp.Indexed):
+        # x_k**3 is entry k of the entry-wise (Hadamard) power of x.
+        return sp.HadamardPower(_vector(factor.base, index), factor.exp)
     raise DerivationError(f"no vector has entry {factor} at {index}")
 
 
@@ -81,7 +85,7 @@ def proof(layer: Layer, name: str) -> str:
     return equal(layer.to_display(entry(layer)), entry_of(layer.stated[name]), f"{layer.key}.{name}")
 
 
-@cache
+@derived
 def _matrix_form(layer: Layer) -> sp.MatrixExpr:
     return _matrix(layer, entry(layer))
 

@@ -50,6 +50,7 @@ LAYER = clamped(
     definition=x[i] / sp.Max(norm_x, epsilon),
     patterns=PATTERNS,
     directions=RAW_DIRECTIONS,
+    used_by=("PyTorch `F.normalize` (p = 2): `x / x.norm(p, dim, keepdim=True).clamp_min(eps)`",),
     stated={
         "response": on_pattern(t / epsilon, t / (sp.sqrt(2) * sp.Abs(t)), _PAIR, closed=True),
         "slope": on_pattern(1 / epsilon, sp.Integer(0), _PAIR, closed=False),

@@ -46,6 +46,11 @@ LAYER = Layer(
         (sp.sqrt(q + epsilon), s),
     ),
     spread=q,
+    used_by=(
+        "PyTorch `F.layer_norm` without weight",
+        'JAX `jax.nn.standardize` (`algorithm="fast"` and `"stable"`)',
+        "Keras `ops.layer_normalization` without gamma, beta",
+    ),
     stated={
         "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
         "slope": epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),

@@ -22,6 +22,11 @@ LAYER = affine(
     layernorm.LAYER,
     key="layernorm_affine",
     title="LayerNorm with gain and bias, epsilon inside the square root",
+    used_by=(
+        "PyTorch `nn.LayerNorm`, `F.layer_norm` with weight and bias",
+        "Keras `LayerNormalization`",
+        "Flax `nn.LayerNorm` (source of flax 0.12.8 read, not run)",
+    ),
     stated={
         "response": gamma[2] * t / sp.sqrt(2 * t**2 / 3 + epsilon) + beta[2],
         "slope": gamma[2] * epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),

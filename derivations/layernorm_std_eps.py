@@ -32,6 +32,7 @@ LAYER = Layer(
     directions=CENTERED_DIRECTIONS,
     display=((x[i], c[i] + mu), (x[k], c[k] + mu)),
     spread=sigma_u,
+    used_by=("The Annotated Transformer: `(x - mean) / (x.std(-1) + eps)`, unbiased std",),
     approach={x[i]: mu + tau * c[i], x[k]: mu + tau * c[k], sigma_u: tau * sigma_u},
     stated={
         "response": t / (sp.Abs(t) + epsilon),

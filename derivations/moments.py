@@ -7,10 +7,11 @@ r/(epsilon + r)
 
 from __future__ import annotations
 
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations.sums import over_entries, reduce_sums
@@ -18,7 +19,7 @@ from derivations.symbols import i, n
 
 
 @singledispatch
-@cache
+@derived
 def second_moment(layer: Layer) -> sp.Expr:
     """mean(u^2) over the entries, in the layer's statistics."""
     total = reduce_sums(over_entries(layer.entry(i) ** 2, i))

@@ -9,7 +9,7 @@ optional subscript, so that nothing a user passes can inject LaTeX.
 >>> Notation.parse(["m=d"])
 Traceback (most recent call last):
 ...
-ValueError: notation: unknown symbol 'm'; one of n, epsilon, t, s, q, r, mu, sigma, sigma_u
+ValueError: notation: unknown symbol 'm'; one of n, epsilon, t, s, q, r, mu, sigma, sigma_u, sigma_b
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import sympy as sp
 
-from derivations.symbols import LATEX_NAMES, epsilon, mu, n, q, r, s, sigma, sigma_u, t
+from derivations.symbols import LATEX_NAMES, epsilon, mu, n, q, r, s, sigma, sigma_b, sigma_u, t
 
 # The symbols a reader may rename, by the name an option gives them.
 RENAMABLE: dict[str, sp.Symbol] = {
@@ -32,6 +32,7 @@ RENAMABLE: dict[str, sp.Symbol] = {
     "mu": mu,
     "sigma": sigma,
     "sigma_u": sigma_u,
+    "sigma_b": sigma_b,
 }
 
 # Names the printed formulas already use for something else: a new name must not take one.

@@ -25,9 +25,10 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import backward, eigen, jacobian, moments, regimes, response, scaling, spectral
+from derivations import backward, eigen, grouped, jacobian, moments, regimes, response, scaling, spectral
 from derivations._formula import Formula
 from derivations._layer import Layer
+from derivations._proof import DerivationError
 from derivations.symbols import beta, gamma
 
 
@@ -157,9 +158,34 @@ def _without_parameters(layer: Layer, _: Any) -> bool:
     return not layer.parameters
 
 
+def _derivable(value: Callable[[Layer], sp.Expr], also: Callable[[Layer, Any], bool] = _always) -> Callable[..., bool]:
+    """Applies where ``also`` holds and ``value`` can be derived: a layer defined by a user may
+    lack what it needs (a statistic that fixes mean(x**2), a symmetric J)."""
+
+    def applies(layer: Layer, item: Any) -> bool:
+        if not also(layer, item):
+            return False
+        try:
+            value(layer)
+        except DerivationError:
+            return False
+        return True
+
+    return applies
+
+
 # In the order `make derive` prints them; consecutive rows over patterns are
 # printed pattern by pattern.
 QUANTITIES: tuple[Quantity, ...] = (
+    Quantity(
+        "definition",
+        "statement",
+        "layer",
+        response.definition_formula,
+        None,
+        column="definition",
+        meaning="the output entry y_i as the layer defines it",
+    ),
     Quantity(
         "response",
         "scalar",
@@ -243,6 +269,16 @@ QUANTITIES: tuple[Quantity, ...] = (
         meaning="the slope's limit as |t| falls to the kink",
     ),
     Quantity(
+        "constant_response",
+        "scalar",
+        "layer",
+        response.constant_formula,
+        response.at_constant,
+        claim=True,
+        column="output at a constant input t·1",
+        meaning="output entry i at the constant input x = t 1",
+    ),
+    Quantity(
         "jacobian",
         "matrix",
         "layer",
@@ -251,6 +287,15 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="entrywise",
         numeric="jacobian",
         meaning="J_ik = d y_i / d x_k",
+    ),
+    Quantity(
+        "block_structure",
+        "statement",
+        "layer",
+        grouped.block_formula,
+        None,
+        applies=grouped.is_grouped,
+        meaning="J of a layer applied block by block is block-diagonal",
     ),
     Quantity(
         "jacobian_degenerate",
@@ -301,6 +346,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         "layer",
         spectral.bound_formula,
         spectral.bound_value,
+        applies=_derivable(spectral.bound_value),
         evaluate="of_epsilon",
         numeric="bound",
         claim=True,
@@ -313,7 +359,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         "layer",
         moments.second_moment_formula,
         moments.second_moment,
-        applies=_without_parameters,
+        applies=_derivable(moments.second_moment, _without_parameters),
         evaluate="of_statistics",
         numeric="second_moment",
         claim=True,
@@ -430,7 +476,12 @@ def by_numeric(layer: Layer, numeric: str) -> tuple[str, Quantity, Any] | None:
 
 def formulas(layer: Layer) -> list[Formula]:
     """Every formula `make derive` prints for ``layer``, in order."""
-    return [quantity.formula(layer, item, quantity.name(item)) for quantity, item in rows(layer) if quantity.formula]
+    source = layer.derived_as
+    return [
+        layer.restate(quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item)))
+        for quantity, item in rows(layer)
+        if quantity.formula
+    ]
 
 
 def columns(layer: Layer) -> dict[str, str]:

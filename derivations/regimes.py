@@ -116,6 +116,7 @@ def clamped(
     directions: tuple[Direction, ...],
     stated: Mapping[str, sp.Basic] | None = None,
     named: Mapping[str, sp.Expr] | None = None,
+    used_by: tuple[str, ...] = (),
 ) -> Regimes:
     """The layer ``definition``, which holds one max(statistic, floor), split into its two regimes.
 
@@ -165,6 +166,7 @@ def clamped(
         display=(),
         spread=value,
         stated=dict(stated or {}),
+        used_by=used_by,
         definition=definition,
         regimes=tuple(Regime(name, condition, layers[name]) for name, condition, _ in pieces),
         boundary=boundary,
@@ -194,7 +196,12 @@ GAIN = "gain"
 
 
 def scaled(
-    base: Regimes, key: str, title: str, gain: sp.Symbol, stated: Mapping[str, sp.Basic] | None = None
+    base: Regimes,
+    key: str,
+    title: str,
+    gain: sp.Symbol,
+    stated: Mapping[str, sp.Basic] | None = None,
+    used_by: tuple[str, ...] = (),
 ) -> Scaled:
     """The layer ``gain * base``, defined from the base's definition; every result derived anew."""
     layer = clamped(
@@ -206,6 +213,7 @@ def scaled(
         base.directions,
         stated=stated,
         named={str(gain): gain},
+        used_by=used_by,
     )
     fields = {f.name: getattr(layer, f.name) for f in dataclasses.fields(layer) if f.init}
     return Scaled(**fields, base=base, gain=gain)
@@ -307,6 +315,18 @@ def _(layer: Regimes, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]
     upper = response.asymptote(_regime_at(layer, pattern, sp.oo).layer, pattern)[0]
     lower = response.asymptote(_regime_at(layer, pattern, -sp.oo).layer, pattern)[1]
     return upper, lower
+
+
+@response.definition_formula.register
+def _(layer: Regimes, item: object, name: str) -> Formula:
+    # As the literature writes it, with the max; the regimes are derived from it.
+    generic = response.definition_formula.dispatch(Layer)(layer, item, name)
+    regimes = "; ".join(f"{say(regime.condition)}: {regime.name}" for regime in layer.regimes)
+    return dataclasses.replace(
+        generic,
+        expr=sp.Eq(generic.expr.lhs, layer.definition),
+        detail=f"{generic.detail}; regimes derived from the max: {regimes}",
+    )
 
 
 # --- the kink --------------------------------------------------------------------

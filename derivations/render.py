@@ -76,13 +76,17 @@ def conventions(rows: Iterable[Row]) -> str:
 
     values = {str(r["name"]): str(r["value"]) for r in rows}
     headings = list(quantities.columns(LAYERS[CORE]))
-    lines = ["| layer | convention | " + " | ".join(headings) + " |", "|---|---|" + "---|" * len(headings)]
+    lines = [
+        "| library and function | layer | " + " | ".join(headings) + " |",
+        "|---|---|" + "---|" * len(headings),
+    ]
     for key, layer in LAYERS.items():
         names = quantities.columns(layer)
         cells = [values.get(f"{key}.{names[h]}") if h in names else None for h in headings]
         if any(cell is not None for cell in cells):
             shown = [f"${cell}$" if cell is not None else "—" for cell in cells]
-            lines.append(f"| `{key}` | {layer.title} | " + " | ".join(shown) + " |")
+            used = "; ".join(layer.used_by) or "—"
+            lines.append(f"| {used} | `{key}` | " + " | ".join(shown) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -12,25 +12,26 @@ t/(epsilon + Abs(t))
 
 from __future__ import annotations
 
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer, Pattern
 from derivations._proof import DerivationError
-from derivations.symbols import t
+from derivations.symbols import i, t, x
 
 
 @singledispatch
-@cache
+@derived
 def response(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """Coordinate ``pattern.coordinate`` of the layer applied to the pattern in t."""
     return sp.factor_terms(layer.on_pattern(pattern or layer.patterns[0]))
 
 
 @singledispatch
-@cache
+@derived
 def slope(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """d response / dt over a common denominator.
 
@@ -58,7 +59,7 @@ def _one_sided(expr: sp.Expr, side: int) -> sp.Expr:
 
 
 @singledispatch
-@cache
+@derived
 def slope_at_zero(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """One-sided limits of the slope as t -> 0- and t -> 0+.
 
@@ -96,11 +97,59 @@ def _at_infinity(expr: sp.Expr, side: int) -> sp.Expr:
 
 
 @singledispatch
-@cache
+@derived
 def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """Limits of the response as t -> +oo and t -> -oo."""
     value = response(layer, pattern)
     return _at_infinity(value, 1), _at_infinity(value, -1)
+
+
+@singledispatch
+def definition_formula(layer: Layer, _: object, name: str) -> Formula:
+    """The layer's output as defined, with what each statistic is: the first thing a reader needs."""
+    statistics = (
+        "; ".join(
+            f"{stat.symbol} = " + (f"mean({stat.summand})" if stat.mean else str(stat.summand))
+            for stat in layer.statistics
+        )
+        or "none"
+    )
+    return Formula(
+        name,
+        f"{layer.title}: output entry i as defined.",
+        sp.Eq(sp.Symbol("y_i"), layer.output),
+        ("epsilon > 0",),
+        Established.ALL_N,
+        f"the definition; statistics, means over the entries j: {statistics}",
+        "",
+        layer.key,
+    )
+
+
+@derived
+def at_constant(layer: Layer) -> sp.Expr:
+    """Output entry i at the constant input x = t 1, for symbolic n: the statistics' sums
+    of a constant are evaluated, so a centering layer's vanishes and an RMS layer's does not."""
+    entry = layer.entry(i).replace(lambda e: isinstance(e, sp.Indexed) and e.base == x, lambda e: t)
+    return sp.factor_terms(sp.simplify(entry.doit()))
+
+
+def constant_formula(layer: Layer, _: object, name: str) -> Formula:
+    y = sp.Function("y_i")(t * sp.Symbol(r"\mathbf{1}"))
+    value = at_constant(layer)
+    shown, proof = layer.proved(name, value)
+    return Formula(
+        name,
+        f"Output entry i of {layer.key} at the constant input x = t 1, for every n: what it does "
+        "where the spread vanishes.",
+        sp.Eq(y, value),
+        ("epsilon > 0", "n >= 2", "t real"),
+        Established.ALL_N,
+        "symbolic n: every x_j = t in the sums of the statistics, the sums evaluated",
+        proof,
+        layer.key,
+        sp.Eq(y, shown),
+    )
 
 
 def _common(pattern: Pattern) -> tuple[sp.Function, tuple[str, ...], str]:

@@ -33,6 +33,10 @@ LAYER = Layer(
     directions=RAW_DIRECTIONS,
     display=((sp.sqrt(r + epsilon), s),),
     spread=r,
+    used_by=(
+        "PyTorch `F.rms_norm` without weight",
+        "Keras `ops.rms_normalization` (its docstring omits epsilon; the code adds it under the root)",
+    ),
     stated={
         "response": t / sp.sqrt(2 * t**2 / 3 + epsilon),
         "slope": epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),

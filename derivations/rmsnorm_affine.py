@@ -18,6 +18,11 @@ LAYER = affine(
     rmsnorm.LAYER,
     key="rmsnorm_affine",
     title="RMSNorm with gain and bias, epsilon inside the square root",
+    used_by=(
+        "PyTorch `nn.RMSNorm` (bias 0)",
+        "T5 and LLaMA (bias 0)",
+        "Flax `nn.RMSNorm` (source of flax 0.12.8 read, not run)",
+    ),
     stated={
         "response": gamma[2] * t / sp.sqrt(2 * t**2 / 3 + epsilon) + beta[2],
         "slope": gamma[2] * epsilon / (2 * t**2 / 3 + epsilon) ** sp.Rational(3, 2),

@@ -28,6 +28,7 @@ LAYER = Layer(
     directions=RAW_DIRECTIONS,
     display=(),
     spread=sigma,
+    used_by=("the RMSNorm authors' reference code: `x / (norm(x) / sqrt(d) + eps)`",),
     approach={x[i]: tau * x[i], x[k]: tau * x[k], sigma: tau * sigma},
     stated={
         "response": t / (sp.sqrt(sp.Rational(2, 3)) * sp.Abs(t) + epsilon),

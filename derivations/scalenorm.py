@@ -25,6 +25,7 @@ LAYER = scaled(
     key="scalenorm",
     title="ScaleNorm: one scalar gain, epsilon a floor on the norm",
     gain=g_s,
+    used_by=("ScaleNorm (Nguyen & Salazar 2019), its code: `x * (g / norm(x).clamp(min=eps))`",),
     stated={
         "response": on_pattern(g_s * t / epsilon, g_s * t / (sp.sqrt(2) * sp.Abs(t)), _PAIR, closed=True),
         "slope": on_pattern(g_s / epsilon, sp.Integer(0), _PAIR, closed=False),

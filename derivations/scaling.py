@@ -18,10 +18,11 @@ square overflows or underflows, and
 
 from __future__ import annotations
 
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
@@ -43,7 +44,7 @@ def _power_of_m(ratio: sp.Expr, what: str) -> int:
     raise DerivationError(f"{what} is not homogeneous in (x, sqrt(epsilon)): ratio {ratio}")
 
 
-@cache
+@derived
 def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
     """Each statistic's degree: the mean's summand scaled, or the derived value."""
     degrees: dict[sp.Symbol, int] = {}
@@ -54,11 +55,12 @@ def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
 
 
 @singledispatch
-@cache
+@derived
 def epsilon_degree(layer: Layer) -> int:
     """How epsilon must scale with x for the output to be homogeneous: as a variance
     (m**2, epsilon inside the root) or as a standard deviation (m, epsilon added to sigma)."""
-    for candidate in (2, 1):
+    # A variance, a standard deviation, then the higher power means a user may define.
+    for candidate in (2, 1, *range(3, 9)):
         try:
             _power_of_m(layer.output.xreplace(_scaled(layer, candidate)) / layer.output, "the output")
         except DerivationError:
@@ -67,7 +69,7 @@ def epsilon_degree(layer: Layer) -> int:
     raise DerivationError(f"{layer.key}: no scaling of epsilon makes the output homogeneous")
 
 
-@cache
+@derived
 def translation_invariant(layer: Layer) -> bool:
     """Whether the output is unchanged when every entry of x is shifted by the same a.
 
@@ -101,6 +103,7 @@ def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
     return values
 
 
+@derived
 def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
     """The degree p of ``expr`` under (x, t, eps) -> (m x, m t, m**e eps), e = `epsilon_degree`.
 
@@ -126,7 +129,7 @@ def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
     f = sp.Function("f")
     e = epsilon_degree(layer)
     statement = ", ".join(f"{q}: p = {d}" for q, d in found.items())
-    root = "sqrt(epsilon)" if e == 2 else "epsilon"
+    root = {1: "epsilon", 2: "sqrt(epsilon)"}.get(e, f"epsilon**(1/{e})")
     return Formula(
         name,
         f"Scaling x by m and epsilon by m**{e} scales each result by m**p "

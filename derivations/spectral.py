@@ -14,11 +14,12 @@ Piecewise((epsilon/(epsilon + q)**(3/2), Eq(n, 2)), (1/sqrt(epsilon + q), n >= 3
 from __future__ import annotations
 
 import itertools
-from functools import cache, singledispatch
+from functools import singledispatch
 
 import sympy as sp
 
 from derivations import eigen, jacobian
+from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal, less_equal
@@ -37,7 +38,7 @@ def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
 
 
 @singledispatch
-@cache
+@derived
 def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
     """(smallest n of the case, spectral norm) for each range of n."""
     if not jacobian.is_symmetric(layer):
@@ -56,7 +57,7 @@ def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
     return tuple(out)
 
 
-@cache
+@derived
 def spectral_norm(layer: Layer) -> sp.Expr:
     pieces = cases(layer)
     if len(pieces) == 1:
@@ -69,7 +70,7 @@ def spectral_norm(layer: Layer) -> sp.Expr:
     return sp.Piecewise(*branches)
 
 
-@cache
+@derived
 def constant_input(layer: Layer) -> sp.Expr:
     """The spectral norm at the degenerate input (spread = 0): every case agrees."""
     values = {sp.factor(value.subs(layer.spread, 0)) for _, value in cases(layer)}
@@ -78,7 +79,7 @@ def constant_input(layer: Layer) -> sp.Expr:
     return values.pop()
 
 
-@cache
+@derived
 def bound(layer: Layer) -> tuple[sp.Expr, list[str], sp.Set]:
     """The bound over all inputs (its value at spread = 0), proofs, and where it is attained."""
     top = constant_input(layer)

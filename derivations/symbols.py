@@ -15,6 +15,8 @@ r = sp.Symbol("r", nonnegative=True)  # mean of the squared raw entries (RMS lay
 # raw entries, sigma_u = sqrt(n q / (n - 1)) of the centered ones (unbiased).
 sigma = sp.Symbol("sigma", nonnegative=True)
 sigma_u = sp.Symbol("sigma_u", nonnegative=True)
+# ... and sigma_b = sqrt(q), the biased one of the centered entries.
+sigma_b = sp.Symbol("sigma_b", nonnegative=True)
 # The Euclidean norm of the input, which clamped layers compare with epsilon,
 # and the one scalar gain of ScaleNorm.
 norm_x = sp.Symbol("norm_x", nonnegative=True)
@@ -57,5 +59,6 @@ LATEX_NAMES = {
     epsilon: r"\varepsilon",
     norm_x: r"\|x\|_{2}",
     sigma_u: r"\sigma_u",
+    sigma_b: r"\sigma_b",
     gamma_max: r"\max_i \lvert\gamma_i\rvert",
 }

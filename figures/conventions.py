@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from matplotlib.figure import Figure
 
 import numeric
-from derivations import symmetric
+from derivations import LAYERS, symmetric
+from derivations.grouped import Grouped
 from figures._output import display_math
 
 FILENAME = "conventions.png"
@@ -26,15 +29,21 @@ def draw() -> Figure:
     fig.suptitle("Where epsilon sits decides the slope at zero", fontsize=14, y=0.97)
     fig.text(0.5, 0.89, rf"Input $(-t, 0, t)$, third coordinate, $\varepsilon = {EPSILON:g}$", ha="center")
     t = np.linspace(-2, 2, 801)
-    dashes, widths = iter(DASHES), iter(SOLID_WIDTHS)
+    dashes, widths = itertools.cycle(DASHES), itertools.cycle(SOLID_WIDTHS)
+    # A layer applied block by block draws its base's curve: it is named in the base's label.
+    blocked: dict[str, list[str]] = {}
+    for key, layer in LAYERS.items():
+        if isinstance(layer, Grouped):
+            blocked.setdefault(layer.base.key, []).append(key)
     # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone.
-    drawn = [key for key in symmetric() if not getattr(numeric, key).LAYER.definition.scalars]
+    drawn = [key for key in symmetric() if not isinstance(LAYERS[key], Grouped) and not LAYERS[key].scalars]
     for position, key in enumerate(drawn):
         module = getattr(numeric, key)
         inside = module.LAYER.epsilon_root(4.0) == 2.0  # the length scale is sqrt(epsilon): under the root
         style, width = ("-", next(widths)) if inside else (next(dashes), 2.4)
         color = COLORS[position % len(COLORS)]
-        label = rf"{key}: slope at 0 = ${display_math(module.slope_at_zero.latex)}$"
+        names = ", ".join([key, *blocked.get(key, [])])
+        label = rf"{names}: slope at 0 = ${display_math(module.slope_at_zero.latex)}$"
         forward.plot(t, module.response(t, EPSILON), color=color, ls=style, lw=width, label=label)
         slope.plot(t, module.slope(t, EPSILON), color=color, ls=style, lw=width)
     forward.set(xlim=(-2, 2), xlabel="input amplitude t", ylabel=r"normalized coordinate $u_3(t)$", title="Response")

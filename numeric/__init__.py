@@ -25,15 +25,14 @@ array([0.    , 0.2849, 1.0445])
 200.0
 """
 
+import os
 import sys
 from types import ModuleType
 from typing import Any
 
-from derivations import LAYERS
-from numeric import (
-    _affine,  # noqa: F401 - registers the wrapper's facade
-    _regimes,  # noqa: F401 - registers the facade of layers with regimes
-)
+from derivations import LAYERS, catalog
+from numeric import _affine, _grouped, _regimes  # noqa: F401 - register the wrappers' facades
+from numeric._compiled import compiled
 from numeric._layer import NumericLayer, facade
 
 
@@ -65,7 +64,31 @@ def _module(key: str) -> ModuleType:
 for _key in LAYERS:
     globals()[_key] = _module(_key)
 
-__all__ = [*LAYERS]
+__all__ = [*LAYERS, "from_definition"]
+
+# A layer registered again under its key (a user's file, changed) is compiled again.
+catalog.on_register(facade.cache_clear)
+catalog.on_register(compiled.cache_clear)
+
+
+def from_definition(path: str | os.PathLike[str], timeout: float | None = 300.0) -> NumericLayer:
+    """The NumPy functions of the layer defined in the TOML file ``path``, like ``numeric.<key>``.
+
+    The file is read by `derivations.definition.load` (a `ValueError` names
+    the field at fault) and the layer registered under its key.  Unless
+    ``timeout`` is None, every derivation is first run in a child process
+    within ``timeout`` seconds, so that a pathological definition raises
+    a `ValueError` instead of hanging the caller.
+    """
+    from derivations import definition
+
+    layer = definition.load(path).layer
+    if layer.key in catalog.BUILT_IN:
+        raise ValueError(f"key {layer.key!r} is a built-in layer; choose another key")
+    if timeout is not None:
+        definition.derive_within(layer, timeout)
+    catalog.register(layer)
+    return facade(layer.key)
 
 
 def __getattr__(name: str) -> Any:

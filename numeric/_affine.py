@@ -41,6 +41,10 @@ class NumericAffine(_layer.NumericLayer):
         dtype = _validate.result_dtype(x, epsilon)
         return (self.base.jacobian(x, epsilon) * gain[..., :, None]).astype(dtype, copy=False)
 
+    @property
+    def through_eigen(self) -> bool:
+        return self.base.through_eigen
+
     def jacobian_product(
         self, kind: str, scaled: np.ndarray, stats: list[np.ndarray], e: np.ndarray, w: np.ndarray, parameters: list
     ) -> np.ndarray | None:

@@ -13,9 +13,10 @@ from typing import Any
 import sympy as sp
 
 from derivations import LAYERS, Direction, Layer, eigen, jacobian, quantities, scaling
+from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, n, t, x
-from numeric._backward import Product, compile_product
-from numeric._lambdify import compile
+from numeric._backward import ARGUMENTS, Product, compile_product
+from numeric._lambdify import RowMean, compile, row_symbol
 
 # Scalar stand-ins for indexed entries: lambdify takes symbols, not x[i].
 _xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
@@ -39,6 +40,20 @@ class Eigen:
     def count(self, size: int) -> int:
         a, b = self.multiplicity
         return a * size + b
+
+
+@dataclass(frozen=True)
+class Fused:
+    """A fused program: the statistics and the results of a block of rows in one function.
+
+    ``function(x, *vectors, *parameters, epsilon, n)`` returns the results,
+    then each statistic per row (for `numeric._rescale.fits`): a mean of x
+    itself at the raw input, every other statistic at the centered input.
+    """
+
+    function: Any
+    results: int
+    vectors: tuple[str, ...]  # the argument names of the vectors it takes, in order
 
 
 @dataclass(frozen=True)
@@ -140,6 +155,66 @@ class Compiled:
         if not expr.free_symbols <= set(args):
             return None
         return Scalar(self._compile(expr, *args), scaling.degree_of(self.layer, expr, name))
+
+    @cached_property
+    def shifted(self) -> frozenset[sp.Symbol]:
+        """The statistics that are means of x itself: each moves with a shift of x, and is 0
+        at a centered input (only a translation-invariant layer is evaluated there)."""
+        if not self.centered:
+            return frozenset()
+        return frozenset(s.symbol for s in self.layer.statistics if s.mean and sp.expand(s.summand - x[j]) == 0)
+
+    @cached_property
+    def statistic_degrees(self) -> dict[sp.Symbol, int]:
+        return scaling.statistic_degrees(self.layer)
+
+    def _fused(self, results: list[sp.Expr]) -> Fused:
+        r"""One function for ``results`` (entries at i or k, means at p) on a block of rows.
+
+        Each statistic becomes the row mean of its summand and each mean
+        :math:`\overline{m}` the row mean of m, so that `sympy.cse` shares
+        what the statistics and the results have in common.  A translation-
+        invariant layer is evaluated at the centered input c = x - mean(x),
+        where it has the same value and every derivative (derived), and where
+        a mean of x itself is 0: the formulas lose their terms in it.
+        """
+        row = row_symbol("x")
+        vectors = tuple(base for base in ARGUMENTS if any(e.has(base) for e in results))
+        bases = (*vectors, *(base for _, base in self.layer.parameters))
+        symbols = [row_symbol(str(base.label)) for base in bases]
+        raw_mean = RowMean(row)
+        at = row - raw_mean if self.centered else row
+        entries: dict[sp.Basic, sp.Basic] = {x[index]: at for index in (i, j, k, p)}
+        for base, symbol in zip(bases, symbols, strict=True):
+            entries.update({base[index]: symbol for index in (i, k, p)})
+        values: dict[sp.Basic, sp.Basic] = {}
+        for stat in self.layer.statistics:
+            if stat.symbol in self.shifted:
+                values[stat.symbol] = sp.Integer(0)
+                continue
+            summand = stat.summand.xreplace({**entries, **values})
+            values[stat.symbol] = RowMean(summand) if stat.mean else summand
+        replaced = [
+            e.replace(lambda m: isinstance(m, Mean), lambda m: RowMean(m.args[0].xreplace(entries))).xreplace(
+                {**entries, **values}
+            )
+            for e in results
+        ]
+        checks = [raw_mean if s in self.shifted else values[s] for s in self.statistics]
+        function = compile([*replaced, *checks], [row, *symbols, epsilon, n])
+        return Fused(function, len(results), tuple(ARGUMENTS[base] for base in vectors))
+
+    @cached_property
+    def fused_output(self) -> Fused:
+        """The forward map as one fused program."""
+        return self._fused([self.layer.output])
+
+    @cache  # noqa: B019 - one entry per tuple of names; the instance is interned for the process
+    def fused_products(self, names: tuple[str, ...]) -> Fused:
+        """The backward products ``names`` (a product and the parameter gradients it returns)
+        as one fused program."""
+        rows = [quantities.names(self.layer)[name] for name in names]
+        return self._fused([quantity.derive(self.layer, item) for quantity, item in rows])
 
     @cache  # noqa: B019 - one entry per quantity name; the instance is interned for the process
     def product(self, name: str) -> Product:

@@ -14,8 +14,61 @@ from sympy.printing.numpy import NumPyPrinter
 _SMALL_POWER = 4
 
 
+# A symbol whose name ends so stands for a whole block of rows; any other
+# value of a fused program is a scalar or one number per row.
+ROW = "_row"
+
+
+def row_symbol(name: str) -> sp.Symbol:
+    """A symbol for a block of rows (x, dy, v, a parameter) in a fused program."""
+    return sp.Symbol(f"{name}{ROW}", real=True)
+
+
+def _is_wide(expr: sp.Basic) -> bool:
+    """Whether ``expr`` is a whole block (it has a row symbol outside every row mean)."""
+    if isinstance(expr, RowMean):
+        return False
+    if isinstance(expr, sp.Symbol):
+        return expr.name.endswith(ROW)
+    return any(_is_wide(arg) for arg in expr.args)
+
+
+class RowMean(sp.Function):
+    """The mean of its argument over the last axis, kept as an axis of length 1.
+
+    A fused program writes each statistic as the row mean of its summand, so
+    that one lambdified function computes the statistics and the result, with
+    `sympy.cse` sharing what they have in common (x - mean(x), say).
+    """
+
+    nargs = 1
+
+
 class _Printer(NumPyPrinter):
-    """NumPy printer that spells small integer and half-integer powers out."""
+    """NumPy printer that spells small integer and half-integer powers out, and row means."""
+
+    def _print_RowMean(self, expr: RowMean) -> str:
+        return f"{self._module}.mean({self._print(expr.args[0])}, axis=-1, keepdims=True)"
+
+    def _print_Mul(self, expr: sp.Mul) -> str:
+        # Per-row factors multiplied together first: a block is then
+        # multiplied once by their product, not once by each of them.
+        wide = [f for f in expr.args if _is_wide(f)]
+        if not wide or len(wide) == len(expr.args):
+            return super()._print_Mul(expr)
+        narrow = sp.Mul(*(f for f in expr.args if not _is_wide(f)))
+        block = self.parenthesize(sp.Mul(*wide), sp.printing.precedence.PRECEDENCE["Mul"])
+        if narrow == -1:
+            return f"-{block}"
+        return f"({self._print(narrow)})*{block}"
+
+    def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
+        # The per-row terms summed first, then added to the block once.
+        wide = [term for term in expr.args if _is_wide(term)]
+        if not wide or len(wide) == len(expr.args):
+            return super()._print_Add(expr, order=order)
+        narrow = sp.Add(*(term for term in expr.args if not _is_wide(term)))
+        return f"({self._print(narrow)}) + {self.parenthesize(sp.Add(*wide), sp.printing.precedence.PRECEDENCE['Add'])}"
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         base, exponent = expr.base, expr.exp
@@ -30,10 +83,11 @@ class _Printer(NumPyPrinter):
         return super()._print_Pow(expr, rational=rational)
 
 
-def _shared_subexpressions(expr: sp.Expr) -> tuple[list[tuple[sp.Symbol, sp.Expr]], sp.Expr]:
+def _shared_subexpressions(expr: Any) -> tuple[list[tuple[sp.Symbol, sp.Expr]], Any]:
     """``sympy.cse``, plus a name for every compound base of a half-integer power.
 
     The printer spells b**(3/2) as b*sqrt(b); naming b evaluates it once.
+    ``expr`` is one expression or a list of them (a program's several results).
     """
     replacements, reduced = sp.cse(expr, list=False)
     names = (sp.Symbol(f"b{m}") for m in itertools.count())
@@ -48,10 +102,23 @@ def _shared_subexpressions(expr: sp.Expr) -> tuple[list[tuple[sp.Symbol, sp.Expr
         return bool(e.is_Pow and e.exp.is_Rational and e.exp.q == 2 and abs(e.exp.p) > 1 and not e.base.is_Symbol)
 
     replacements = [(name, value.replace(is_half_power, name_base)) for name, value in replacements]
-    reduced = reduced.replace(is_half_power, name_base)
-    return replacements + [(name, base) for base, name in bases.items()], reduced
+    if isinstance(reduced, list):
+        reduced = [e.replace(is_half_power, name_base) for e in reduced]
+    else:
+        reduced = reduced.replace(is_half_power, name_base)
+    replacements += [(name, base) for base, name in bases.items()]
+    # A shared value that is a whole block is named as one, for the printer.
+    wide: dict[sp.Symbol, sp.Symbol] = {}
+    for m, (name, value) in enumerate(replacements):
+        value = value.xreplace(wide)
+        if _is_wide(value):
+            wide[name] = row_symbol(name.name)
+        replacements[m] = (wide.get(name, name), value)
+    reduced = [e.xreplace(wide) for e in reduced] if isinstance(reduced, list) else reduced.xreplace(wide)
+    return replacements, reduced
 
 
-def compile(expr: sp.Expr, args: Sequence[sp.Symbol]) -> Callable[..., Any]:
-    """``lambdify(args, expr)`` for NumPy, with common subexpressions shared."""
+def compile(expr: sp.Expr | list[sp.Expr], args: Sequence[sp.Symbol]) -> Callable[..., Any]:
+    """``lambdify(args, expr)`` for NumPy, with common subexpressions shared; a list of
+    expressions gives a function returning the list of their values."""
     return sp.lambdify(args, expr, modules="numpy", printer=_Printer, cse=_shared_subexpressions, docstring_limit=None)

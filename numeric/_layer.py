@@ -18,7 +18,25 @@ import sympy as sp
 
 from derivations import LAYERS, Direction, Layer, formula, quantities, response
 from numeric import _assemble, _backward, _rescale, _validate
-from numeric._compiled import Compiled, compiled
+from numeric._compiled import Compiled, Fused, compiled
+
+# Rows of a fused program run in blocks of about this many entries: the
+# temporaries of a block stay in cache, and a block is large enough that
+# the per-call cost of NumPy is small against its arithmetic.
+FUSED_BLOCK = 1 << 16
+
+
+def _per_row(parameter: np.ndarray, size: int) -> np.ndarray:
+    """A parameter broadcast to x's shape as rows (..., n) -> (rows, n), without copying
+    one that is the same in every row: that one becomes shape (1, n)."""
+    if parameter.ndim == 1 or not any(parameter.strides[:-1]):
+        return parameter[(0,) * (parameter.ndim - 1)].reshape(1, size)
+    return parameter.reshape(-1, size)
+
+
+def _at(parameter: np.ndarray, index: Any) -> np.ndarray:
+    """The rows ``index`` of a parameter from `_per_row` (all of it where it has one row)."""
+    return parameter if parameter.shape[0] == 1 else parameter[index]
 
 
 class NumericLayer:
@@ -137,29 +155,71 @@ class NumericLayer:
     def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """The layer applied along the last axis of x, shape (..., n).
 
-        Rows are processed in cache-sized blocks, each converted to float64,
-        rescaled and rounded back on its own: a float32 batch never exists
-        whole in float64.
+        One fused program (`Compiled.fused_output`) takes the statistics and
+        the output of each block of rows, in float32 where x is float32; the
+        rows whose scale or offset it cannot take as they are
+        (`numeric._rescale.fits`) are computed again, rescaled, in float64.
         """
         array, e, dtype, batch = _rescale.validated(x, epsilon, keep_float=True)
         size = array.shape[-1]
         full = np.broadcast_to(array, (*batch, size))
-        params = [p.reshape(-1, size) for p in self._parameters(full, parameters, named)]
+        params = [_per_row(p, size) for p in self._parameters(full, parameters, named)]
         rows = full.reshape(-1, size)
         eps_rows = np.broadcast_to(e, batch).reshape(-1, 1)
-        out = np.empty(rows.shape, dtype=dtype)
         output = self._c.output
-        step = max(1, _rescale.BLOCK // size)
-        for start in range(0, rows.shape[0], step):
-            block = rows[start : start + step].astype(np.float64)
+
+        def safe(index: np.ndarray) -> list[np.ndarray]:
             scaled, e_scaled, m = _rescale.normalized(
-                block, eps_rows[start : start + step], self._c.epsilon_degree, self._c.centered
+                rows[index].astype(np.float64), eps_rows[index], self._c.epsilon_degree, self._c.centered
             )
-            value = output.function(
-                scaled, *self._statistics(scaled), e_scaled, *(p[start : start + step] for p in params)
-            )
-            out[start : start + step] = _rescale.times_power(value, m, output.degree)
+            value = output.function(scaled, *self._statistics(scaled), e_scaled, *(_at(q, index) for q in params))
+            return [_rescale.times_power(value, m, output.degree)]
+
+        (out,) = self._fused(self._c.fused_output, rows, eps_rows, [], params, dtype, safe)
         return _validate.output(out.reshape(*batch, size), dtype)
+
+    def _fused(
+        self,
+        program: Fused,
+        rows: np.ndarray,
+        eps_rows: np.ndarray,
+        vectors: list[np.ndarray],
+        params: list[np.ndarray],
+        compute: np.dtype,
+        safe: Callable[[np.ndarray], list[np.ndarray]],
+    ) -> list[np.ndarray]:
+        """``program`` over cache-sized blocks of ``rows``, in the ``compute`` dtype; the rows it
+        cannot take as they are (`numeric._rescale.fits`) are computed again by ``safe(index)``."""
+        c = self._c
+        size = rows.shape[-1]
+        spread = c.statistics[c.spread]
+        shifted = [m for m, symbol in enumerate(c.statistics) if symbol in c.shifted]
+        root = self.epsilon_root(eps_rows)
+        results = [np.empty(rows.shape, dtype=compute) for _ in range(program.results)]
+        refused = []
+        step = max(1, FUSED_BLOCK // size)
+        with np.errstate(all="ignore"):
+            for start in range(0, rows.shape[0], step):
+                block = slice(start, start + step)
+                here = [vector[block].astype(compute, copy=False) for vector in vectors]
+                values = program.function(
+                    rows[block].astype(compute, copy=False),
+                    *here,
+                    *(_at(p, block).astype(compute, copy=False) for p in params),
+                    eps_rows[block].astype(compute),
+                    size,
+                )
+                for out, value in zip(results, values[: program.results], strict=True):
+                    out[block] = value
+                stats = values[program.results :]
+                scale = _rescale.epsilon_root(stats[c.spread], c.statistic_degrees[spread])
+                ok = _rescale.fits(scale, [stats[m] for m in shifted], root[block], here, compute)
+                refused.append(start + np.flatnonzero(~ok))
+        index = np.concatenate(refused)
+        if index.size:
+            for out, value in zip(results, safe(index), strict=True):
+                out[index] = value
+        return results
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """d forward(x)_i / d x_k, shape (..., n, n).
@@ -188,7 +248,12 @@ class NumericLayer:
         one (a parameter's gradient) summed over every leading axis, shape (n,).
 
         ``args`` are the vectors the first product takes (dy, v), then the
-        layer's parameters.  Rows are processed in blocks as in `forward`.
+        layer's parameters.  One fused program (`Compiled.fused_products`)
+        takes each block of rows as in `forward`, in float32 where the inputs
+        are float32 and the product is linear (a product of two vectors, the
+        Hessian's, is computed in float64); the rows it cannot take, and every
+        row where n = 2 and the layer applies J through its eigenstructure (the
+        entry formula cancels there), go through `numeric._backward.evaluate`.
         """
         products = [self._c.product(name) for name in names]
         takes = products[0].vectors
@@ -206,29 +271,36 @@ class NumericLayer:
         dtype = _validate.result_dtype(x, epsilon, *given)
         used = set().union(*(product.parameters for product in products))
         defaults = {name: np.zeros(size) for name in self._c.parameter_names if name not in used}
-        params = [
-            p.reshape(-1, size) for p in self._parameters(np.broadcast_to(array, full), parameters, named, defaults)
-        ]
+        given_params = self._parameters(np.broadcast_to(array, full), parameters, named, defaults)
+        params = [_per_row(p, size) for p in given_params]
         rows = np.broadcast_to(array, full).reshape(-1, size)
         vector_rows = [np.broadcast_to(vector, full).reshape(-1, size) for vector in vectors]
         eps_rows = np.broadcast_to(e, batch).reshape(-1, 1)
-        out = np.empty(rows.shape, dtype=dtype)
-        totals = [np.zeros(size) for _ in products[1:]]
-        step = max(1, _rescale.BLOCK // size)
-        for start in range(0, rows.shape[0], step):
-            block = slice(start, start + step)
-            first, *summed = _backward.evaluate(
+
+        def safe(index: np.ndarray) -> list[np.ndarray]:
+            return _backward.evaluate(
                 products,
-                rows[block].astype(np.float64),
-                eps_rows[block],
-                [vector[block].astype(np.float64) for vector in vector_rows],
-                [p[block] for p in params],
+                rows[index].astype(np.float64),
+                eps_rows[index],
+                [vector[index].astype(np.float64) for vector in vector_rows],
+                [_at(p, index) for p in params],
                 self,
             )
-            out[block] = first
-            for total, value in zip(totals, summed, strict=True):
-                total += value.sum(axis=0)
-        return [_validate.output(out.reshape(full), dtype), *(_validate.output(t, dtype) for t in totals)]
+
+        if size == 2 and any(product.jacobian_product for product in products) and self.through_eigen:
+            found = safe(np.arange(rows.shape[0]))
+        else:
+            compute = dtype if len(takes) == 1 else np.dtype(np.float64)
+            program = self._c.fused_products(tuple(names))
+            found = self._fused(program, rows, eps_rows, vector_rows, params, compute, safe)
+        first, *summed = found
+        totals = [np.asarray(np.sum(value, axis=0, dtype=np.float64)) for value in summed]
+        return [_validate.output(first.reshape(full), dtype), *(_validate.output(t, dtype) for t in totals)]
+
+    @property
+    def through_eigen(self) -> bool:
+        """Whether `jacobian_product` applies J through the derived eigenstructure."""
+        return self._c.symmetric
 
     def jacobian_product(
         self, kind: str, scaled: np.ndarray, stats: list[np.ndarray], e: np.ndarray, w: np.ndarray, parameters: list

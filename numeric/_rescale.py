@@ -24,6 +24,41 @@ MODERATE = (1e-100, 1e100)
 BLOCK = 1 << 15
 
 
+# A fused program runs on the rows as they are where every scale it sees
+# (the spread, the root of epsilon, each vector's largest entry) lies within
+# 2**-L .. 2**L, L an eighth of the format's exponent range: then no power up
+# to the sixth of them, times a vector's entry, leaves the normal numbers.
+def fast_range(dtype: np.dtype) -> tuple[float, float]:
+    """The scales at which a fused program needs no rescaling in ``dtype``."""
+    limit = np.finfo(dtype).maxexp // 8
+    return 2.0**-limit, 2.0**limit
+
+
+# A mean of x itself at most this many spreads from 0: subtracting it once
+# loses at most a few ulp of the spread.  Further out (a large offset) the
+# row is rescaled and centered twice, in `normalized`.
+OFFSET = 4.0
+
+
+def fits(
+    spread: np.ndarray, means: list[np.ndarray], root: np.ndarray, vectors: list[np.ndarray], dtype: np.dtype
+) -> np.ndarray:
+    """Which rows a fused program computed without rescaling, shape (rows,).
+
+    ``spread`` is the length scale of each row's spread statistic, ``means``
+    the raw means of x a centered layer subtracted, ``root`` the root of
+    epsilon; a non-finite value (an entry inf or NaN, an overflow) fails.
+    """
+    low, high = fast_range(dtype)
+    ok = (low <= spread) & (spread <= high) & (low <= root) & (root <= high)
+    for mean in means:
+        ok &= np.abs(mean) <= OFFSET * spread
+    for vector in vectors:
+        top = np.maximum(np.max(vector, axis=-1, keepdims=True), -np.min(vector, axis=-1, keepdims=True))
+        ok &= (low <= top) & (top <= high)
+    return ok[:, 0]
+
+
 def epsilon_root(e: Any, degree: int) -> Any:
     """epsilon ** (1 / degree): the length scale epsilon sets, sqrt(epsilon) or
     epsilon itself (sqrt is correctly rounded, a general power is not)."""

@@ -22,8 +22,9 @@ import numpy as np
 import sympy as sp
 from numpy.typing import DTypeLike
 
-from derivations import LAYERS, eigen, jacobian, quantities, symmetric
-from derivations.symbols import epsilon, i, j, k, n, t, x
+from derivations import LAYERS, eigen, jacobian, quantities, scaling, symmetric
+from derivations.sums import Mean, p
+from derivations.symbols import epsilon, g, i, j, k, n, t, v, x
 from numeric._layer import facade
 
 DIGITS = 50
@@ -55,6 +56,20 @@ def vector_functions(key: str) -> tuple[str, ...]:
     # An identically zero quantity (J 1 = 0) has no relative error to measure.
     statistics = [name for name in _by_strategy(key, "of_statistics") if _derived(key, name) != 0]
     return (*_by_strategy(key, "applied", "entrywise"), "eigenvalues", *statistics)
+
+
+def backward_functions(key: str) -> tuple[str, ...]:
+    """The backward products of the layer measured normwise: vjp, jvp and hvp (a parameter's
+    gradient, returned by vjp, is g times the output or g itself).  A layer with a scalar input
+    (ScaleNorm's gain) has none here: its products are its base's, measured, times c(gain)."""
+    if LAYERS[key].scalars:
+        return ()
+    rows = quantities.rows(LAYERS[key])
+    return tuple(
+        name
+        for quantity, item in rows
+        if quantity.evaluate == "backward" and quantity.returned_by is None and (name := quantity.numeric_name(item))
+    )
 
 
 def _by_strategy(key: str, *strategies: str) -> list[str]:
@@ -156,7 +171,6 @@ def _vector_reference(key: str) -> dict[str, Any]:
 
     delta = sp.Symbol("delta")
     return {
-        "summands": [compile(s.summand, _xj, *stats[:m], n) for m, s in enumerate(layer.statistics)],
         "applied": compile(layer.output, _xi, *stats, epsilon),
         "entrywise": compile(
             jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n
@@ -174,6 +188,76 @@ def _vector_reference(key: str) -> dict[str, Any]:
     }
 
 
+@cache
+def _summands(key: str) -> list[Any]:
+    layer = LAYERS[key]
+    stats = [stat.symbol for stat in layer.statistics]
+    return [
+        sp.lambdify((_xj, *stats[:m], n), s.summand.xreplace({x[j]: _xj}), modules="mpmath")
+        for m, s in enumerate(layer.statistics)
+    ]
+
+
+def _statistics(key: str, xs: list[Any]) -> list[Any]:
+    """The layer's statistics of the mpmath entries ``xs``, each mean by an exact-rounding sum."""
+    stats: list[Any] = []
+    size = len(xs)
+    for stat, summand in zip(LAYERS[key].statistics, _summands(key), strict=True):
+        value = (
+            summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
+        )
+        stats.append(value)
+    return stats
+
+
+@cache
+def _product_reference(key: str, name: str) -> tuple[Any, Any]:
+    """The derived product ``name`` for mpmath, and its derived limit at the degenerate input."""
+    layer = LAYERS[key]
+    quantity, item = quantities.names(layer)[name]
+    bases = (x, g, v, *(base for _, base in layer.parameters))
+    symbols = [sp.Symbol(f"{base.label}_k", real=True) for base in bases]
+    stats = [stat.symbol for stat in layer.statistics]
+
+    def one(expr: sp.Expr) -> tuple[Any, list[Any]]:
+        means = sorted(expr.atoms(Mean), key=sp.default_sort_key)
+        names = [sp.Symbol(f"mean{m}", real=True) for m in range(len(means))]
+        here = {base[k]: s for base, s in zip(bases, symbols, strict=True)}
+        there = {base[p]: s for base, s in zip(bases, symbols, strict=True)}
+        entry = sp.lambdify(
+            [*symbols, *stats, epsilon, n, *names],
+            expr.xreplace(dict(zip(means, names, strict=True))).xreplace(here),
+            modules="mpmath",
+        )
+        return entry, [sp.lambdify(symbols, m.args[0].xreplace(there), modules="mpmath") for m in means]
+
+    limit = quantity.limit(layer) if quantity.limit is not None and layer.approach else None
+    return one(quantity.derive(layer, item)), (one(limit) if limit is not None else None)
+
+
+def _product_at(key: str, name: str, xs: list[Any], e: Any, extra: list[np.ndarray]) -> list[Any]:
+    """The derived product at the exact binary x, epsilon, dy, v and parameters, at the working precision."""
+    layer = LAYERS[key]
+    size = len(xs)
+    if scaling.translation_invariant(layer):
+        # The product of a translation-invariant layer (derived) is taken at the centered
+        # input, whose mean is 0: its terms in the mean cancel exactly (a constant input).
+        center = mpmath.fsum(xs) / size
+        xs = [value - center for value in xs]
+    stats = _statistics(key, xs)
+    at = list(zip(xs, *([mpmath.mpf(float(value)) for value in vector] for vector in extra), strict=True))
+    (entry, monomials), limit = _product_reference(key, name)
+    if limit is not None and stats[layer.statistics.index(_spread(layer))] == 0:
+        entry, monomials = limit
+    means = [mpmath.fsum(monomial(*point) for point in at) / size for monomial in monomials]
+    return [entry(*point, *stats, e, size, *means) for point in at]
+
+
+def _spread(layer: Any) -> Any:
+    (stat,) = [stat for stat in layer.statistics if stat.symbol == layer.spread]
+    return stat
+
+
 def _strategy(key: str, numeric: str) -> str | None:
     """How the registry evaluates the numeric function ``numeric`` (None: a composite, the eigenvalues)."""
     layer = LAYERS[key]
@@ -181,7 +265,7 @@ def _strategy(key: str, numeric: str) -> str | None:
     return None if found is None else found[1].evaluate
 
 
-def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
+def _true(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.ndarray] | None = None) -> list[Any]:
     """``name`` at the exact binary inputs, at 50 digits or more.
 
     The canonical entry formulas cancel terms of size 1/s to leave eps/s**3,
@@ -194,7 +278,7 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     agree = False
     for digits in (DIGITS * 2**power for power in range(8)):
         with mpmath.workdps(digits):
-            values = _true_at(key, name, inputs, eps)
+            values = _true_at(key, name, inputs, eps, extra or [])
         agree = previous is not None and all(
             abs(a - b) <= mpmath.mpf(10) ** -30 * max(abs(a), abs(b)) for a, b in zip(values, previous, strict=True)
         )
@@ -206,18 +290,14 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     raise ArithmeticError(f"no stable reference for {key}.{name} at {inputs}, {eps}")
 
 
-def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
-    reference = _vector_reference(key)
-    layer = LAYERS[key]
+def _true_at(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.ndarray]) -> list[Any]:
     size = len(inputs)
     xs = [mpmath.mpf(float(v)) for v in inputs]
     e = mpmath.mpf(float(eps))
-    stats: list[Any] = []
-    for stat, summand in zip(layer.statistics, reference["summands"], strict=True):
-        value = (
-            summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
-        )
-        stats.append(value)
+    if _strategy(key, name) == "backward":
+        return _product_at(key, name, xs, e, extra)
+    reference = _vector_reference(key)
+    stats = _statistics(key, xs)
     strategy = _strategy(key, name)
     if strategy == "applied":
         return [reference["applied"](v, *stats, e) for v in xs]
@@ -235,6 +315,9 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float) -> list[Any]:
     values = [f(*stats, e, size) for f, mult in reference["eigenpairs"] for _ in range(int(mult.subs(n, size)))]
     return sorted(values)
 
+
+# Where each vector a backward product takes is among its seeded extra inputs (dy, v, then the parameters).
+_VECTORS = {"dy": 0, "v": 1}
 
 # The input families of the vector grid: x = 10**k z over the whole range;
 # constant inputs 10**k 1 (and their negatives); and a large offset 10**k
@@ -266,22 +349,36 @@ def vector(
     """Normwise error of a vector function over one input family, n in SIZES, against mpmath.
 
     Where the true value is exactly zero (the output at a constant input) the
-    computed one must be exactly zero too.
+    computed one must be exactly zero too.  A backward product takes seeded
+    standard-normal dy and v (and gain and bias), rounded to ``dtype``.
     """
     info = np.finfo(dtype)
     layer = facade(key)
     rng = np.random.default_rng(seed)
+    others = np.random.default_rng(seed + 1)  # dy, v and the parameters: x's draws stay as they were
+    backward = _strategy(key, name) == "backward"
     worst, bound, where, silent, points = 0.0, 0.0, "", 0, 0
     for size in SIZES:
         z = rng.standard_normal(size)
+        extra = [others.standard_normal(size).astype(dtype) for _ in range(2 + len(LAYERS[key].parameters))]
+        args = [extra[_VECTORS[taken]] for taken in layer._c.product(name).vectors] if backward else []
+        args += extra[2:] if backward else []
         for power in powers:
             for inputs, shown in _inputs(family, z, int(power), dtype):
                 if not np.isfinite(inputs).all() or (family == "scaled" and (inputs == 0).any()):
                     continue
                 for eps in np.asarray(epsilons, dtype=dtype):
-                    computed = np.ravel(np.asarray(getattr(layer, name)(inputs, eps), dtype=np.float64))
+                    try:
+                        found = getattr(layer, name)(inputs, eps, *args)
+                    except ValueError as refused:
+                        # A refusal where the true value exists is a failure of this row, shown.
+                        silent += 1
+                        worst, bound, where = float("inf"), VECTOR_BOUND_PER_FEATURE * size, f"{shown}: {refused}"
+                        continue
+                    first = found[0] if isinstance(found, tuple) else found  # dx of (dx, dgain, dbias)
+                    computed = np.ravel(np.asarray(first, dtype=np.float64))
                     with mpmath.workdps(DIGITS):
-                        true = _true(key, name, inputs, eps)
+                        true = _true(key, name, inputs, eps, extra if backward else None)
                         scale = max(abs(v) for v in true)
                         if scale != 0 and not info.tiny <= scale <= info.max:
                             continue
@@ -336,6 +433,10 @@ def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
         grids["integer offset"] = grids["offset"]
         for key in layer_keys():
             for name in vector_functions(key):
+                for family in FAMILIES:
+                    rows.append(vector(key, name, dtype, *grids[family], family=family))
+        for key in LAYERS:
+            for name in backward_functions(key):
                 for family in FAMILIES:
                     rows.append(vector(key, name, dtype, *grids[family], family=family))
     return rows

@@ -1,8 +1,24 @@
-"""Shared fixtures: a seeded generator and a deterministic hypothesis profile."""
+"""Shared fixtures: a seeded generator, a deterministic hypothesis profile, and a derivation cache of the run's own."""
+
+import atexit
+import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import settings
+
+# The derivation cache of this run: a fresh folder, shared with the xdist
+# workers and every process a test starts (they inherit the environment), so
+# that no test reads or writes the user's cache and none depends on its state.
+# The process that made it removes it at exit.
+if "EPSILON_LAYERNORM_TEST_CACHE" not in os.environ:
+    _folder = tempfile.mkdtemp(prefix="epsilon-layernorm-test-cache-")
+    os.environ["EPSILON_LAYERNORM_TEST_CACHE"] = os.environ["XDG_CACHE_HOME"] = _folder
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
+os.environ["XDG_CACHE_HOME"] = os.environ["EPSILON_LAYERNORM_TEST_CACHE"]
+os.environ.pop("EPSILON_LAYERNORM_NO_CACHE", None)
 
 # Scripts run by make targets, not tests; crosscheck needs torch, which
 # `make test` does not install.
@@ -12,6 +28,15 @@ collect_ignore_glob = ["crosscheck/*", "benchmarks/*", "golden/*", "accuracy/*"]
 # of a numeric function compiles its lambdified code.
 settings.register_profile("project", derandomize=True, deadline=None, max_examples=60)
 settings.load_profile("project")
+
+
+@pytest.fixture(autouse=True)
+def _cache_on_again(monkeypatch):
+    """`--no-cache` turns the cache off for the rest of a process; an in-process test gets it back after."""
+    from derivations import _cache
+
+    monkeypatch.setattr(_cache, "_disabled", False)
+    monkeypatch.setattr(_cache, "_included", [])
 
 
 @pytest.fixture

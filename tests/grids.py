@@ -4,13 +4,17 @@ import importlib
 from types import ModuleType
 
 from derivations import LAYERS, symmetric
+from derivations.grouped import Grouped
 
 EPSILONS = (1e-6, 1e-3, 0.04, 0.25, 1.0, 100.0)
 SIZES = (2, 3, 7, 64)
 
-# Every layer whose Jacobian is symmetric, so that its eigenstructure is derived,
+# The layers that normalize each row of x along its last axis as one block; a layer
+# applied block by block (groups, a batch) is its base layer per block, tested in test_grouped.
+ROW_LAYERS = tuple(key for key, layer in LAYERS.items() if not isinstance(layer, Grouped))
+# Every such layer whose Jacobian is symmetric, so that its eigenstructure is derived,
 # and whose functions take x and epsilon alone (ScaleNorm's gain: tests/test_regimes.py).
-SYMMETRIC_LAYERS = tuple(key for key in symmetric() if not LAYERS[key].scalars)
+SYMMETRIC_LAYERS = tuple(key for key in symmetric() if key in ROW_LAYERS and not LAYERS[key].scalars)
 # The layers whose statistic has a kink at the degenerate input.
 KINKED_LAYERS = tuple(key for key in SYMMETRIC_LAYERS if LAYERS[key].approach)
 

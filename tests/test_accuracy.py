@@ -70,3 +70,28 @@ def test_the_accuracy_measure_can_fail(monkeypatch):
     result = accuracy.scalar("layernorm", "slope", np.float64, ts[::10], epsilons[::4])
     assert not result.ok
     assert result.worst > 40
+
+
+BACKWARD = [(key, name) for key in accuracy.LAYERS for name in accuracy.backward_functions(key)]
+
+
+def _backward_grid(dtype):
+    small = np.dtype(dtype) == np.float32
+    return accuracy.exponents(dtype, 20 if small else 100), 10.0 ** accuracy.exponents(dtype, 30 if small else 200)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("key", "name"), [(key, name) for key, name in BACKWARD if name != "hvp"])
+def test_first_order_products_within_8n_ulp(key, name, dtype):
+    # The fused float32 path and the rescaled float64 one, against the derived product in mpmath.
+    result = accuracy.vector(key, name, dtype, *_backward_grid(dtype))
+    print(f"{result.function} {result.dtype}: worst {result.worst:.2f} ulp at {result.where}")
+    assert result.points > 10
+    assert result.silent == 0, result.where
+    assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
+
+
+@pytest.mark.xfail(strict=True, reason="at n = 2 with q >> epsilon the derived hvp entry formula cancels")
+def test_hvp_cancels_at_n_2():
+    result = accuracy.vector("layernorm", "hvp", np.float64, np.array([0]), np.array([1e-200]))
+    assert result.worst <= result.bound, f"{result.worst:.3g} ulp at {result.where}"

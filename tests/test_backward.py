@@ -10,7 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import sympy as sp
-from grids import module
+from grids import ROW_LAYERS, module
 
 import numeric
 from derivations import LAYERS, DerivationError, backward, formula, quantities
@@ -18,7 +18,7 @@ from derivations.sums import Mean, mean, p
 from derivations.symbols import epsilon, g, gamma, j, k, mu, q, v, x
 from numeric.agreement import assert_agree
 
-KEYS = list(LAYERS)
+KEYS = list(ROW_LAYERS)
 AFFINE = [key for key in KEYS if LAYERS[key].parameters]
 KINKED = [key for key in KEYS if LAYERS[key].approach]
 

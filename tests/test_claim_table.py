@@ -27,7 +27,7 @@ TABLE = [
     ("second_moment < 1", "layernorm", (), "proved"),
     ("limit(response, t, oo) == sqrt(3/2)", "layernorm", (), "proved"),
     ("response <= 1", "layernorm", (), "refuted"),
-    ("slope_at_zero == 1/sqrt(epsilon)", "groupnorm", (), "error"),
+    ("slope_at_zero == 1/sqrt(epsilon)", "instancenorm", (), "error"),
     ("slope_at_zer == 1/sqrt(epsilon)", "layernorm", (), "error"),
     # --- issue: statistics of one input are consistent --------------------------------------
     ("spectral_norm == 1/(sqrt(r) + epsilon)", "rmsnorm_eps_outside", (), "proved"),

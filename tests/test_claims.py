@@ -146,7 +146,7 @@ def test_norm_one_over_s_for_all_n_is_refuted_at_n_two():
         ("spectral_bound <= gamma_max/epsilon", "layernorm_affine", ("epsilon <= 1",), "proved"),
         ("spectral_norm == 1/s", "layernorm", ("n >= 3", "n <= 2"), "error"),
         ("spectral_norm == 1", "layernorm", ("m > 2",), "error"),
-        ("slope_at_zero == 1/sqrt(epsilon)", "groupnorm", (), "error"),
+        ("slope_at_zero == 1/sqrt(epsilon)", "instancenorm", (), "error"),
     ],
 )
 def test_verdicts(text, layer, assume, expected):

@@ -47,7 +47,7 @@ def test_the_whole_text_output_is_the_golden_file(capsys):
 def test_one_layer_is_its_part_of_the_whole(key, capsys):
     assert main(["--layer", key]) == 0
     part = capsys.readouterr().out
-    assert part.startswith(f"{key}.response\n")
+    assert part.startswith(f"{key}.definition\n")
     assert part in (GOLDEN / "derive.txt").read_text()
 
 

@@ -78,3 +78,43 @@ def test_agreement_helper_refuses_shape_mismatch_and_nan():
     with pytest.raises(AgreementError, match="non-finite"):
         assert_agree(np.array([np.nan]), np.array([1.0]), rtol=1e-3, what="nan")
     assert assert_agree(np.ones(3), np.ones(3), rtol=0, what="equal") == 3
+
+
+ROUTED = ["layernorm", "rmsnorm", "layernorm_std_eps", "rmsnorm_eps_outside"]
+
+
+@pytest.mark.parametrize("key", ROUTED)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_each_row_takes_its_own_path(key, dtype):
+    # A batch mixing rows the fused program takes as they are with rows it must
+    # rescale (an offset, a huge and a tiny scale) gives each row what it gives alone.
+    import numeric
+
+    layer = getattr(numeric, key)
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((5, 16))
+    top = np.finfo(dtype).max ** 0.5
+    rows = np.stack([z[0], 1e4 + z[1], top * z[2], 1e-30 * z[3], z[4]]).astype(dtype)
+    dy = rng.standard_normal((5, 16)).astype(dtype)
+    for name, args in (("forward", ()), ("vjp", (dy,)), ("jvp", (dy,))):
+        function = getattr(layer, name)
+        together = function(rows, dtype(1e-5), *args)
+        assert together.dtype == dtype
+        alone = np.stack([function(rows[m], dtype(1e-5), *(a[m] for a in args)) for m in range(5)])
+        np.testing.assert_array_equal(together, alone)
+
+
+@pytest.mark.parametrize("key", ROUTED)
+def test_float32_fused_path_agrees_with_float64(key):
+    import numeric
+
+    layer = getattr(numeric, key)
+    rng = np.random.default_rng(8)
+    x, dy = rng.standard_normal((64, 768)), rng.standard_normal((64, 768))
+    for name, args in (("forward", ()), ("vjp", (dy,)), ("jvp", (dy,))):
+        wide = getattr(layer, name)(x, 1e-5, *args)
+        narrow = getattr(layer, name)(x.astype(np.float32), np.float32(1e-5), *(a.astype(np.float32) for a in args))
+        assert narrow.dtype == np.float32
+        # Normwise, per row: a few float32 ulp of the row's largest entry.
+        error = np.max(np.abs(narrow - wide), axis=-1) / np.max(np.abs(wide), axis=-1)
+        assert np.max(error) < 64 * np.finfo(np.float32).eps, np.max(error)

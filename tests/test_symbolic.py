@@ -5,6 +5,7 @@ import dataclasses
 
 import pytest
 import sympy as sp
+from grids import ROW_LAYERS
 
 from derivations import DerivationError, eigen, formula, formulas, jacobian, moments, quantities, response, spectral
 from derivations.catalog import LAYERS
@@ -22,7 +23,7 @@ def is_zero(expr: sp.Expr) -> bool:
 
 def test_core_names_in_stable_order():
     assert [f.name for f in formulas("layernorm")] == [
-        "response", "slope", "slope_at_zero", "asymptote", "jacobian", "eigen_ones",
+        "definition", "response", "slope", "slope_at_zero", "asymptote", "constant_response", "jacobian", "eigen_ones",
         "eigen_centered", "eigen_complement", "spectral_norm", "spectral_bound", "second_moment",
         "vjp", "jvp", "hvp", "homogeneity",
     ]  # fmt: skip
@@ -159,7 +160,7 @@ def test_core_names_keep_working_and_qualified_names_reach_every_layer():
     assert formula("rmsnorm.eigen_x").layer == "rmsnorm"
     assert formula("rmsnorm_eps_outside.slope_at_zero_uniform").expr.rhs == 1 / epsilon
     with pytest.raises(ValueError, match="layer must be one of"):
-        formula("groupnorm.response")
+        formula("instancenorm.response")
 
 
 @pytest.mark.parametrize("key", sorted(LAYERS))
@@ -180,3 +181,37 @@ def test_a_non_homogeneous_expression_has_no_degree():
 
     with pytest.raises(DerivationError, match="not homogeneous"):
         scaling.degree_of(LAYER, 1 + t, "one plus t")
+
+
+@pytest.mark.parametrize("key", ROW_LAYERS)
+def test_the_output_at_a_constant_input_is_the_derived_one(key):
+    """The conventions table's column, against forward at x = t 1, for several n (exact reference)."""
+    import numpy as np
+
+    import numeric
+    from numeric.agreement import assert_agree, exact
+
+    layer = LAYERS[key]
+    value = response.at_constant(layer)
+    rng = np.random.default_rng(3)
+    for size in (2, 3, 7):
+        params = [rng.normal(0, 2, size) for _ in layer.parameters]
+        named = dict(zip((name for name, _ in layer.parameters), params, strict=True))
+        scalars = {name: -1.5 for name, _ in layer.scalars}  # ScaleNorm's one gain
+        for amplitude in (-3.0, 0.5, 2.0):
+            for eps in (1e-3, 0.25):
+                point = {t: amplitude, epsilon: eps, n: size}
+                expected = [
+                    exact(
+                        value.xreplace({i: m}),
+                        {
+                            **point,
+                            **{base[m]: named[name][m] for name, base in layer.parameters},
+                            **{symbol: scalars[name] for name, symbol in layer.scalars},
+                        },
+                    )
+                    for m in range(size)
+                ]
+                got = getattr(numeric, key).forward(np.full(size, amplitude), eps, **named, **scalars)
+                assert_agree(got, expected, rtol=1e-14, atol=1e-15, what=f"{key} at {amplitude} * 1")
+    assert not value.free_symbols & {stat.symbol for stat in layer.statistics}  # evaluated, not named

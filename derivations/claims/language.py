@@ -266,3 +266,84 @@ def parse(
 def parse_condition(text: str, symbols: Mapping[str, sp.Symbol]) -> Relation:
     """An assumption such as ``n >= 3``: a relation over symbols and numbers only."""
     return parse(text, symbols, {})
+
+
+# A layer definition may also use tanh; `mean` is given by the caller, where a mean is allowed.
+TERM_FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {**FUNCTIONS, "tanh": sp.tanh}
+_TERM_ARITY = {**_ARITY, "tanh": (1, 1), "mean": (1, 1)}
+
+
+class _TermBuilder(_Builder):
+    """The claim grammar for one term of a layer definition: entries such as ``x[i]``, calls
+    such as ``mean(...)``, a matrix's ``.T`` and ``@``; numeric exponents only."""
+
+    def __init__(
+        self,
+        text: str,
+        names: Mapping[str, sp.Expr],
+        entries: Mapping[str, Mapping[str, sp.Expr]],
+        functions: Mapping[str, Callable[..., sp.Expr]],
+    ):
+        super().__init__(text, names, {}, lambda e: e)
+        self.entries = entries
+        self.functions = functions
+
+    def build(self, node: ast.AST) -> sp.Expr:
+        if isinstance(node, ast.Subscript):
+            return self.entry(node)
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            matrix = self.build(node.value)
+            if not isinstance(matrix, sp.MatrixExpr):
+                raise ClaimError(f"'.T' at {_where(node)} applies to a matrix or a vector only")
+            return matrix.T
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return sp.MatMul(self.build(node.left), self.build(node.right))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            exponent = self.build(node.right)
+            if not exponent.is_Rational:
+                raise ClaimError(f"the exponent at {_where(node)} must be a number")
+        return super().build(node)
+
+    def entry(self, node: ast.Subscript) -> sp.Expr:
+        segment = ast.get_source_segment(self.text, node) or ""
+        if not isinstance(node.value, ast.Name) or node.value.id not in self.entries:
+            allowed = ", ".join(f"{base}[...]" for base in self.entries) or "none"
+            raise ClaimError(f"subscript '{segment}' at {_where(node)} is not allowed here; allowed: {allowed}")
+        indices = self.entries[node.value.id]
+        if not isinstance(node.slice, ast.Name) or node.slice.id not in indices:
+            allowed = ", ".join(f"{node.value.id}[{index}]" for index in indices)
+            raise ClaimError(f"subscript '{segment}' at {_where(node)} is not allowed here; allowed: {allowed}")
+        return indices[node.slice.id]
+
+    def call(self, node: ast.Call) -> sp.Expr:
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name is None or name not in self.functions:
+            allowed = ", ".join(self.functions)
+            what = f"call to {name!r}" if name else f"{_describe(node.func, self.text)}"
+            raise ClaimError(f"{what} at {_where(node)} is not allowed here; allowed functions: {allowed}")
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
+        low, high = _TERM_ARITY.get(name, (1, 1))
+        if not low <= len(node.args) <= high:
+            raise ClaimError(f"{name}() at {_where(node)} takes {low} to {high} arguments, got {len(node.args)}")
+        arguments = [self.build(a) for a in node.args]
+        if name == "exp" and arguments[0].has(sp.exp):
+            raise ClaimError(f"exp() of exp() at {_where(node)} is not supported")
+        return self.functions[name](*arguments)
+
+
+def parse_term(
+    text: str,
+    names: Mapping[str, sp.Expr],
+    entries: Mapping[str, Mapping[str, sp.Expr]] | None = None,
+    functions: Mapping[str, Callable[..., sp.Expr]] = TERM_FUNCTIONS,
+) -> sp.Expr:
+    """One expression of a layer definition, under the claims' whitelist and bounds.
+
+    ``names`` are the bare names it may use, ``entries`` the subscripted ones
+    (``{"x": {"i": x[i]}}`` allows ``x[i]`` only), ``functions`` the calls.
+    """
+    body = parse_expression(text, names, {})
+    if isinstance(body, ast.Compare):
+        raise ClaimError("an expression is expected here, not a relation")
+    return _TermBuilder(text.strip(), names, entries or {}, functions).build(body)

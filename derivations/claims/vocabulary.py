@@ -9,7 +9,7 @@ from functools import cache, partial
 import sympy as sp
 
 from derivations import quantities
-from derivations.catalog import LAYERS
+from derivations.catalog import LAYERS, on_register
 from derivations.claims.language import ClaimError
 from derivations.symbols import epsilon, n, s, t
 
@@ -57,3 +57,6 @@ def vocabulary(key: str) -> Vocabulary:
     }
     placeholders = {name: sp.Symbol(f"<{name}>") for name in makers}
     return Vocabulary(makers, symbols, placeholders)
+
+
+on_register(vocabulary.cache_clear)

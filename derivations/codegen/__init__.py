@@ -13,6 +13,7 @@ from collections.abc import Callable
 from derivations.catalog import LAYERS
 from derivations.codegen import _c, _numpy, _torch
 from derivations.codegen._program import Program, program
+from derivations.grouped import Grouped
 
 TARGETS: dict[str, Callable[[Program], str]] = {"numpy": _numpy.emit, "torch": _torch.emit, "c": _c.emit}
 
@@ -23,11 +24,18 @@ def emit(key: str, target: str) -> str:
         raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
-    if LAYERS[key].scalars:
+    layer = LAYERS[key]
+    if isinstance(layer, Grouped):
+        # The emitted code works on one row; a row of this layer is one block of the base.
+        raise ValueError(
+            f"layer {key} is {layer.base.key} applied to each {layer.blocks} (n is {layer.size}): "
+            f"emit --layer {layer.base.key} and apply it to each {layer.blocks}'s entries"
+        )
+    if layer.scalars:
         # The emitted signature is (x, epsilon, per-feature parameters); a scalar input is not one.
-        names = ", ".join(name for name, _ in LAYERS[key].scalars)
+        names = ", ".join(name for name, _ in layer.scalars)
         raise ValueError(f"layer {key} takes the scalar {names}, which the emitted code does not take")
-    return TARGETS[target](program(LAYERS[key]))
+    return TARGETS[target](program(layer))
 
 
 __all__ = ["TARGETS", "Program", "emit", "program"]

@@ -6,11 +6,14 @@ figure is the best of several repeats.  A benchmark, never a timed test.
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import sys
 import time
 import timeit
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,21 +64,7 @@ def main() -> None:
         a, b = _best(ours, t, epsilon), _best(seed, t, epsilon)
         print(f"{name:<10}{a * 1e3:>10.2f}ms{b * 1e3:>10.2f}ms{a / b:>9.2f}")
 
-    # A batch through the vector path (validation, rescaling by max|x|, float64
-    # inside, float32 out) against NumPy's plain float32 expression.
-    batch = np.random.default_rng(1).standard_normal((4096, 768)).astype(np.float32)
-    eps32 = np.float32(1e-5)
-
-    def plain(values: np.ndarray, e: np.float32) -> np.ndarray:
-        mean = values.mean(axis=-1, keepdims=True)
-        variance = values.var(axis=-1, keepdims=True)
-        return (values - mean) / np.sqrt(variance + e)
-
-    numeric.layernorm.forward(batch, eps32)
-    a = min(timeit.repeat(lambda: numeric.layernorm.forward(batch, eps32), number=1, repeat=3))
-    b = min(timeit.repeat(lambda: plain(batch, eps32), number=1, repeat=3))
-    print(f"\nforward on a (4096, 768) float32 batch: {a * 1e3:.1f} ms; numpy's plain expression {b * 1e3:.1f} ms;")
-    print(f"ratio {a / b:.2f}")
+    forwards()
     jacobians()
     backward()
     sizes()
@@ -101,6 +90,53 @@ def jacobians() -> None:
         print(f"n = {size:<6}{a * 1e3:>10.3f}ms{b * 1e3:>12.3f}ms{a / b:>9.2f}")
 
 
+SHAPE = (4096, 768)
+EPS = 1e-5
+ROUNDS = 7
+
+
+def _medians(functions: dict[str, Any], rounds: int = ROUNDS) -> dict[str, float]:
+    """Median wall time of each function over ``rounds`` interleaved rounds (one call each per
+    round), so that load from other processes falls on all of them alike."""
+    for function in functions.values():
+        function()  # compile, allocate and warm up outside the timing
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _torch() -> Any:
+    """PyTorch on one thread, or None where it is not installed (make crosscheck installs it)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def _row(label: str, times: dict[str, float], ours: str, peer: str, target: float | None) -> None:
+    torch_time = times.get("torch")
+    shown = f"{torch_time * 1e3:>8.1f}ms{times[ours] / torch_time:>7.2f}" if torch_time else f"{'n/a':>10}{'':>7}"
+    goal = f"   (target <= {target})" if target else ""
+    ratio = times[ours] / times[peer]
+    print(f"{label:<28}{times[ours] * 1e3:>8.1f}ms{times[peer] * 1e3:>8.1f}ms{ratio:>7.2f}{shown}{goal}")
+
+
+def _plain_layernorm(x: np.ndarray, eps: float) -> np.ndarray:
+    # The peer: NumPy's plain expression, (x - mean) / sqrt(var + eps).
+    return (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+
+
+def _plain_rmsnorm(x: np.ndarray, eps: float) -> np.ndarray:
+    # The peer: x / sqrt(mean(x**2) + eps).
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+
 def _fused_vjp(x: np.ndarray, eps: float, dy: np.ndarray) -> np.ndarray:
     # The peer: LayerNorm's input gradient (dy - mean(dy) - y mean(dy y)) / s, fused by hand.
     c = x - x.mean(axis=-1, keepdims=True)
@@ -109,38 +145,83 @@ def _fused_vjp(x: np.ndarray, eps: float, dy: np.ndarray) -> np.ndarray:
     return (dy - dy.mean(axis=-1, keepdims=True) - y * np.mean(dy * y, axis=-1, keepdims=True)) * inv
 
 
+def _forward_vjp(x: np.ndarray, eps: Any, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return numeric.layernorm.forward(x, eps), numeric.layernorm.vjp(x, eps, dy)
+
+
+def _peer_forward_vjp(x: np.ndarray, eps: float, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _plain_layernorm(x, eps), _fused_vjp(x, eps, dy)
+
+
+def _header(what: str) -> None:
+    print(f"\n{what:<28}{'derived':>10}{'peer':>10}{'ratio':>7}{'torch':>10}{'ratio':>7}")
+
+
+def forwards() -> None:
+    """numeric.<layer>.forward (one fused program, generated) against NumPy's plain expression
+    and PyTorch's one-thread kernel, at (4096, 768) in float32 and float64."""
+    torch = _torch()
+    _header(f"forward {SHAPE}")
+    for key, plain, native in (
+        ("layernorm", _plain_layernorm, "layer_norm"),
+        ("rmsnorm", _plain_rmsnorm, "rms_norm"),
+    ):
+        for dtype in (np.float32, np.float64):
+            x = np.random.default_rng(1).standard_normal(SHAPE).astype(dtype)
+            eps = dtype(EPS)
+            functions = {"ours": partial(getattr(numeric, key).forward, x, eps), "peer": partial(plain, x, eps)}
+            if torch is not None:
+                kernel = getattr(torch.nn.functional, native)
+                functions["torch"] = partial(kernel, torch.from_numpy(x), (SHAPE[-1],), eps=EPS)
+            _row(f"{key} {np.dtype(dtype).name}", _medians(functions), "ours", "peer", 1.3)
+
+
 def backward() -> None:
-    """numeric.layernorm.vjp (generated from the derived formula) against a hand-fused NumPy peer,
-    and against PyTorch's single-thread autograd where torch is installed (make crosscheck installs it)."""
+    """numeric.layernorm.vjp, forward + vjp and hvp (generated from the derived formulas) against a
+    hand-fused NumPy peer, PyTorch's one-thread autograd and torch.func forward-over-reverse."""
+    torch = _torch()
     rng = np.random.default_rng(2)
-    print(
-        f"\n{'vjp (4096, 768)':<18}{'derived':>10}{'fused':>10}{'ratio':>8}{'torch':>10}{'ratio':>8}   (target <= 1.5)"
-    )
+    _header(f"layernorm {SHAPE}")
     for dtype in (np.float32, np.float64):
-        x = rng.standard_normal((4096, 768)).astype(dtype)
-        dy = rng.standard_normal((4096, 768)).astype(dtype)
-        numeric.layernorm.vjp(x, 1e-5, dy)
-        a = min(timeit.repeat(lambda x=x, dy=dy: numeric.layernorm.vjp(x, 1e-5, dy), number=1, repeat=3))
-        b = min(timeit.repeat(lambda x=x, dy=dy: _fused_vjp(x, 1e-5, dy), number=1, repeat=3))
-        torch_time = _torch_backward(x, dy)
-        shown = f"{torch_time * 1e3:>8.1f}ms{a / torch_time:>8.2f}" if torch_time else f"{'n/a':>10}{'':>8}"
-        print(f"{np.dtype(dtype).name:<18}{a * 1e3:>8.1f}ms{b * 1e3:>8.1f}ms{a / b:>8.2f}{shown}")
+        x, dy, v = (rng.standard_normal(SHAPE).astype(dtype) for _ in range(3))
+        eps, name = dtype(EPS), np.dtype(dtype).name
+        vjp = {"ours": partial(numeric.layernorm.vjp, x, eps, dy), "peer": partial(_fused_vjp, x, EPS, dy)}
+        both = {"ours": partial(_forward_vjp, x, eps, dy), "peer": partial(_peer_forward_vjp, x, EPS, dy)}
+        if torch is not None:
+            vjp["torch"], both["torch"], hvp_torch = _torch_peers(torch, x, dy, v)
+        _row(f"vjp {name}", _medians(vjp), "ours", "peer", 1.5)
+        _row(f"forward + vjp {name}", _medians(both), "ours", "peer", 1.5)
+        if torch is not None:
+            hvp = {"ours": partial(numeric.layernorm.hvp, x, eps, dy, v), "torch": hvp_torch}
+            times = _medians(hvp)
+            print(
+                f"{'hvp ' + name:<28}{times['ours'] * 1e3:>8.1f}ms{'':>17}"
+                f"{times['torch'] * 1e3:>8.1f}ms{times['ours'] / times['torch']:>7.2f}   (torch.func jvp of grad)"
+            )
 
 
-def _torch_backward(x: np.ndarray, dy: np.ndarray) -> float | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(1)
-    tx = torch.from_numpy(x).requires_grad_()
-    tdy = torch.from_numpy(dy)
-    out = torch.nn.functional.layer_norm(tx, (x.shape[-1],), eps=1e-5)
+def _torch_peers(torch: Any, x: np.ndarray, dy: np.ndarray, v: np.ndarray) -> tuple[Any, Any, Any]:
+    """PyTorch's backward of layer_norm (graph built once), forward + backward, and the Hessian
+    product as torch.func forward-over-reverse, on one thread."""
+    tx, tdy, tv = torch.from_numpy(x), torch.from_numpy(dy), torch.from_numpy(v)
+    size = (x.shape[-1],)
+    leaf = tx.clone().requires_grad_()
+    out = torch.nn.functional.layer_norm(leaf, size, eps=EPS)
 
-    def run() -> None:
-        torch.autograd.grad(out, tx, tdy, retain_graph=True)
+    def backward_only() -> None:
+        torch.autograd.grad(out, leaf, tdy, retain_graph=True)
 
-    return min(timeit.repeat(run, number=1, repeat=3))
+    def forward_backward() -> None:
+        fresh = tx.clone().requires_grad_()
+        torch.autograd.grad(torch.nn.functional.layer_norm(fresh, size, eps=EPS), fresh, tdy)
+
+    def pairing(values: Any) -> Any:
+        return (torch.nn.functional.layer_norm(values, size, eps=EPS) * tdy).sum()
+
+    def hvp() -> None:
+        torch.func.jvp(torch.func.grad(pairing), (tx,), (tv,))
+
+    return backward_only, forward_backward, hvp
 
 
 def sizes() -> None:
@@ -152,5 +233,67 @@ def sizes() -> None:
         print(f"{folder + '/':<13}{len(files):>3} files {lines:>6} lines")
 
 
+_CLAIM = "slope_at_zero == 1/sqrt(epsilon)"
+# The claim's own work, timed inside a process whose derivations are warm.
+_PROOF_WORK = (
+    "import sys, time; from derivations.claims import Claim, check; from numeric.confirm import confirm; "
+    "claim = Claim(sys.argv[1], 'layernorm', (), id='bench'); start = time.perf_counter(); "
+    "check(claim, confirm); print(time.perf_counter() - start)"
+)
+
+
+def cache_rows(rounds: int = 5) -> None:
+    """The derivation cache's targets: paired whole-process runs in a cache of this run's own, medians."""
+    import os
+    import statistics
+    import tempfile
+
+    from derivations import _cache
+
+    with tempfile.TemporaryDirectory() as home:
+        warm = {**os.environ, "XDG_CACHE_HOME": home}
+        warm.pop(_cache.ENVIRONMENT, None)
+        cold = {**warm, _cache.ENVIRONMENT: "1"}
+        python = sys.executable
+        commands = {
+            "import sympy": ([python, "-c", "import sympy"], warm),
+            "cold derive": ([python, "-m", "derivations"], cold),
+            "warm derive": ([python, "-m", "derivations"], warm),
+            "warm figures": ([python, "-m", "figures", "--out", str(Path(home) / "figures")], warm),
+            "warm claim": ([python, "-m", "derivations", "check", _CLAIM], warm),
+        }
+        for command, environment in commands.values():  # fill the cache
+            subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=True)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(rounds):
+            for name, (command, environment) in commands.items():
+                start = time.perf_counter()
+                subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=True)
+                times[name].append(time.perf_counter() - start)
+        proof = statistics.median(
+            float(
+                subprocess.run(
+                    [python, "-c", _PROOF_WORK, _CLAIM], env=warm, capture_output=True, text=True, check=True
+                ).stdout
+            )
+            for _ in range(rounds)
+        )
+    median = {name: statistics.median(found) for name, found in times.items()}
+    floor = median["import sympy"]
+    print(f"\nderivation cache, medians of {rounds} paired runs (cold: {_cache.ENVIRONMENT}=1)")
+    print(f"import sympy alone                 {floor:6.3f} s")
+    print(f"cold python -m derivations         {median['cold derive']:6.3f} s   {median['cold derive'] / floor:5.2f}x")
+    print(
+        f"warm python -m derivations         {median['warm derive']:6.3f} s   "
+        f"{median['warm derive'] / floor:5.2f}x   (target <= 1.3x import sympy)"
+    )
+    print(f"warm python -m figures             {median['warm figures']:6.3f} s           (target <= 1.5 s)")
+    print(
+        f"warm check {_CLAIM!r}  {median['warm claim']:6.3f} s   proof work {proof:.3f} s   "
+        f"(target <= 1.3 x import sympy + proof work = {1.3 * floor + proof:.3f} s)"
+    )
+
+
 if __name__ == "__main__":
     main()
+    cache_rows()

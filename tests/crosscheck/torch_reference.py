@@ -15,7 +15,10 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
+from exact import exact_gradients
 from torch.func import jacrev
+
+from derivations.grouped import Grouped
 
 SIZES = (2, 3, 7, 64, 768)
 EPSILONS = (1e-8, 1e-5, 0.25)
@@ -26,6 +29,13 @@ def annotated_transformer(x: torch.Tensor, eps: float) -> torch.Tensor:
     # As in "The Annotated Transformer": std() is unbiased, eps is added to it.
     mean = x.mean(-1, keepdim=True)
     std = x.std(-1, keepdim=True)
+    return (x - mean) / (std + eps)
+
+
+def biased_std_eps(x: torch.Tensor, eps: float) -> torch.Tensor:
+    # As graph and vision codebases write it: the biased std, eps added to it.
+    mean = x.mean(-1, keepdim=True)
+    std = x.std(-1, keepdim=True, unbiased=False)
     return (x - mean) / (std + eps)
 
 
@@ -41,16 +51,62 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         "layernorm": lambda x: F.layer_norm(x, (n,), eps=eps),
         "layernorm_affine": lambda x: F.layer_norm(x, (n,), weight=gain, bias=bias, eps=eps),
         "layernorm_std_eps": lambda x: annotated_transformer(x, eps),
+        "layernorm_std_eps_biased": lambda x: biased_std_eps(x, eps),
         "rmsnorm": lambda x: F.rms_norm(x, (n,), eps=eps),
         # nn.RMSNorm with elementwise_affine has a weight and no bias.
         "rmsnorm_affine": lambda x: F.rms_norm(x, (n,), weight=gain, eps=eps),
         "rmsnorm_eps_outside": lambda x: rmsnorm_reference(x, eps),
+        # n is the size of a group: GROUPS groups of n channels, as group_norm on an (N, C) input.
+        "groupnorm": lambda x: _rows(lambda a: F.group_norm(a, GROUPS, eps=eps), x),
+        # n is the batch size: x is (n, FEATURES), normalized over the batch, as batch_norm(training=True).
+        "batchnorm_train": lambda x: F.batch_norm(x, None, None, training=True, eps=eps),
         # x / x.norm(p, dim, keepdim=True).clamp_min(eps), as torch/nn/functional.py computes it.
         "l2norm_clamped": lambda x: F.normalize(x, p=2.0, dim=-1, eps=eps),
         # ScaleNorm as its authors' code writes it, with gain the one scalar g:
         # x * (g / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)).
         "scalenorm": lambda x: x * (gain / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)),
     }[key]
+
+
+# The layers applied block by block, and how numeric lays out their inputs and Jacobians.
+GROUPS = 2
+FEATURES = 3
+
+
+def _rows(function, x: torch.Tensor) -> torch.Tensor:
+    """``function`` of an (N, C) batch, on a single row as well."""
+    return function(x[None])[0] if x.ndim == 1 else function(x)
+
+
+def shape(key: str, n: int, rows: int | None) -> tuple[int, ...]:
+    """The input x of numeric.<key> for size n: rows of n entries, of GROUPS groups of n, or (n, FEATURES)."""
+    if key == "batchnorm_train":
+        return (n, FEATURES)
+    width = GROUPS * n if key == "groupnorm" else n
+    return (width,) if rows is None else (rows, width)
+
+
+def arguments(key: str) -> dict[str, int]:
+    return {"groups": GROUPS} if key == "groupnorm" else {}
+
+
+def blocked(key: str, x: torch.Tensor, n: int) -> torch.Tensor:
+    """x with each block on a row of its own, as the emitted code (one row at a time) takes it."""
+    if key == "batchnorm_train":
+        return x.T
+    return x.reshape(-1, n) if key == "groupnorm" else x
+
+
+def unblocked(key: str, y: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return y.T if key == "batchnorm_train" else y.reshape(like.shape)
+
+
+def torch_jacobian(key: str, function, x: torch.Tensor) -> np.ndarray:
+    """jacrev of the reference, in numeric's layout: (n, n), or (features, B, B) for a batch."""
+    whole = jacrev(function)(x).numpy()
+    if key == "batchnorm_train":
+        return np.stack([whole[:, f, :, f] for f in range(x.shape[1])])
+    return whole
 
 
 def emitted_torch(key: str):
@@ -69,50 +125,7 @@ def emitted_torch(key: str):
     return getattr(module, key)
 
 
-def exact_gradients(key: str, x: np.ndarray, eps: float, dy: np.ndarray, params: list[np.ndarray]) -> list[np.ndarray]:
-    """The derived gradients (dx, then the parameters' summed over rows) in 60-digit mpmath arithmetic:
-    the same Program the code is emitted from, evaluated step by step."""
-    import mpmath
-    import sympy as sp
-
-    from derivations import LAYERS
-    from derivations.codegen import program
-    from derivations.codegen._program import DY, EPSILON, SIZE, X
-
-    plan = program(LAYERS[key])
-    mpmath.mp.dps = 60
-    totals: list[list[object]] = []
-    for row in range(x.shape[0]):
-        n = x.shape[-1]
-        scalars: dict[sp.Symbol, object] = {EPSILON: mpmath.mpf(eps), SIZE: mpmath.mpf(n)}
-        entries = [
-            {X: mpmath.mpf(x[row, k]), DY: mpmath.mpf(dy[row, k])}
-            | {p: mpmath.mpf(v[k]) for p, v in zip(plan.parameters, params, strict=True)}
-            for k in range(n)
-        ]
-
-        def at(expr: sp.Expr, entry: dict, scalars: dict = scalars) -> object:
-            return sp.N(expr.xreplace({**entry, **scalars}), 50)
-
-        for step in (*plan.statistics, *plan.means):
-            if step.vector:
-                for entry in entries:
-                    entry[step.symbol] = at(step.expr, entry)
-            elif step.mean:
-                scalars[step.symbol] = sum(at(step.expr, entry) for entry in entries) / n
-            else:
-                scalars[step.symbol] = at(step.expr, {})
-        values = [[at(expr, entry) for entry in entries] for _, expr in plan.gradients]
-        totals.append(values)
-    dx = np.array([[float(v) for v in row[0]] for row in totals])
-    summed = [
-        np.array([float(sum(row[m][k] for row in totals)) for k in range(x.shape[-1])])
-        for m in range(1, len(plan.gradients))
-    ]
-    return [dx, *summed]
-
-
-def check_emitted_torch(rng: np.random.Generator) -> float:
+def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
     """gradcheck and gradgradcheck of the emitted autograd.Function, and its backward against
     torch's native one (autograd of the reference), worst normwise relative difference.
 
@@ -124,27 +137,33 @@ def check_emitted_torch(rng: np.random.Generator) -> float:
 
     worst = 0.0
     print(f"\n{'emitted torch':<22}{'n':>5}{'epsilon':>9}{'max rel |grad diff|':>21}")
-    for key in LAYERS:
+    for key in keys:
         if LAYERS[key].scalars:  # the emitted code takes no scalar gain
             continue
-        layer = emitted_torch(key)
+        # A layer applied block by block: the base's code on each block, as `codegen` tells users.
+        definition = LAYERS[key]
+        layer = emitted_torch(definition.base.key if isinstance(definition, Grouped) else key)
         parameters = len(LAYERS[key].parameters)
         for n in SIZES:
             for eps in EPSILONS:
-                x = torch.from_numpy(rng.standard_normal((3, n)) * 3 + 1).requires_grad_()
+                x = torch.from_numpy(rng.standard_normal(shape(key, n, 3)) * 3 + 1).requires_grad_()
                 params = [torch.from_numpy(rng.normal(0, 2, n)).requires_grad_() for _ in range(parameters)]
                 if key == "rmsnorm_affine":
                     params[1] = torch.zeros(n, requires_grad=True)
-                dy = torch.from_numpy(rng.standard_normal((3, n)))
+                dy = torch.from_numpy(rng.standard_normal(x.shape))
+
+                # A layer applied block by block: the emitted code on each block, put back.
+                def function(*a, eps=eps, layer=layer, k=key, m=n):
+                    return unblocked(k, layer(blocked(k, a[0], m), eps, *a[1:]), a[0])
+
                 if n <= 7:
                     inputs = (x, *params)
-                    function = lambda *a, eps=eps, layer=layer: layer(a[0], eps, *a[1:])  # noqa: E731
                     assert torch.autograd.gradcheck(function, inputs), (key, n, eps)
                     assert torch.autograd.gradgradcheck(function, inputs), (key, n, eps)
                 gain = params[0] if params else None
                 bias = params[1] if params else None
                 native = reference(key, n, eps, gain, bias)
-                got = torch.autograd.grad(layer(x, eps, *params), [x, *params], dy)
+                got = torch.autograd.grad(function(x, *params), [x, *params], dy)
                 want = torch.autograd.grad(native(x), [x, *params], dy, allow_unused=True)
                 diff = max(
                     float((a - b).abs().max() / b.abs().max())
@@ -152,9 +171,11 @@ def check_emitted_torch(rng: np.random.Generator) -> float:
                     if b is not None and b.abs().max() > 0
                 )
                 if n == 2 and diff > TOLERANCE:
+                    rows = [blocked(key, a, n) for a in (x.detach().numpy(), dy.numpy())]
                     exact = exact_gradients(
-                        key, x.detach().numpy(), eps, dy.numpy(), [p.detach().numpy() for p in params]
+                        definition.key, *rows[:1], eps, rows[1], [p.detach().numpy() for p in params]
                     )
+                    exact[0] = unblocked(key, exact[0], x)
                     errors = [
                         max(
                             float(np.abs(s[m].detach().numpy() - exact[m]).max() / np.abs(exact[m]).max())
@@ -173,7 +194,7 @@ def check_emitted_torch(rng: np.random.Generator) -> float:
     return worst
 
 
-def check_numeric_backward(rng: np.random.Generator) -> float:
+def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
     """numeric's vjp (with dgain and dbias), jvp and hvp against torch.func on the reference:
     vjp and jvp directly, hvp as forward-over-reverse (what double backward computes).
 
@@ -183,21 +204,19 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
     """
     from torch.func import grad, jvp, vjp
 
-    from derivations import LAYERS
-
     worst = 0.0
     print(f"\n{'numeric backward':<22}{'n':>5}{'epsilon':>9}{'vjp':>11}{'jvp':>11}{'hvp':>11}")
-    for key in LAYERS:
+    for key in keys:
         module = importlib.import_module(f"numeric.{key}")
         wrapped = bool(module.LAYER.definition.parameters)
         for n in SIZES:
             for eps in EPSILONS:
-                x = rng.standard_normal((3, n)) * 3 + 1
-                dy, v = rng.standard_normal((3, n)), rng.standard_normal((3, n))
+                x = rng.standard_normal(shape(key, n, 3)) * 3 + 1
+                dy, v = rng.standard_normal(x.shape), rng.standard_normal(x.shape)
                 gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
                 if key == "rmsnorm_affine":
                     bias = np.zeros(n)
-                named = {"gain": gain, "bias": bias} if wrapped else {}
+                named = {"gain": gain, "bias": bias} if wrapped else arguments(key)
                 tg, tb = torch.from_numpy(gain), torch.from_numpy(bias)
                 if module.LAYER.definition.scalars:  # ScaleNorm: one scalar gain
                     named = {name: float(gain[0]) for name, _ in module.LAYER.definition.scalars}
@@ -223,7 +242,13 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
                 second = relative(module.hvp(x, eps, dy, v, **named), jvp(inner, (tx,), (tv,))[1])
                 diff = max(back, forward, second)
                 if n == 2 and diff > TOLERANCE:
-                    exact = exact_gradients(key, x, eps, dy, [gain, bias] if wrapped else [])[0]
+                    exact = unblocked(
+                        key,
+                        exact_gradients(
+                            key, blocked(key, x, n), eps, blocked(key, dy, n), [gain, bias] if wrapped else []
+                        )[0],
+                        x,
+                    )
                     mine = module.vjp(x, eps, dy, **named)
                     mine = mine[0] if wrapped else mine
                     print(
@@ -237,7 +262,7 @@ def check_numeric_backward(rng: np.random.Generator) -> float:
     return worst
 
 
-def check_kinks(rng: np.random.Generator) -> float:
+def check_kinks(rng: np.random.Generator, keys: list[str]) -> float:
     """Each layer with regimes on both sides of its kink ||x|| = eps: rows scaled to ||x|| = 0.5 eps
     (clamped) and 2 eps (unclamped); forward, Jacobian (jacrev), vjp, jvp and hvp, normwise relative."""
     from torch.func import grad, jvp, vjp
@@ -253,7 +278,8 @@ def check_kinks(rng: np.random.Generator) -> float:
         f"\n{'both sides of the kink':<22}{'n':>5}{'epsilon':>9}{'|x|/eps':>8}{'forward':>10}{'J':>10}"
         f"{'vjp':>10}{'jvp':>10}{'hvp':>10}"
     )
-    for key, layer in LAYERS.items():
+    for key in keys:
+        layer = LAYERS[key]
         if not isinstance(layer, Regimes):
             continue
         module = importlib.import_module(f"numeric.{key}")
@@ -290,15 +316,23 @@ def check_kinks(rng: np.random.Generator) -> float:
 def main() -> int:
     from derivations import LAYERS
 
+    # ``torch_reference.py KEY ...`` checks those layers only.
+    only = sys.argv[1:]
+    unknown = [key for key in only if key not in LAYERS]
+    if unknown:
+        print(f"error: layer must be one of {', '.join(LAYERS)}; got {unknown[0]!r}", file=sys.stderr)
+        return 2
+    selected = only or list(LAYERS)
+
     torch.set_default_dtype(torch.float64)
     rng = np.random.default_rng(20261129)
     worst = 0.0
     print(f"{'layer':<22}{'n':>5}{'epsilon':>9}{'max |forward diff|':>21}{'max |J diff|':>15}")
-    for key in LAYERS:
+    for key in selected:
         module = importlib.import_module(f"numeric.{key}")
         for n in SIZES:
             for eps in EPSILONS:
-                x = rng.standard_normal(n) * rng.uniform(0.1, 10) + rng.standard_normal()
+                x = rng.standard_normal(shape(key, n, None)) * rng.uniform(0.1, 10) + rng.standard_normal()
                 gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
                 if key == "rmsnorm_affine":
                     bias = np.zeros(n)
@@ -309,14 +343,16 @@ def main() -> int:
                     params, tg = (float(gain[0]),), torch.tensor(float(gain[0]))
                 function = reference(key, n, eps, tg, torch.from_numpy(bias))
                 tx = torch.from_numpy(x)
-                forward = np.abs(module.forward(x, eps, *params) - function(tx).numpy()).max()
-                jac = np.abs(module.jacobian(x, eps, *params) - jacrev(function)(tx).numpy()).max()
+                forward = np.abs(module.forward(x, eps, *params, **arguments(key)) - function(tx).numpy()).max()
+                jac = np.abs(
+                    module.jacobian(x, eps, *params, **arguments(key)) - torch_jacobian(key, function, tx)
+                ).max()
                 worst = max(worst, forward, jac)
                 flag = "" if max(forward, jac) <= TOLERANCE else "   FAIL"
                 print(f"{key:<22}{n:>5}{eps:>9g}{forward:>21.2e}{jac:>15.2e}{flag}")
-    worst = max(worst, check_emitted_torch(rng))
-    worst = max(worst, check_numeric_backward(rng))
-    worst = max(worst, check_kinks(rng))
+    worst = max(worst, check_emitted_torch(rng, selected))
+    worst = max(worst, check_numeric_backward(rng, selected))
+    worst = max(worst, check_kinks(rng, selected))
     print(f"\nworst difference {worst:.2e}; tolerance {TOLERANCE:.0e} (float64, torch {torch.__version__})")
     return 0 if worst <= TOLERANCE else 1
 

@@ -1,0 +1,525 @@
+r"""A layer defined in a TOML file: read, checked field by field, and built as a `Layer`.
+
+The file holds what a definition module holds, as text in the claim
+language (parsed by the claims' whitelist, never evaluated)::
+
+    key = "l4norm"
+    title = "Normalization by the fourth-power mean"
+    output = "x[i] / (r + epsilon)**(1/4)"
+    [statistics]
+    r = "mean(x[j]**4)"
+    [stated]
+    slope_at_zero = "epsilon**(-1/4)"
+
+What a definition module writes by hand besides is inferred the way the
+built-in layers have it: the pattern (-t, 0, t) at its third coordinate; the
+eigen directions of a centering layer (1, c and their complement) or else of
+x (x and its complement); the display of x as c + mu and of sqrt(stat +
+epsilon) as s; the spread (the last statistic) and, where the spread is not a
+mean, the path to the degenerate input.  A file may give patterns and
+directions of its own.  Every error is a `DefinitionError` (a `ValueError`)
+whose message starts with the field it is about.
+
+>>> layer = loads('key = "l2"\ntitle = "L2"\noutput = "x[i] / sqrt(r + epsilon)"\n'
+...               '[statistics]\nr = "mean(x[j]**2)"\n').layer
+>>> layer.output, layer.display
+(x[i]/sqrt(epsilon + r), ((sqrt(epsilon + r), s),))
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sympy as sp
+
+from derivations import _cache, layernorm, quantities, rmsnorm, scaling
+from derivations._layer import Direction, Layer, Pattern, Statistic
+from derivations.claims import bounded
+from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
+from derivations.sums import mean
+from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, r, s, sigma, sigma_u, t, tau, v, w, x
+
+MAX_BYTES = 64 << 10
+MAX_STATISTICS = 8
+MAX_PATTERNS = 4
+MAX_DIRECTIONS = 6
+MAX_CONSTRAINTS = 4
+MAX_TEXT = 200
+
+# The field that defines y_i is named after the registry's row of the layer's output
+# (the one row applied to x); no result is named here but through the registry.
+OUTPUT = next(quantity.stem for quantity in quantities.QUANTITIES if quantity.evaluate == "applied")
+FIELDS = ("key", "title", OUTPUT, "statistics", "stated", "notes", "spread", "patterns", "directions")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}\Z")
+_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
+
+# Statistics the built-in layers name, with their assumptions: a file that
+# names its statistic r gets the very symbol rmsnorm uses, where the definition
+# allows those assumptions.
+_CANONICAL = {str(symbol): symbol for symbol in (mu, q, r, sigma, sigma_u)}
+# Names that mean something else in the claim language and in the derivations.
+_RESERVED = {
+    *(str(symbol) for symbol in (t, epsilon, n, s, tau)),
+    *("x", "i", "j", "k", "c", "g", "v", "u", "w", "d", "I", "J", "ones", "oo", "y", "gamma", "beta", "gamma_max"),
+    *TERM_FUNCTIONS,
+    "mean",
+    "limit",
+    "norm",
+    "sum",
+    "dot",
+}
+
+
+_T = TypeVar("_T")
+
+
+def shown(text: str) -> str:
+    """``text`` on one line: each character that is not printable escaped."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+class DefinitionError(ValueError):
+    """A layer definition that cannot be read or is not a layer the machinery handles; names the field."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(shown(message))
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A layer read from a file, with the bytes it was read from (a cache key must include them)."""
+
+    layer: Layer
+    source: bytes
+    path: Path | None = None
+
+
+def load(path: str | os.PathLike[str]) -> Definition:
+    """Read and check the layer defined in the TOML file ``path``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise DefinitionError(f"path must be a file name; got {type(path).__name__}")
+    where = Path(path)
+    try:
+        with where.open("rb") as handle:
+            source = handle.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise DefinitionError(f"cannot read the file: {error.strerror or error}") from None
+    if len(source) > MAX_BYTES:
+        raise DefinitionError(f"the file is larger than {MAX_BYTES >> 10} KiB")
+    return _parse(source, where)
+
+
+def loads(text: str | bytes) -> Definition:
+    """Check the layer defined by TOML ``text``."""
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogatepass")
+    if not isinstance(text, bytes):
+        raise DefinitionError(f"text must be TOML text; got {type(text).__name__}")
+    return _parse(text, None)
+
+
+def _parse(source: bytes, where: Path | None) -> Definition:
+    try:
+        text = source.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DefinitionError(f"the file is not UTF-8 text (byte {error.start})") from None
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DefinitionError(f"the file is not valid TOML: {error}") from None
+    found = Definition(_layer(table), source, where)
+    # From now on this process's derivation cache entries are keyed by the file's bytes
+    # too: a user layer's results are never served to another file under the same key.
+    _cache.include(source)
+    return found
+
+
+def derive_within(layer: Layer, seconds: float, work: Callable[[], _T] | None = None) -> _T | None:
+    """``work()`` (by default: every formula of ``layer``, its stated forms proved) in a child
+    process, within ``seconds`` and the claims' memory bound; its result, or a `DefinitionError`."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 3600:
+        raise DefinitionError(f"timeout must be a number of seconds in (0, 3600]; got {seconds!r}")
+    try:
+        return bounded.run(work or (lambda: quantities.formulas(layer) and None), seconds)
+    except bounded.Exceeded as error:
+        reason = str(error)
+        if reason.startswith("undecided within"):
+            raise DefinitionError(
+                f"{layer.key}: not derived within {reason.removeprefix('undecided within ')}"
+            ) from None
+        raise DefinitionError(f"{layer.key}: cannot be derived: {reason.removeprefix('undecided: ')}") from None
+
+
+# --- reading fields ---------------------------------------------------------
+
+
+def _text(table: Mapping[str, Any], field: str, required: bool = True, limit: int = MAX_TEXT) -> str | None:
+    if field not in table:
+        if required:
+            raise DefinitionError(f"{field}: missing; it is required")
+        return None
+    value = table[field]
+    if not isinstance(value, str):
+        raise DefinitionError(f"{field}: must be a string; got {_toml_type(value)}")
+    if not value.strip() or len(value) > limit or not value.isprintable():
+        raise DefinitionError(f"{field}: must be one non-empty printable line of at most {limit} characters")
+    return value
+
+
+def _table(table: Mapping[str, Any], field: str) -> dict[str, Any]:
+    value = table.get(field, {})
+    if not isinstance(value, dict):
+        raise DefinitionError(f"{field}: must be a table; got {_toml_type(value)}")
+    return value
+
+
+def _toml_type(value: object) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a float", list: "an array", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _term(field: str, text: object, names: Mapping[str, sp.Expr], **options: Any) -> sp.Expr:
+    if not isinstance(text, str):
+        raise DefinitionError(f"{field}: must be a string; got {_toml_type(text)}")
+    try:
+        return parse_term(text, names, **options)
+    except ClaimError as error:
+        raise DefinitionError(f"{field}: {error}") from None
+
+
+def _names_in(text: str) -> set[str]:
+    """The bare names a text uses (after it failed to build: for a better message)."""
+    try:
+        return {node.id for node in ast.walk(ast.parse(text.strip(), mode="eval")) if isinstance(node, ast.Name)}
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return set()
+
+
+# --- the layer ---------------------------------------------------------------
+
+
+def _layer(table: dict[str, Any]) -> Layer:
+    unknown = sorted(set(table) - set(FIELDS))
+    if unknown:
+        raise DefinitionError(f"{unknown[0]}: unknown field; the fields are {', '.join(FIELDS)}")
+    key = _text(table, "key")
+    assert key is not None
+    if not _KEY.match(key):
+        raise DefinitionError(f"key: must be lower case letters, digits and _, starting with a letter; got {key!r}")
+    title = _text(table, "title")
+    assert title is not None
+    statistics = _statistics(_table(table, "statistics"))
+    symbols = {str(stat.symbol): stat.symbol for stat in statistics}
+    output = _output(_text(table, OUTPUT, limit=2000) or "", symbols)
+    spread = _spread(table, statistics)
+    center = _center(statistics)
+    layer = Layer(
+        key=key,
+        title=title,
+        statistics=statistics,
+        output=output,
+        patterns=_patterns(table.get("patterns")),
+        directions=(),
+        display=(),
+        spread=spread,
+    )
+    centered = center is not None and scaling.translation_invariant(layer)
+    display = _display(layer, center if centered else None)
+    layer = dataclasses.replace(
+        layer,
+        display=display,
+        directions=_directions(table.get("directions"), symbols, center if centered else None),
+        approach=_approach(layer, center if centered else None),
+    )
+    results = quantities.names(layer)
+    clash = next((str(stat.symbol) for stat in statistics if str(stat.symbol) in results), None)
+    if clash is not None:
+        raise DefinitionError(f"statistics.{clash}: the name of a result; choose another name")
+    stated = _stated(_table(table, "stated"), layer, results)
+    notes = _notes(_table(table, "notes"), results)
+    return dataclasses.replace(layer, stated=stated, notes=notes)
+
+
+def _statistics(table: dict[str, Any]) -> tuple[Statistic, ...]:
+    if not table:
+        raise DefinitionError('statistics: missing; give at least one, such as r = "mean(x[j]**2)"')
+    if len(table) > MAX_STATISTICS:
+        raise DefinitionError(f"statistics: at most {MAX_STATISTICS} are accepted; got {len(table)}")
+    names = list(table)
+    out: list[Statistic] = []
+    for position, name in enumerate(names):
+        field = f"statistics.{name}"
+        if not _NAME.match(name) or name in _RESERVED:
+            raise DefinitionError(
+                f"{field}: not a usable statistic name (a letter, then letters, digits, _; "
+                f"not a symbol, function or result of the language)"
+            )
+        text = table[name]
+        if not isinstance(text, str):
+            raise DefinitionError(f"{field}: must be a string; got {_toml_type(text)}")
+        earlier = {str(stat.symbol): stat.symbol for stat in out}
+        try:
+            out.append(_statistic(field, name, text, earlier))
+        except DefinitionError:
+            used = _names_in(text)
+            if name in used:
+                raise DefinitionError(
+                    f"{field}: refers to itself; a statistic is a mean over j or a function of earlier statistics"
+                ) from None
+            later = [other for other in names[position + 1 :] if other in used]
+            if later:
+                raise DefinitionError(
+                    f"{field}: refers to {later[0]!r}, defined after it; statistics are read in order"
+                ) from None
+            raise
+    return tuple(out)
+
+
+def _statistic(field: str, name: str, text: str, earlier: dict[str, sp.Symbol]) -> Statistic:
+    means = {stat for stat in earlier.values()}
+    body = _mean_argument(text)
+    if body is not None:
+        summand = _term(field, body, {**earlier, "n": n}, entries={"x": {"j": x[j]}})
+        if x[j] not in summand.atoms(sp.Indexed):
+            raise DefinitionError(f"{field}: the mean's summand must use x[j]")
+        return Statistic(_symbol(name, summand), summand, f"mean of {summand} over the entries")
+    value = _term(field, text, {**earlier, "n": n})
+    bases = value.free_symbols & means
+    if not bases:
+        raise DefinitionError(f"{field}: must be mean(...) over x[j], or a function of earlier statistics")
+    if len(bases) > 1:
+        raise DefinitionError(
+            f"{field}: a statistic that is not a mean must be a function of one earlier "
+            f"statistic; it uses {', '.join(sorted(map(str, bases)))}"
+        )
+    return Statistic(_symbol(name, value), value, f"{value}", mean=False)
+
+
+def _mean_argument(text: str) -> str | None:
+    """The text inside ``mean( ... )`` when the whole statistic is one mean, else None."""
+    stripped = text.strip()
+    if not (stripped.startswith("mean(") and stripped.endswith(")")):
+        return None
+    inner = stripped[len("mean(") : -1]
+    # mean(a) * mean(b) also starts and ends so: the parentheses must match as one call.
+    depth = 0
+    for char in inner:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return None
+    return inner if depth == 0 else None
+
+
+def _symbol(name: str, definition: sp.Expr) -> sp.Symbol:
+    """The statistic's symbol; nonnegative where its definition is, for every n >= 2."""
+    at_least_two = sp.Dummy("m", integer=True, nonnegative=True) + 2
+    nonnegative = bool(definition.xreplace({n: at_least_two}).is_nonnegative)
+    canonical = _CANONICAL.get(name)
+    if canonical is not None and (nonnegative or not canonical.is_nonnegative):
+        return canonical
+    return sp.Symbol(name, nonnegative=True) if nonnegative else sp.Symbol(name, real=True)
+
+
+def _output(text: str, statistics: Mapping[str, sp.Symbol]) -> sp.Expr:
+    output = _term(OUTPUT, text, {**statistics, "epsilon": epsilon, "n": n}, entries={"x": {"i": x[i]}})
+    if x[i] not in output.atoms(sp.Indexed):
+        raise DefinitionError(f"{OUTPUT}: must use x[i], the entry it normalizes")
+    if epsilon not in output.free_symbols:
+        raise DefinitionError(f"{OUTPUT}: must use epsilon")
+    return output
+
+
+def _spread(table: Mapping[str, Any], statistics: tuple[Statistic, ...]) -> sp.Symbol:
+    name = _text(table, "spread", required=False)
+    if name is None:
+        return statistics[-1].symbol
+    for stat in statistics:
+        if str(stat.symbol) == name:
+            return stat.symbol
+    raise DefinitionError(
+        f"spread: must name a statistic ({', '.join(str(s.symbol) for s in statistics)}); got {name!r}"
+    )
+
+
+def _center(statistics: tuple[Statistic, ...]) -> sp.Symbol | None:
+    """The statistic that is the mean of the entries, if there is one."""
+    return next((stat.symbol for stat in statistics if stat.mean and stat.summand == x[j]), None)
+
+
+def _display(layer: Layer, center: sp.Symbol | None) -> tuple[tuple[sp.Expr, sp.Expr], ...]:
+    shown: list[tuple[sp.Expr, sp.Expr]] = []
+    if center is not None:
+        shown += [(x[i], c[i] + center), (x[k], c[k] + center)]
+    powers = layer.output.atoms(sp.Pow)
+    for stat in layer.statistics:
+        root = sp.sqrt(stat.symbol + epsilon)
+        # sqrt(stat + epsilon), or its reciprocal, is the scale s the statements write.
+        if stat.mean and any(p.base == root.base and abs(p.exp) == sp.S.Half for p in powers):
+            shown.append((root, s))
+            break
+    return tuple(shown)
+
+
+def _approach(layer: Layer, center: sp.Symbol | None) -> dict[sp.Expr, sp.Expr]:
+    """Inputs that tend to the degenerate one, where the spread is not a smooth mean."""
+    spread = next(stat for stat in layer.statistics if stat.symbol == layer.spread)
+    if spread.mean:
+        return {}
+    try:
+        degree = scaling.statistic_degrees(layer)[layer.spread]
+    except Exception as error:
+        raise DefinitionError(f"spread: {layer.spread} does not scale with the input as a power ({error})") from None
+    if center is not None:
+        path: dict[sp.Expr, sp.Expr] = {x[i]: center + tau * c[i], x[k]: center + tau * c[k]}
+    else:
+        path = {x[i]: tau * x[i], x[k]: tau * x[k]}
+    return {**path, layer.spread: tau**degree * layer.spread}
+
+
+def _patterns(value: object) -> tuple[Pattern, ...]:
+    if value is None:
+        return (Pattern((-t, sp.Integer(0), t), coordinate=2),)
+    if not isinstance(value, list) or not value or len(value) > MAX_PATTERNS:
+        raise DefinitionError(f"patterns: must be an array of 1 to {MAX_PATTERNS} tables ([[patterns]])")
+    out = []
+    suffixes = set()
+    for number, entry in enumerate(value):
+        field = f"patterns[{number}]"
+        if not isinstance(entry, dict):
+            raise DefinitionError(f"{field}: must be a table with values, coordinate and suffix")
+        extra = sorted(set(entry) - {"values", "coordinate", "suffix"})
+        if extra:
+            raise DefinitionError(f"{field}.{extra[0]}: unknown field; a pattern has values, coordinate, suffix")
+        values = entry.get("values")
+        if not isinstance(values, list) or not 2 <= len(values) <= 8:
+            raise DefinitionError(f"{field}.values: must be an array of 2 to 8 expressions in t")
+        parsed = tuple(_term(f"{field}.values[{m}]", text, {"t": t}) for m, text in enumerate(values))
+        coordinate = entry.get("coordinate", 2 if len(values) > 2 else len(values) - 1)
+        if isinstance(coordinate, bool) or not isinstance(coordinate, int) or not 0 <= coordinate < len(values):
+            raise DefinitionError(
+                f"{field}.coordinate: must be an integer from 0 to {len(values) - 1} (0 is the first)"
+            )
+        suffix = entry.get("suffix", "" if number == 0 else f"_pattern{number}")
+        if not isinstance(suffix, str) or not re.fullmatch(r"(_[a-z0-9]+)*", suffix) or len(suffix) > 20:
+            raise DefinitionError(f'{field}.suffix: must be empty or like "_uniform"')
+        if suffix in suffixes:
+            raise DefinitionError(f"{field}.suffix: {suffix!r} is used by an earlier pattern")
+        if not any(value.has(t) for value in parsed):
+            raise DefinitionError(f"{field}.values: must use t")
+        suffixes.add(suffix)
+        out.append(Pattern(parsed, coordinate=coordinate, suffix=suffix))
+    if out[0].suffix:
+        raise DefinitionError("patterns[0].suffix: the first pattern has no suffix")
+    return tuple(out)
+
+
+def _directions(value: object, statistics: Mapping[str, sp.Symbol], center: sp.Symbol | None) -> tuple[Direction, ...]:
+    if value is None:
+        if center is None:
+            return rmsnorm.RAW_DIRECTIONS
+        if center == mu:
+            return layernorm.CENTERED_DIRECTIONS
+        return tuple(
+            Direction(
+                d.name,
+                d.entry.xreplace({mu: center}),
+                d.meaning,
+                tuple(e.xreplace({mu: center}) for e in d.constraints),
+                d.complement,
+            )
+            for d in layernorm.CENTERED_DIRECTIONS
+        )
+    if not isinstance(value, list) or not value or len(value) > MAX_DIRECTIONS:
+        raise DefinitionError(f"directions: must be an array of 1 to {MAX_DIRECTIONS} tables ([[directions]])")
+    names = {**statistics, "n": n}
+    out: list[Direction] = []
+    for number, entry in enumerate(value):
+        field = f"directions[{number}]"
+        if not isinstance(entry, dict):
+            raise DefinitionError(f"{field}: must be a table with name, entry, meaning, constraints, complement")
+        extra = sorted(set(entry) - {"name", "entry", "meaning", "constraints", "complement"})
+        if extra:
+            raise DefinitionError(f"{field}.{extra[0]}: unknown field")
+        name = _text(entry, "name")
+        assert name is not None
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,19}", name) or name in {d.name for d in out}:
+            raise DefinitionError(f'{field}.name: must be a new lower-case name such as "x"; got {name!r}')
+        complement = entry.get("complement", False)
+        if not isinstance(complement, bool):
+            raise DefinitionError(f"{field}.complement: must be true or false")
+        vectors = {"x": {"k": x[k]}, **({"w": {"k": w[k]}} if complement else {})}
+        text = entry.get("entry", "w[k]" if complement else None)
+        if text is None:
+            raise DefinitionError(f'{field}.entry: missing; the direction\'s entry at k, such as "x[k]"')
+        at_k = _term(f"{field}.entry", text, names, entries=vectors)
+        constraints = entry.get("constraints", [])
+        if not isinstance(constraints, list) or len(constraints) > MAX_CONSTRAINTS:
+            raise DefinitionError(f"{field}.constraints: must be an array of at most {MAX_CONSTRAINTS} expressions")
+        parsed = tuple(
+            _term(f"{field}.constraints[{m}]", text, names, entries={"x": {"k": x[k]}, "w": {"k": w[k]}})
+            for m, text in enumerate(constraints)
+        )
+        if complement and (at_k != w[k] or not parsed):
+            raise DefinitionError(f'{field}: a complement has entry w[k] and constraints such as "x[k] * w[k]"')
+        meaning = (
+            _text(entry, "meaning", required=False) or f"the vector with entries {at_k.xreplace({k: sp.Symbol('k')})}"
+        )
+        out.append(Direction(name, at_k, meaning, parsed, complement))
+    return tuple(out)
+
+
+def _stated(table: dict[str, Any], layer: Layer, results: Mapping[str, Any]) -> dict[str, sp.Basic]:
+    names: dict[str, sp.Expr] = {str(stat.symbol): stat.symbol for stat in layer.statistics}
+    names.update(
+        {"t": t, "epsilon": epsilon, "n": n, "I": sp.Identity(n), "ones": ones, "x": sp.MatrixSymbol("x", n, 1)}
+    )
+    if any(new == s for _, new in layer.display):
+        names["s"] = s
+    if any(new.has(c) for _, new in layer.display):
+        names["c"] = c_vec
+    vectors = {base: {"j": base_[j], "k": base_[k]} for base, base_ in (("x", x), ("g", g), ("v", v), ("c", c))}
+    functions: dict[str, Callable[..., sp.Expr]] = {**TERM_FUNCTIONS, "mean": lambda e: mean(e, j)}
+    out: dict[str, sp.Basic] = {}
+    for name, value in table.items():
+        field = f"stated.{name}"
+        if name not in results:
+            raise DefinitionError(f"{field}: not a result of this layer; the results are {', '.join(results)}")
+        if isinstance(value, list):
+            out[name] = _cases(field, value, names, vectors, functions)
+        else:
+            out[name] = _term(field, value, names, entries=vectors, functions=functions)
+    return out
+
+
+def _cases(field: str, value: list[Any], names: Mapping[str, sp.Expr], vectors: Any, functions: Any) -> sp.Piecewise:
+    """A form stated by cases in n: [["value", "condition"], ...]."""
+    if not 1 <= len(value) <= 4:
+        raise DefinitionError(f'{field}: cases must be an array of 1 to 4 ["value", "condition"] pairs')
+    pieces = []
+    for number, case in enumerate(value):
+        if not (isinstance(case, list) and len(case) == 2 and all(isinstance(part, str) for part in case)):
+            raise DefinitionError(f'{field}[{number}]: must be a pair ["value", "condition such as n >= 3"]')
+        expr = _term(f"{field}[{number}]", case[0], names, entries=vectors, functions=functions)
+        try:
+            condition = parse_condition(case[1], {"n": n}).as_sympy()
+        except ClaimError as error:
+            raise DefinitionError(f"{field}[{number}]: {error}") from None
+        pieces.append((expr, condition))
+    return sp.Piecewise(*pieces)
+
+
+def _notes(table: dict[str, Any], results: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for name in table:
+        if name not in results:
+            raise DefinitionError(f"notes.{name}: not a result of this layer; the results are {', '.join(results)}")
+        out[name] = _text(table, name, limit=MAX_TEXT) or ""
+    return out

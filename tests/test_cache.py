@@ -1,0 +1,304 @@
+"""The derivation cache: a warm run prints what a cold one does, and a bad or foreign entry is never used."""
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from derivations import LAYERS, _cache, eigen, formulas, jacobian, spectral
+from derivations.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = (ROOT / "tests" / "golden" / "derive.txt").read_text()
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    """An empty cache of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(_cache.ENVIRONMENT, raising=False)
+    return tmp_path / "xdg" / _cache.PROJECT
+
+
+def _entries(root: Path) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file()] if root.exists() else []
+
+
+def _python(code_or_module: list[str], home: Path, **environment: str) -> subprocess.CompletedProcess:
+    env = {name: value for name, value in os.environ.items() if name != _cache.ENVIRONMENT}
+    env.update(XDG_CACHE_HOME=str(home), **environment)
+    return subprocess.run(
+        [sys.executable, *code_or_module], capture_output=True, text=True, cwd=ROOT, env=env, check=False
+    )
+
+
+# A warm run that imported SymPy would not be the fast path this test is about.
+_WARM = (
+    "import sys; from derivations.__main__ import main; status = main(sys.argv[1:]); "
+    "assert 'sympy' not in sys.modules, 'the warm run imported sympy'; raise SystemExit(status)"
+)
+
+
+def test_cold_and_warm_derive_print_the_same_bytes_and_the_warm_one_imports_no_sympy(tmp_path):
+    argv = ["--layer", "rmsnorm", "--format", "text"]
+    cold = _python(["-m", "derivations", *argv], tmp_path)
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stdout in GOLDEN
+    assert _entries(tmp_path / _cache.PROJECT), "the cold run stored nothing"
+    warm = _python(["-c", _WARM, *argv], tmp_path)
+    assert (warm.returncode, warm.stderr) == (0, "")
+    assert warm.stdout == cold.stdout
+
+
+def test_cold_and_warm_claims_give_the_same_verdict(tmp_path):
+    argv = ["-m", "derivations", "check", "J @ c == eigen_centered * c", "--layer", "layernorm_std_eps"]
+    cold = _python(argv, tmp_path)
+    warm = _python(argv, tmp_path)
+    assert cold.returncode == warm.returncode == 0, cold.stderr + warm.stderr
+    assert "proved" in cold.stdout
+    assert warm.stdout == cold.stdout
+
+
+def test_no_cache_environment_reads_and_writes_nothing(tmp_path):
+    done = _python(["-m", "derivations", "--layer", "rmsnorm"], tmp_path, **{_cache.ENVIRONMENT: "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout in GOLDEN
+    assert not _entries(tmp_path / _cache.PROJECT)
+
+
+@pytest.mark.parametrize(("value", "on"), [("", True), ("0", True), ("1", False), ("yes", False)])
+def test_the_environment_variable_turns_the_cache_off(value, on, monkeypatch):
+    monkeypatch.setenv(_cache.ENVIRONMENT, value)
+    assert _cache.enabled() is on
+
+
+def test_no_cache_option_writes_nothing(cache_home, capsys):
+    assert main(["--no-cache", "--layer", "rmsnorm"]) == 0
+    assert capsys.readouterr().out in GOLDEN
+    assert not _entries(cache_home)
+
+
+def test_a_stored_output_is_what_derive_prints(cache_home, capsys):
+    assert main(["--layer", "rmsnorm"]) == 0
+    first = capsys.readouterr().out
+    assert main(["--layer", "rmsnorm"]) == 0
+    assert capsys.readouterr().out == first
+    assert _cache.read(_entry(["--layer", "rmsnorm"])) == first.encode()
+
+
+def _entry(argv):
+    from derivations.__main__ import _output_entry
+
+    return _output_entry(argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "cached"),
+    [
+        ([], True),
+        (["--format", "latex", "--layer=rmsnorm", "--standalone", "--notation", "n=d"], True),
+        (["--no-cache"], False),
+        (["--definition", "layer.toml"], False),  # a file's bytes are not in the arguments
+        (["--standalone=yes"], False),
+        (["--form", "latex"], False),  # an abbreviation goes the whole way, and argparse decides
+        (["-h"], False),
+    ],
+)
+def test_only_arguments_the_output_depends_on_alone_are_looked_up(argv, cached):
+    assert (_entry(argv) is not None) is cached
+
+
+def test_a_failed_run_is_not_stored(cache_home, capsys):
+    with pytest.raises(SystemExit):
+        main(["--layer", "nope"])
+    capsys.readouterr()
+    assert not _entries(cache_home)
+
+
+# --- entries that must not be trusted ----------------------------------------
+
+
+def _damaged(data: bytes) -> list[bytes]:
+    head = len(_cache.MAGIC)
+    return [
+        data[:-1],  # truncated payload
+        data[: head + 5],  # truncated checksum
+        b"",  # empty
+        data[:-1] + bytes([data[-1] ^ 1]),  # one flipped bit
+        b"x" + data[1:],  # another format
+        data[: head + 3] + bytes([data[head + 3] ^ 1]) + data[head + 4 :],  # a wrong checksum
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(case, cache_home):
+    calls = []
+
+    @_cache.derived
+    def square(value: int) -> int:
+        calls.append(value)
+        return value * value
+
+    assert square(7) == 49
+    (path,) = _entries(cache_home)
+    square.cache_clear()  # type: ignore[attr-defined]
+    assert square(7) == 49
+    assert calls == [7], "a sound entry was derived again"
+    path.write_bytes(_damaged(path.read_bytes())[case])
+    square.cache_clear()  # type: ignore[attr-defined]
+    assert square(7) == 49
+    assert calls == [7, 7]
+    assert _cache.read(f"{square.__module__}.{square.__qualname__}(7)") is not None, "the bad entry stayed"
+
+
+def test_an_entry_under_another_name_is_rejected(cache_home):
+    _cache.write("first", b"one")
+    _cache.write("second", b"two")
+    first = next(path for path in _entries(cache_home) if path.read_bytes().endswith(b"one"))
+    second = next(path for path in _entries(cache_home) if path.read_bytes().endswith(b"two"))
+    shutil.copyfile(first, second)
+    assert _cache.read("second") is None
+    assert _cache.read("first") == b"one"
+
+
+def test_concurrent_writers_leave_a_whole_entry(cache_home):
+    payloads = [bytes([n]) * 200_000 for n in range(4)]
+    seen: list[bytes | None] = []
+
+    def writer(payload):
+        for _ in range(15):
+            _cache.write("contended", payload)
+
+    def reader():
+        for _ in range(60):
+            seen.append(_cache.read("contended"))
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in payloads] + [threading.Thread(target=reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(found is None or found in payloads for found in seen)
+    assert _cache.read("contended") in payloads
+    assert not [path for path in _entries(cache_home) if path.name.startswith(".tmp-")]
+
+
+# --- the key ---------------------------------------------------------------------
+
+
+def test_any_change_to_a_derivation_source_changes_the_key(tmp_path, monkeypatch):
+    copy = tmp_path / "derivations"
+    shutil.copytree(_cache.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(_cache, "SOURCES", copy)
+    _cache._sources.cache_clear()
+    try:
+        before = _cache.key()
+        (copy / "claims" / "latex.lark").write_bytes((copy / "claims" / "latex.lark").read_bytes() + b"\n")
+        _cache._sources.cache_clear()
+        changed = _cache.key()
+        (copy / "new.py").write_text("")
+        _cache._sources.cache_clear()
+        added = _cache.key()
+        (copy / "__pycache__").mkdir(exist_ok=True)
+        (copy / "__pycache__" / "x.pyc").write_bytes(b"bytecode")
+        _cache._sources.cache_clear()
+        assert _cache.key() == added, "bytecode is not a source"
+    finally:
+        _cache._sources.cache_clear()
+    assert len({before, changed, added}) == 3
+
+
+def test_versions_and_extra_bytes_change_the_key(monkeypatch):
+    before = _cache.key()
+    assert _cache.key(extra=b"[layer]\nkey = 'mine'\n") != before
+    assert _cache.key(extra=b"a") != _cache.key(extra=b"b")
+    _cache.include(b"definition")
+    assert _cache.key() != before
+    monkeypatch.setattr(_cache, "_included", [])
+    assert _cache.key() == before
+    monkeypatch.setattr(sys, "version", sys.version + " other")
+    assert _cache.key() != before
+    monkeypatch.undo()
+    real = _cache._package
+    monkeypatch.setattr(_cache, "_package", lambda name: real(name) + (b"1.99" if name == "sympy" else b""))
+    assert _cache.key() != before
+    with pytest.raises(TypeError, match="extra must be bytes"):
+        _cache.include("text")  # type: ignore[arg-type]
+
+
+def test_the_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _cache.directory() == tmp_path / "epsilon-layernorm"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for unusable in ("", "relative/path"):
+        monkeypatch.setenv("XDG_CACHE_HOME", unusable)
+        assert _cache.directory() == tmp_path / "home" / ".cache" / "epsilon-layernorm"
+
+
+# --- a cache that cannot be written ------------------------------------------------
+
+
+def test_an_unwritable_cache_changes_nothing_a_command_prints(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert main(["--layer", "rmsnorm"]) == 0
+    out, err = capsys.readouterr()
+    assert (out in GOLDEN, err) == (True, "")
+
+
+def test_a_full_disk_leaves_no_temporary(cache_home, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    _cache.write("entry", b"payload")
+    assert _cache.read("entry") is None
+    assert not _entries(cache_home)
+
+
+# --- what is stored is what was derived ----------------------------------------------
+
+
+def _tree(value):
+    """Everything a value holds, SymPy nodes as their full structure (srepr), for exact comparison."""
+    if isinstance(value, sp.Basic):
+        return sp.srepr(value)
+    if isinstance(value, (tuple, list)):
+        return [type(value).__name__, *map(_tree, value)]
+    if isinstance(value, dict):
+        return sorted((_tree(k), _tree(v)) for k, v in value.items())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, *(_tree(getattr(value, f.name)) for f in dataclasses.fields(value))]
+    return repr(value)
+
+
+@pytest.mark.parametrize("key", list(LAYERS))
+def test_stored_formulas_are_the_derived_trees(key):
+    derived = formulas(key)
+    loaded = _cache.loads(_cache.dumps(derived))
+    assert loaded == derived
+    assert _tree(loaded) == _tree(derived)
+
+
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm_affine"])
+def test_catalog_objects_come_back_as_themselves(key):
+    layer = LAYERS[key]
+    pairs = _cache.loads(_cache.dumps(eigen.eigenpairs(layer)))
+    assert [p.direction for p in pairs] == [p.direction for p in eigen.eigenpairs(layer)]
+    assert all(any(p.direction is d for d in layer.directions) for p in pairs)
+    assert _cache.loads(_cache.dumps(layer)) is layer
+    bound = spectral.bound(layer) if key == "layernorm" else jacobian.entry(layer)
+    assert _tree(_cache.loads(_cache.dumps(bound))) == _tree(bound)
+
+
+def test_a_layer_outside_the_catalog_is_not_stored():
+    copy = dataclasses.replace(LAYERS["rmsnorm"])
+    assert _cache._entry(jacobian.entry, (copy,)) is None
+    assert _cache._entry(jacobian.entry, (LAYERS["rmsnorm"],)) == "derivations.jacobian.entry(layer:rmsnorm)"

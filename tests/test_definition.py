@@ -1,0 +1,303 @@
+"""Layers defined by the user in TOML: the issue's example, the built-in layers rewritten, errors, bounds."""
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import numeric
+from derivations import LAYERS, catalog, definition, quantities
+from derivations.__main__ import main
+from derivations.definition import DefinitionError
+from derivations.notation import DEFAULT
+from derivations.render import text
+from derivations.symbols import epsilon, r
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "l4norm.toml"
+WRITTEN = ROOT / "tests" / "definitions"
+GOLDEN = ROOT / "tests" / "golden" / "derive.txt"
+
+# The built-in layers a TOML file can write; each file in tests/definitions/ is one of them.
+REWRITTEN = ("layernorm", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside")
+
+MINIMAL = """\
+key = "mine"
+title = "Mine"
+output = "x[i] / sqrt(r + epsilon)"
+[statistics]
+r = "mean(x[j]**2)"
+"""
+
+
+@pytest.fixture(autouse=True)
+def _unregister():
+    """A registered layer must not leak into tests that iterate over the catalog."""
+    yield
+    for key in set(LAYERS) - set(catalog.BUILT_IN):
+        catalog.unregister(key)
+
+
+def _renamed(key: str, tmp_path: Path) -> Path:
+    """The rewritten built-in under a key of its own: `register` refuses a built-in key."""
+    source = (WRITTEN / f"{key}.toml").read_text()
+    assert f'key = "{key}"\n' in source
+    path = tmp_path / f"{key}.toml"
+    path.write_text(source.replace(f'key = "{key}"\n', f'key = "{key}_toml"\n'))
+    return path
+
+
+def _golden_block(key: str) -> str:
+    blocks = GOLDEN.read_text().rstrip("\n").split("\n\n")
+    return "\n\n".join(block for block in blocks if block.split("\n", 1)[0].startswith(f"{key}.")) + "\n"
+
+
+# --- the issue's example ------------------------------------------------------
+
+
+def test_the_minimal_example_derives_and_proves_its_stated_form():
+    layer = definition.load(EXAMPLE).layer
+    found = {f.name: f for f in quantities.formulas(layer)}
+    assert found["slope_at_zero"].proof == "expand(derived - stated) = 0"
+    # J = I/s - x (x**3)^T / (n s**5), s = (r + epsilon)**(1/4): x is an eigenvector with epsilon/s**5.
+    assert sp.simplify(quantities.value(layer, "eigen_x") - epsilon / (r + epsilon) ** sp.Rational(5, 4)) == 0
+    assert r"\circ {3}" in found["jacobian"].latex()
+    # J is not symmetric: no spectral norm, and no bound is claimed from eigenvalues.
+    assert "spectral_norm" not in found
+    assert "spectral_bound" not in found
+    # w orthogonal to x is no eigenvector (J w has x**3 . w in it): the default complement is left out.
+    assert "eigen_complement" not in found
+    assert "numeric evaluates at m = max(|x|, epsilon**(1/4))" in found["homogeneity"].statement
+
+
+def test_the_minimal_example_source_bytes_are_kept_for_a_cache_key():
+    loaded = definition.load(EXAMPLE)
+    assert loaded.source == EXAMPLE.read_bytes()
+    assert loaded.path == EXAMPLE
+
+
+def test_a_wrong_stated_form_fails_the_derivation(tmp_path):
+    path = tmp_path / "wrong.toml"
+    path.write_text(EXAMPLE.read_text().replace('"epsilon**(-1/4)"', '"epsilon**(-1/2)"'))
+    with pytest.raises(DefinitionError, match=r"l4norm: cannot be derived: .*slope_at_zero.*not provably equal"):
+        definition.derive_within(definition.load(path).layer, 60)
+
+
+def test_numeric_from_definition_agrees_with_the_definition_and_finite_differences(rng):
+    layer = numeric.from_definition(EXAMPLE)
+    assert {"forward", "jacobian", "vjp", "jvp", "hvp", "slope_at_zero"} <= set(layer.names())
+    x = rng.standard_normal((4, 5))
+    eps = 0.25
+    expected = x / (np.mean(x**4, axis=-1, keepdims=True) + eps) ** 0.25
+    np.testing.assert_allclose(layer.forward(x, eps), expected, rtol=1e-14)
+    jacobian = layer.jacobian(x[0], eps)
+    direction = rng.standard_normal(5)
+    h = 1e-6 * np.linalg.norm(x[0])
+    central = (layer.forward(x[0] + h * direction, eps) - layer.forward(x[0] - h * direction, eps)) / (2 * h)
+    np.testing.assert_allclose(jacobian @ direction, central, rtol=1e-7, atol=1e-9)
+    g = rng.standard_normal(5)
+    np.testing.assert_allclose(layer.vjp(x[0], eps, g), g @ jacobian, rtol=1e-12)
+    np.testing.assert_allclose(layer.jvp(x[0], eps, direction), jacobian @ direction, rtol=1e-12)
+    assert float(layer.slope_at_zero(eps)) == pytest.approx(eps**-0.25, rel=1e-15)
+
+
+# --- generality: the built-in layers, written as files ------------------------
+
+
+@pytest.mark.parametrize("key", REWRITTEN)
+def test_a_rewritten_built_in_layer_derives_the_golden_output(key):
+    layer = definition.load(WRITTEN / f"{key}.toml").layer
+    assert text(f.row(DEFAULT) for f in quantities.formulas(layer)) == _golden_block(key)
+
+
+def test_the_golden_comparison_can_fail():
+    layer = definition.load(WRITTEN / "rmsnorm.toml").layer
+    dropped = dataclasses.replace(layer, stated={k: v for k, v in layer.stated.items() if k != "eigen_x"})
+    assert text(f.row(DEFAULT) for f in quantities.formulas(dropped)) != _golden_block("rmsnorm")
+
+
+@pytest.mark.parametrize("key", ["rmsnorm_eps_outside", "layernorm"])
+def test_a_rewritten_built_in_layer_computes_bit_for_bit_the_same(key, tmp_path, rng):
+    built_in = getattr(numeric, key).LAYER
+    user = numeric.from_definition(_renamed(key, tmp_path), timeout=None)
+    assert user.names() == built_in.names()
+    x, g, v = rng.standard_normal((3, 4, 5))
+    arguments = {
+        "of_t": (np.linspace(-3, 3, 7), 0.25),
+        "of_epsilon": (np.array([1e-5, 0.25]),),
+        "of_statistics": (x, 1e-3),
+    }
+    products = {"vjp": (x, 1e-3, g), "jvp": (x, 1e-3, v), "hvp": (x, 1e-3, g, v)}
+    for name in built_in.names():
+        found = quantities.by_numeric(built_in.definition, name)
+        args = products.get(name) or arguments.get(found[1].evaluate if found else "", (x, 1e-3))
+        assert np.array_equal(getattr(user, name)(*args), getattr(built_in, name)(*args)), name
+
+
+def test_the_command_line_prints_a_rewritten_layer_as_the_built_in(tmp_path):
+    def derive(*options: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "derivations", *options], capture_output=True, text=True, cwd=ROOT, check=True
+        )
+        return done.stdout
+
+    user = derive("--definition", str(_renamed("rmsnorm", tmp_path)), "--format", "json")
+    assert user.replace("rmsnorm_toml", "rmsnorm") == derive("--layer", "rmsnorm", "--format", "json")
+
+
+# --- the command line ---------------------------------------------------------
+
+
+def test_check_decides_claims_about_a_defined_layer():
+    done = subprocess.run(
+        [sys.executable, "-m", "derivations", "check", "--definition", str(EXAMPLE), "--claims", "/dev/stdin"],
+        input='[[claim]]\nid = "a"\nlayer = "l4norm"\nclaim = "slope_at_zero == epsilon**(-1/4)"\n'
+        '[[claim]]\nid = "b"\nlayer = "l4norm"\nclaim = "J @ x == eigen_x * x"\n'
+        '[[claim]]\nid = "c"\nlayer = "l4norm"\nclaim = "slope_at_zero == 1/sqrt(epsilon)"\n',
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert [line.split()[:2] for line in done.stdout.splitlines() if line.startswith("[")] == [
+        ["[a]", "proved:"],
+        ["[b]", "proved:"],
+        ["[c]", "refuted:"],
+    ]
+    assert done.returncode == 1, done.stderr
+
+
+def _error_line(capsys, argv: list[str], status: int) -> str:
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err
+    return lines[0]
+
+
+def _output(text: str) -> str:
+    return MINIMAL.replace('"x[i] / sqrt(r + epsilon)"', text)
+
+
+def _statistics(text: str) -> str:
+    return MINIMAL.replace('r = "mean(x[j]**2)"', text)
+
+
+# (file content, the field or reason the one-line error names)
+BAD_FILES = [
+    (_output('"foo(x[i]) / sqrt(r + epsilon)"'), "output: call to 'foo'"),
+    (_output('"x[i] / sqrt(y + epsilon)"'), "output: unknown name 'y'"),
+    (_output('"x[j] / sqrt(r + epsilon)"'), "output: subscript 'x[j]'"),
+    (_output('"r / sqrt(r + epsilon)"'), "output: must use x[i]"),
+    (_output('"x[i] / sqrt(r)"'), "output: must use epsilon"),
+    (_output('"x[i] ** 1000 / sqrt(r + epsilon)"'), "output: exponent"),
+    (_output('"x[i] ** r / sqrt(r + epsilon)"'), "output: the exponent"),
+    (_output("\"__import__('os')\""), "output: call to '__import__'"),
+    (_output('"x[i].real"'), "output: attribute access"),
+    (MINIMAL.replace("x[i] / sqrt(r + epsilon)", "(" * 50 + "x[i]" + ")" * 50), "output: brackets nested deeper"),
+    (_output("42"), "output: must be a string; got an integer"),
+    (MINIMAL.replace('output = "x[i] / sqrt(r + epsilon)"\n', ""), "output: missing"),
+    (MINIMAL.replace('key = "mine"\n', ""), "key: missing"),
+    (MINIMAL.replace('key = "mine"', 'key = "Mine!"'), "key: must be lower case"),
+    (MINIMAL.replace('key = "mine"', 'key = "rmsnorm"'), "key 'rmsnorm' is a built-in layer"),
+    (MINIMAL.replace('title = "Mine"', "title = [1]"), "title: must be a string; got an array"),
+    ("colour = 1\n" + MINIMAL, "colour: unknown field"),
+    (_statistics('r = "mean(r * x[j]**2)"'), "statistics.r: refers to itself"),
+    (
+        _statistics('r = "mean(x[j]**2 + q)"\nq = "mean(x[j])"'),
+        "statistics.r: refers to 'q'",
+    ),
+    (_statistics('r = "mean(r)"'), "statistics.r: refers to itself"),
+    (_statistics('r = "mean(2)"'), "statistics.r: the mean's summand must use x[j]"),
+    (_statistics('r = "x[j]**2"'), "statistics.r: subscript 'x[j]'"),
+    (_statistics('r = "mean(x[j]**2)"\nt = "mean(x[j])"'), "statistics.t: not a usable"),
+    (MINIMAL.replace('[statistics]\nr = "mean(x[j]**2)"\n', ""), "statistics: missing"),
+    (MINIMAL + '[stated]\nslope_at_zro = "1"\n', "stated.slope_at_zro: not a result of this layer"),
+    (MINIMAL + '[stated]\njacobian = "I @ "\n', "stated.jacobian: cannot parse"),
+    (MINIMAL + "[[patterns]]\nvalues = [1, 2]\n", "patterns[0].values[0]: must be a string"),
+    (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\ncoordinate = 5\n', "patterns[0].coordinate"),
+    (MINIMAL + '[[directions]]\nname = "x"\nentry = "q[k]"\n', "directions[0].entry: subscript 'q[k]'"),
+    ("key = \n", "not valid TOML"),
+    (b'key = "caf\xe9"\n', "not UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("content", "named"), BAD_FILES)
+def test_a_bad_definition_is_one_line_naming_the_field(content, named, tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    line = _error_line(capsys, ["--definition", str(path)], 2)
+    assert line.startswith(f"python -m derivations: error: {path}: "), line
+    assert named in line, line
+    with pytest.raises(ValueError, match=re.escape(named)):
+        numeric.from_definition(path)
+
+
+def test_an_unreadable_file_is_one_line(tmp_path, capsys):
+    line = _error_line(capsys, ["check", "--definition", str(tmp_path / "none.toml"), "t == t"], 2)
+    assert line.endswith("cannot read the file: No such file or directory")
+    line = _error_line(capsys, ["--definition", str(tmp_path)], 2)
+    assert "cannot read the file" in line
+
+
+def test_a_name_with_a_newline_cannot_forge_a_line(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL + '[stated]\n"x\\nforged" = "1"\n')
+    assert "stated.x\\nforged: not a result" in _error_line(capsys, ["--definition", str(path)], 2)
+
+
+def test_a_pathological_definition_is_stopped_by_the_time_budget(tmp_path, capsys):
+    path = tmp_path / "slow.toml"
+    path.write_text(
+        'key = "slow"\ntitle = "Slow"\n'
+        'output = "x[i] * exp(-r) / ((r + epsilon)**(1/3) + (r + epsilon)**(1/5) + (r + epsilon)**(1/7))**9"\n'
+        '[statistics]\nr = "mean(x[j]**2)"\n'
+    )
+    line = _error_line(capsys, ["--definition", str(path), "--timeout", "2"], 1)
+    assert line.endswith("slow: not derived within 2 s")
+    catalog.unregister("slow")  # the command registers, then derives in a child
+    with pytest.raises(ValueError, match="slow: not derived within 2 s"):
+        numeric.from_definition(path, timeout=2)
+    assert "slow" not in LAYERS  # nothing half-made is registered
+
+
+# --- the catalog --------------------------------------------------------------
+
+
+def test_register_refuses_a_built_in_key_and_replaces_its_own(tmp_path, rng):
+    with pytest.raises(ValueError, match="built-in"):
+        catalog.register(dataclasses.replace(LAYERS["rmsnorm"]))
+    first = tmp_path / "first.toml"
+    first.write_text(MINIMAL)
+    x = rng.standard_normal(4)
+    before = numeric.from_definition(first).forward(x, 0.5)
+    first.write_text(MINIMAL.replace("sqrt(r + epsilon)", "(r + epsilon)"))
+    after = numeric.from_definition(first).forward(x, 0.5)
+    np.testing.assert_allclose(after, x / (np.mean(x**2) + 0.5), rtol=1e-14)
+    assert not np.allclose(before, after)
+    assert catalog.formula("mine.slope_at_zero").expr.rhs == 1 / epsilon
+
+
+def test_a_statistic_named_like_a_built_in_one_gets_its_symbol_only_where_its_assumptions_hold():
+    same = definition.loads(MINIMAL).layer
+    assert same.statistics[0].symbol is r
+    signed = definition.loads(MINIMAL.replace("mean(x[j]**2)", "mean(x[j]**3)")).layer
+    assert signed.statistics[0].symbol is not r
+    assert not signed.statistics[0].symbol.is_nonnegative
+
+
+def test_directions_given_in_the_file_are_used(tmp_path):
+    source = EXAMPLE.read_text() + (
+        '[[directions]]\nname = "x"\nentry = "x[k]"\nmeaning = "the input x itself"\n'
+        '[[directions]]\nname = "complement"\ncomplement = true\nconstraints = ["x[k]**3 * w[k]"]\n'
+        'meaning = "every w orthogonal to x**3"\n'
+    )
+    layer = definition.loads(source).layer
+    # J w = w / s for every w orthogonal to x**3 (not to x): the complement is an eigenspace.
+    assert quantities.value(layer, "eigen_complement") == (r + epsilon) ** sp.Rational(-1, 4)

@@ -29,9 +29,9 @@ import sympy as sp
 from derivations import jacobian
 from derivations._cache import derived
 from derivations._formula import Established, Formula
-from derivations._layer import Layer
-from derivations._proof import equal
-from derivations.sums import Mean, as_means, over_entries, p, reduce_sums
+from derivations._layer import Direction, Layer
+from derivations._proof import DerivationError, equal
+from derivations.sums import Mean, PowerSum, as_means, over_entries, p, reduce_sums
 from derivations.symbols import g, i, k, n, u, v, x
 
 # What each product's left-hand side is called in the formulas.
@@ -105,6 +105,38 @@ def hvp(layer: Layer) -> sp.Expr:
     # <g, J v> = sum_i g_i (J v)_i: a scalar in the statistics and means of g, v.
     pairing = _express(layer, reduce_sums(over_entries(g[i] * jvp(layer).xreplace({k: i}), i)), grouped=False)
     return _grouped(_tidy(derivative(layer, pairing)))
+
+
+@derived
+def hvp_along(layer: Layer, first: Direction, second: Direction) -> sp.Expr | None:
+    """The Hessian product with g the direction ``first`` and v the direction ``second``, reduced in
+    the statistics; None where the statistics do not fix it.
+
+    The symbolic-n form is a sum of terms of size 1/s**3 that, along the centered
+    input (or x itself), cancel to eps/s**5 when q >> eps; here SymPy does that
+    cancellation exactly, so `numeric` evaluates the product along the explicit
+    eigen directions from this form and only the rest from the general one.
+    """
+    at_p = {k: p}
+    value = hvp(layer).xreplace(
+        {g[k]: first.entry, v[k]: second.entry, g[p]: first.entry.xreplace(at_p), v[p]: second.entry.xreplace(at_p)}
+    )
+    # Each mean, now of a polynomial in x alone, as power sums over n.
+    value = value.replace(lambda e: isinstance(e, Mean), lambda e: _power_sums(e.args[0]) / n)
+    try:
+        value = layer.express(value, *first.constraints, *second.constraints)
+    except DerivationError:
+        return None
+    return sp.factor(sp.cancel(sp.together(value)))
+
+
+def _power_sums(polynomial: sp.Expr) -> sp.Expr:
+    """sum over p of ``polynomial`` (in x[p]), term by term, constants taken out."""
+    total = sp.Integer(0)
+    for term in sp.Add.make_args(sp.expand(polynomial)):
+        constant, varying = term.as_independent(p, as_Add=False)
+        total += constant * (n if varying == 1 else PowerSum(varying))
+    return total
 
 
 @derived

@@ -45,6 +45,22 @@ class NumericAffine(_layer.NumericLayer):
     def through_eigen(self) -> bool:
         return self.base.through_eigen
 
+    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+        """The Hessian product as the base's for the upstream gradient gain * dy (proved:
+        H(g) = H_base(gain g)), so that it goes along the base's eigen directions too."""
+        product = self._c.product(names[0])
+        if len(product.vectors) != 2 or len(names) != 1 or not self.base._c.hvp_pairs or len(args) < 2:
+            return super().products(names, x, epsilon, *args, **named)
+        dy, v, *parameters = args
+        array = np.asarray(x)
+        full = np.broadcast_shapes(array.shape, np.shape(dy), np.shape(v))
+        gain, _ = self._parameters(
+            np.broadcast_to(array, full), tuple(parameters), named, defaults={"bias": np.zeros(full[-1])}
+        )
+        upstream = _validate.vector_like(dy, "dy", array.shape, keep_float=True)
+        (value,) = self.base.products(names, x, epsilon, upstream.astype(np.float64) * gain, v)
+        return [_validate.output(value, _validate.result_dtype(x, epsilon, dy, v))]
+
     def jacobian_product(
         self, kind: str, scaled: np.ndarray, stats: list[np.ndarray], e: np.ndarray, w: np.ndarray, parameters: list
     ) -> np.ndarray | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import LAYERS, Direction, Layer, eigen, jacobian, quantities, scaling
+from derivations import LAYERS, Direction, Layer, backward, eigen, jacobian, quantities, scaling
 from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, n, t, x
 from numeric._backward import ARGUMENTS, Product, compile_product
@@ -203,6 +203,29 @@ class Compiled:
         checks = [raw_mean if s in self.shifted else values[s] for s in self.statistics]
         function = compile([*replaced, *checks], [row, *symbols, epsilon, n])
         return Fused(function, len(results), tuple(ARGUMENTS[base] for base in vectors))
+
+    @cached_property
+    def hvp_pairs(self) -> tuple[tuple[int, int, Any], ...]:
+        """(d, e, H(d, e)) for each pair of the explicit eigen directions (their order in
+        `explicit`): the Hessian product along them, derived with its cancellation done
+        (`derivations.backward.hvp_along`), as (x_k, *statistics, epsilon, n) -> entry k.
+        Empty for a layer with parameters or where a pair is not derived."""
+        if not self.symmetric or self.layer.parameters:
+            return ()
+        out = []
+        explicit = self.explicit
+        for a, first in enumerate(explicit):
+            for b, second in enumerate(explicit):
+                value = backward.hvp_along(self.layer, first.direction, second.direction)
+                if value is None:
+                    return ()
+                out.append((a, b, self._compile(value, _xk, *self.statistics, epsilon, n)))
+        return tuple(out)
+
+    @property
+    def explicit(self) -> tuple[Eigen, ...]:
+        """The eigenpairs with an explicit direction (not the complement)."""
+        return tuple(pair for pair in self.eigen if pair.entry is not None)
 
     @cached_property
     def fused_output(self) -> Fused:

@@ -106,7 +106,14 @@ def _shared_subexpressions(expr: Any) -> tuple[list[tuple[sp.Symbol, sp.Expr]], 
         reduced = [e.replace(is_half_power, name_base) for e in reduced]
     else:
         reduced = reduced.replace(is_half_power, name_base)
-    replacements += [(name, base) for base, name in bases.items()]
+    # Each named base right before its first use: it is built from earlier shared values only.
+    pending = {name: base for base, name in bases.items()}
+    ordered: list[tuple[sp.Symbol, sp.Expr]] = []
+    for name, value in replacements:
+        for used in sorted(value.free_symbols & pending.keys(), key=str):
+            ordered.append((used, pending.pop(used)))
+        ordered.append((name, value))
+    replacements = ordered + list(pending.items())
     # A shared value that is a whole block is named as one, for the printer.
     wide: dict[sp.Symbol, sp.Symbol] = {}
     for m, (name, value) in enumerate(replacements):

@@ -289,6 +289,8 @@ class NumericLayer:
 
         if size == 2 and any(product.jacobian_product for product in products) and self.through_eigen:
             found = safe(np.arange(rows.shape[0]))
+        elif len(takes) == 2 and self._c.hvp_pairs:
+            found = [self._hvp_by_directions(products[0], rows, eps_rows, vector_rows, params)]
         else:
             compute = dtype if len(takes) == 1 else np.dtype(np.float64)
             program = self._c.fused_products(tuple(names))
@@ -296,6 +298,54 @@ class NumericLayer:
         first, *summed = found
         totals = [np.asarray(np.sum(value, axis=0, dtype=np.float64)) for value in summed]
         return [_validate.output(first.reshape(full), dtype), *(_validate.output(t, dtype) for t in totals)]
+
+    def _hvp_by_directions(
+        self, product: Any, rows: np.ndarray, e: np.ndarray, vectors: list[np.ndarray], params: list[Any]
+    ) -> np.ndarray:
+        """H(g, v), bilinear, split along the explicit eigen directions: with unit vectors d,
+        g = sum_d a_d d + g', v = sum_e b_e e + v',
+
+            H(g, v) = H(g', v') + sum_d a_d H(d, v') + sum_e b_e H(g', e) + sum_de a_d b_e H(d, e),
+
+        the last from the form derived along the directions (`Compiled.hvp_pairs`), where the
+        general one cancels (n = 2, q >> epsilon); the others from the general form."""
+        c = self._c
+        rows = rows.astype(np.float64)
+        scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
+        stats = self._statistics(scaled)
+        units, lengths = [], []
+        for pair in c.explicit:
+            d = np.broadcast_to(pair.entry(scaled, *stats), scaled.shape)
+            length = np.sqrt(np.sum(d * d, axis=-1, keepdims=True))
+            with np.errstate(all="ignore"):
+                units.append(np.where(length > 0, d / np.where(length > 0, length, 1.0), 0.0))
+            lengths.append(length)
+        g, w = (vector.astype(np.float64) for vector in vectors)
+        a = [np.sum(g * unit, axis=-1, keepdims=True) for unit in units]
+        b = [np.sum(w * unit, axis=-1, keepdims=True) for unit in units]
+        g_rest = g - sum((ai * unit for ai, unit in zip(a, units, strict=True)), np.zeros_like(g))
+        w_rest = w - sum((bi * unit for bi, unit in zip(b, units, strict=True)), np.zeros_like(w))
+        size = rows.shape[-1]
+        if not any(pair.entry is None and pair.count(size) for pair in c.eigen):
+            # The explicit directions span every vector at this n (n = 2): what is left of g
+            # and v is rounding, which the general form would weigh with 1/s**3, not eps/s**5.
+            g_rest, w_rest = np.zeros_like(g), np.zeros_like(w)
+
+        def general(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+            return _backward.evaluate([product], rows, e, [first, second], params, self)[0]
+
+        out = general(g_rest, w_rest)
+        for ai, unit in zip(a, units, strict=True):
+            out = out + ai * general(unit, w_rest)
+        for bi, unit in zip(b, units, strict=True):
+            out = out + bi * general(g_rest, unit)
+        for first, second, along in c.hvp_pairs:
+            both = (lengths[first] > 0) & (lengths[second] > 0)
+            with np.errstate(all="ignore"):
+                value = np.broadcast_to(along(scaled, *stats, e_scaled, size), scaled.shape)
+                value = np.where(both, value / np.where(both, lengths[first] * lengths[second], 1.0), 0.0)
+            out = out + a[first] * b[second] * _rescale.times_power(value, m, product.degree)
+        return out
 
     @property
     def through_eigen(self) -> bool:

@@ -126,6 +126,41 @@ def test_hvp_equals_the_explicit_hessian_at_a_rational_point(key, size, rng):
         assert abs(sp.N(at - direct[m], 40)) < sp.Float(10) ** -30, (key, size, m)
 
 
+@pytest.mark.parametrize("key", [key for key in KEYS if not LAYERS[key].parameters and LAYERS[key].directions])
+@pytest.mark.parametrize("size", [2, 3])
+def test_the_hessian_product_along_eigen_directions_is_the_general_one_there(key, size, rng):
+    """backward.hvp_along(d, e) against the general product with g = d and v = e, exactly at a rational point."""
+    from derivations import eigen
+    from derivations.sums import explicit_means
+
+    layer = LAYERS[key]
+    n = sp.Symbol("n", integer=True, positive=True)
+    point = {epsilon: sp.Rational(1, 7), **{x[m]: sp.Rational(int(rng.integers(-40, 40)), 16) for m in range(size)}}
+    values = {s: e.xreplace(point) for s, e in layer.explicit_statistics(size).items()}
+    explicit = [pair.direction for pair in eigen.eigenpairs(layer) if not pair.direction.complement]
+    assert explicit
+    for first in explicit:
+        for second in explicit:
+            along = backward.hvp_along(layer, first, second)
+            general = backward.hvp(layer).xreplace(
+                {
+                    g[k]: first.entry,
+                    v[k]: second.entry,
+                    g[p]: first.entry.xreplace({k: p}),
+                    v[p]: second.entry.xreplace({k: p}),
+                }
+            )
+            for m in range(size):
+                want = explicit_means(general.xreplace({k: m, n: size}), size).xreplace(point).xreplace(values)
+                got = along.xreplace({k: m, n: size}).xreplace(point).xreplace(values)
+                assert abs(sp.N(got - want.xreplace(point), 40)) < sp.Float(10) ** -30, (
+                    key,
+                    first.name,
+                    second.name,
+                    m,
+                )
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_hvp_is_symmetric(key):
     assert "<u, H v> = <v, H u>" in formula(f"{key}.hvp").proof

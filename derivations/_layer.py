@@ -97,6 +97,11 @@ class Layer:
         return ()
 
     @property
+    def scalars(self) -> tuple[tuple[str, sp.Symbol], ...]:
+        """Scalar inputs besides x and epsilon, by argument name (ScaleNorm's one gain)."""
+        return ()
+
+    @property
     def named_symbols(self) -> dict[str, sp.Expr]:
         """Symbols a claim may name besides t, epsilon, n and the statistics."""
         return {}

@@ -17,8 +17,19 @@ _ZERO_TACTICS: tuple[tuple[str, Callable[[sp.Expr], sp.Expr]], ...] = (
     ("expand", sp.expand),
     ("cancel", lambda e: sp.cancel(sp.together(e))),
     ("radsimp", lambda e: sp.expand(sp.radsimp(sp.together(e)))),
+    # A difference of two functions defined by cases (a clamped layer's
+    # regimes): folded into one Piecewise, each branch cancelled.
+    ("piecewise_fold", lambda e: _by_branch(e) if e.has(sp.Piecewise) else e),
     ("simplify", sp.simplify),
 )
+
+
+def _by_branch(expr: sp.Expr) -> sp.Expr:
+    folded = sp.piecewise_fold(expr)
+    if not isinstance(folded, sp.Piecewise):
+        return sp.cancel(sp.together(folded))
+    branches = [sp.cancel(sp.together(value)) for value, _ in folded.args]
+    return sp.Integer(0) if all(b == 0 for b in branches) else folded
 
 
 def is_zero(expr: sp.Expr) -> str | None:

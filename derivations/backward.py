@@ -53,6 +53,8 @@ def _tidy(expr: sp.Expr) -> sp.Expr:
 
 def _grouped(expr: sp.Expr) -> sp.Expr:
     """Collected by the means (products of them included), each coefficient factored."""
+    if isinstance(expr, sp.Piecewise):  # a layer with regimes: each regime's product grouped
+        return sp.Piecewise(*((_grouped(value), condition) for value, condition in expr.args))
     groups: dict[sp.Expr, list[sp.Expr]] = {}
     for term in sp.Add.make_args(sp.expand(expr)):
         key = sp.Mul(*(f for f in sp.Mul.make_args(term) if f.has(Mean)))
@@ -70,12 +72,14 @@ def times(layer: Layer, entry: sp.Expr) -> sp.Expr:
     return _express(layer, reduce_sums(over_entries(entry * v[k], k))).xreplace({i: k})
 
 
+@singledispatch
 @derived
 def vjp(layer: Layer) -> sp.Expr:
     r"""The input gradient :math:`(J^\top g)_k`."""
     return transpose_times(layer, jacobian.entry(layer))
 
 
+@singledispatch
 @derived
 def jvp(layer: Layer) -> sp.Expr:
     """The forward-mode product (J v)_k."""
@@ -94,6 +98,7 @@ def jvp_at_degenerate(layer: Layer) -> sp.Expr:
     return times(layer, jacobian.at_degenerate(layer))
 
 
+@singledispatch
 @derived
 def hvp(layer: Layer) -> sp.Expr:
     r""":math:`\big(\sum_i g_i \nabla^2 y_i(x)\, v\big)_k = \partial_{x_k} \langle g, J(x) v\rangle`."""
@@ -187,6 +192,7 @@ def times_entrywise(expr: sp.Expr, vector: sp.IndexedBase, factor: sp.IndexedBas
 # --- at explicit sizes ------------------------------------------------------------
 
 
+@singledispatch
 def explicit_agrees(layer: Layer, size: int) -> str:
     """Prove J^T g, J v and every parameter gradient, at n = ``size``, equal to the products
     of explicit vectors with `jacobian.explicit` (and the derivatives of <g, y>) entry by entry."""

@@ -26,6 +26,8 @@ DEFINITIONS = (
     "rmsnorm_eps_outside",
     "groupnorm",
     "batchnorm_train",
+    "l2norm_clamped",
+    "scalenorm",
 )
 
 LAYERS: dict[str, Layer] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import singledispatch
 
 import sympy as sp
 
@@ -56,6 +57,7 @@ def _quotient(layer: Layer, direction: Direction) -> sp.Expr | None:
     return value
 
 
+@singledispatch
 @derived
 def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     """The layer's directions that are eigenvectors of J, with their eigenvalues.
@@ -79,6 +81,7 @@ def pair(layer: Layer, direction: Direction) -> Eigen | None:
     return next((p for p in eigenpairs(layer) if p.direction is direction), None)
 
 
+@singledispatch
 @derived
 def spectral_form(layer: Layer) -> str:
     r"""Prove J = sum_d lambda_d Pi_d, the spectral decomposition numeric assembles J from.

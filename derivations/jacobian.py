@@ -23,6 +23,7 @@ from derivations.sums import explicit_means, reduce_sums
 from derivations.symbols import J, delta, i, k, n, ones, tau, x
 
 
+@singledispatch
 @derived
 def entry(layer: Layer) -> sp.Expr:
     """J_ik in x[i], x[k], KroneckerDelta(i, k) and the layer's statistics."""
@@ -48,6 +49,7 @@ def at_degenerate(layer: Layer) -> sp.Expr:
     return sp.factor(limit)
 
 
+@singledispatch
 @derived
 def is_symmetric(layer: Layer) -> bool:
     """Whether J_ik = J_ki for every i, k: proved by cancelling the difference."""
@@ -133,6 +135,7 @@ def explicit(layer: Layer, size: int) -> sp.Matrix:
     return outputs.jacobian(entries)
 
 
+@singledispatch
 def explicit_agrees(layer: Layer, size: int) -> str:
     """Prove the symbolic-n entry, at n = ``size``, equal to `explicit` entry by entry."""
     direct = explicit(layer, size)

@@ -7,6 +7,8 @@ r/(epsilon + r)
 
 from __future__ import annotations
 
+from functools import singledispatch
+
 import sympy as sp
 
 from derivations._cache import derived
@@ -16,6 +18,7 @@ from derivations.sums import over_entries, reduce_sums
 from derivations.symbols import i, n
 
 
+@singledispatch
 @derived
 def second_moment(layer: Layer) -> sp.Expr:
     """mean(u^2) over the entries, in the layer's statistics."""

@@ -25,7 +25,7 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import backward, eigen, grouped, jacobian, moments, response, scaling, spectral
+from derivations import backward, eigen, grouped, jacobian, moments, regimes, response, scaling, spectral
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
@@ -233,6 +233,42 @@ QUANTITIES: tuple[Quantity, ...] = (
         meaning="the response's limit as t -> oo",
     ),
     Quantity(
+        "kink",
+        "scalar",
+        "pattern",
+        regimes.kink_formula,
+        regimes.kink_amplitude,
+        applies=regimes.is_regimes,
+        evaluate="of_epsilon",
+        numeric="kink",
+        claim=True,
+        meaning="the amplitude |t| at which a clamped layer switches regimes",
+    ),
+    Quantity(
+        "slope_below_kink",
+        "scalar",
+        "pattern",
+        None,
+        regimes.slope_below_kink,
+        applies=regimes.is_regimes,
+        evaluate="of_epsilon",
+        numeric="slope_below_kink",
+        claim=True,
+        meaning="the slope's limit as |t| rises to the kink",
+    ),
+    Quantity(
+        "slope_above_kink",
+        "scalar",
+        "pattern",
+        None,
+        regimes.slope_above_kink,
+        applies=regimes.is_regimes,
+        evaluate="of_epsilon",
+        numeric="slope_above_kink",
+        claim=True,
+        meaning="the slope's limit as |t| falls to the kink",
+    ),
+    Quantity(
         "constant_response",
         "scalar",
         "layer",
@@ -269,6 +305,15 @@ QUANTITIES: tuple[Quantity, ...] = (
         jacobian.at_degenerate,
         applies=_has_degenerate_limit,
         meaning="J at the degenerate input, as a limit",
+    ),
+    Quantity(
+        "jacobian_jump",
+        "matrix",
+        "layer",
+        regimes.jump_formula,
+        regimes.jump,
+        applies=regimes.is_regimes,
+        meaning="the jump of J across a clamped layer's boundary, where J does not exist",
     ),
     Quantity(
         "eigen",

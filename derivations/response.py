@@ -12,6 +12,8 @@ t/(epsilon + Abs(t))
 
 from __future__ import annotations
 
+from functools import singledispatch
+
 import sympy as sp
 
 from derivations._cache import derived
@@ -21,12 +23,14 @@ from derivations._proof import DerivationError
 from derivations.symbols import i, t, x
 
 
+@singledispatch
 @derived
 def response(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """Coordinate ``pattern.coordinate`` of the layer applied to the pattern in t."""
     return sp.factor_terms(layer.on_pattern(pattern or layer.patterns[0]))
 
 
+@singledispatch
 @derived
 def slope(layer: Layer, pattern: Pattern | None = None) -> sp.Expr:
     """d response / dt over a common denominator.
@@ -54,6 +58,7 @@ def _one_sided(expr: sp.Expr, side: int) -> sp.Expr:
     return value
 
 
+@singledispatch
 @derived
 def slope_at_zero(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """One-sided limits of the slope as t -> 0- and t -> 0+.
@@ -91,6 +96,7 @@ def _at_infinity(expr: sp.Expr, side: int) -> sp.Expr:
     return value if value is not None else sp.limit(expr, t, side * sp.oo)
 
 
+@singledispatch
 @derived
 def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     """Limits of the response as t -> +oo and t -> -oo."""
@@ -98,6 +104,7 @@ def asymptote(layer: Layer, pattern: Pattern | None = None) -> tuple[sp.Expr, sp
     return _at_infinity(value, 1), _at_infinity(value, -1)
 
 
+@singledispatch
 def definition_formula(layer: Layer, _: object, name: str) -> Formula:
     """The layer's output as defined, with what each statistic is: the first thing a reader needs."""
     statistics = (

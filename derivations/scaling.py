@@ -18,6 +18,8 @@ square overflows or underflows, and
 
 from __future__ import annotations
 
+from functools import singledispatch
+
 import sympy as sp
 
 from derivations._cache import derived
@@ -52,6 +54,7 @@ def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
     return degrees
 
 
+@singledispatch
 @derived
 def epsilon_degree(layer: Layer) -> int:
     """How epsilon must scale with x for the output to be homogeneous: as a variance
@@ -110,7 +113,8 @@ def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
     if expr == 0:
         return 0
     if isinstance(expr, sp.Piecewise):
-        found = {degree_of(layer, value, what) for value, _ in expr.args}
+        # A zero branch (a slope of 0 in one regime) has every degree.
+        found = {degree_of(layer, value, what) for value, _ in expr.args if value != 0} or {0}
         if len(found) != 1:
             raise DerivationError(f"{layer.key}.{what}: branches scale unlike each other: {sorted(found)}")
         return found.pop()

@@ -37,6 +37,7 @@ def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
     raise DerivationError(f"{what}: no largest among {values}")
 
 
+@singledispatch
 @derived
 def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
     """(smallest n of the case, spectral norm) for each range of n."""

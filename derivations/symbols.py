@@ -17,6 +17,10 @@ sigma = sp.Symbol("sigma", nonnegative=True)
 sigma_u = sp.Symbol("sigma_u", nonnegative=True)
 # ... and sigma_b = sqrt(q), the biased one of the centered entries.
 sigma_b = sp.Symbol("sigma_b", nonnegative=True)
+# The Euclidean norm of the input, which clamped layers compare with epsilon,
+# and the one scalar gain of ScaleNorm.
+norm_x = sp.Symbol("norm_x", nonnegative=True)
+g_s = sp.Symbol("g_s", real=True)
 # The parameter of a path that reaches the degenerate input as tau -> 0+.
 tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)
@@ -53,6 +57,7 @@ diag_gamma = sp.MatrixSymbol(r"\operatorname{diag}(\gamma)", n, n)
 
 LATEX_NAMES = {
     epsilon: r"\varepsilon",
+    norm_x: r"\|x\|_{2}",
     sigma_u: r"\sigma_u",
     sigma_b: r"\sigma_b",
     gamma_max: r"\max_i \lvert\gamma_i\rvert",

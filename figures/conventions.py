@@ -35,7 +35,8 @@ def draw() -> Figure:
     for key, layer in LAYERS.items():
         if isinstance(layer, Grouped):
             blocked.setdefault(layer.base.key, []).append(key)
-    drawn = [key for key in symmetric() if not isinstance(LAYERS[key], Grouped)]
+    # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone.
+    drawn = [key for key in symmetric() if not isinstance(LAYERS[key], Grouped) and not LAYERS[key].scalars]
     for position, key in enumerate(drawn):
         module = getattr(numeric, key)
         inside = module.LAYER.epsilon_root(4.0) == 2.0  # the length scale is sqrt(epsilon): under the root

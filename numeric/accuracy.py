@@ -35,8 +35,9 @@ SIZES = (2, 3, 16)
 
 
 def layer_keys() -> tuple[str, ...]:
-    """The layers measured: those with a symmetric Jacobian, whose every function is derived."""
-    return symmetric()
+    """The layers measured: those with a symmetric Jacobian, whose every function is derived,
+    of x and epsilon alone (no scalar such as ScaleNorm's gain)."""
+    return tuple(key for key in symmetric() if not LAYERS[key].scalars)
 
 
 def scalar_functions(key: str) -> dict[str, int]:
@@ -59,7 +60,10 @@ def vector_functions(key: str) -> tuple[str, ...]:
 
 def backward_functions(key: str) -> tuple[str, ...]:
     """The backward products of the layer measured normwise: vjp, jvp and hvp (a parameter's
-    gradient, returned by vjp, is g times the output or g itself)."""
+    gradient, returned by vjp, is g times the output or g itself).  A layer with a scalar input
+    (ScaleNorm's gain) has none here: its products are its base's, measured, times c(gain)."""
+    if LAYERS[key].scalars:
+        return ()
     rows = quantities.rows(LAYERS[key])
     return tuple(
         name

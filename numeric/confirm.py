@@ -62,6 +62,13 @@ class _Evaluator:
             bias[coordinate] = float(self.example.get("beta", 0.0))
         return gain, bias
 
+    def scalars(self, definition: Any) -> dict[str, float]:
+        """A layer's scalar inputs (ScaleNorm's gain) by argument name, from the counterexample."""
+        missing = [str(symbol) for _, symbol in definition.scalars if str(symbol) not in self.example]
+        if missing:
+            raise _Unsupported(f"the counterexample gives no {missing[0]}")
+        return {name: float(self.example[str(symbol)]) for name, symbol in definition.scalars}
+
     def size(self) -> int:
         if self.x is not None:
             return self.x.size
@@ -82,11 +89,11 @@ class _Evaluator:
                 raise _Unsupported(f"no numeric function for {identifier}")
             if quantity.evaluate == "of_t":
                 self.how.append(f"numeric.{key}.{numeric}(t, epsilon)")
-                return float(function(self.t, self.eps))
+                return float(function(self.t, self.eps, **self.scalars(definition)))
             if quantity.evaluate == "of_epsilon":
                 self.how.append(f"numeric.{key}.{numeric}(epsilon)")
-                return float(function(self.eps))
-            value = float(function(self.need_x(), self.eps))
+                return float(function(self.eps, **self.scalars(definition)))
+            value = float(function(self.need_x(), self.eps, **self.scalars(definition)))
             self.how.append(f"numeric.{key}.{numeric}(x, epsilon)")
             if quantity.reference == "norm2_of_jacobian":
                 independent = float(np.linalg.norm(layer.jacobian(self.need_x(), self.eps), 2))
@@ -121,10 +128,10 @@ class _Evaluator:
             return x - np.mean(x)
         if identifier == "y":
             self.how.append(f"numeric.{key}.forward")
-            return np.asarray(layer.forward(x, self.eps, *self.parameters(layer)))
+            return np.asarray(layer.forward(x, self.eps, *self.parameters(layer), **self.scalars(layer.definition)))
         if identifier == "J":
             self.how.append(f"numeric.{key}.jacobian")
-            return np.asarray(layer.jacobian(x, self.eps, *self.parameters(layer)))
+            return np.asarray(layer.jacobian(x, self.eps, *self.parameters(layer), **self.scalars(layer.definition)))
         return x
 
     def need_x(self) -> np.ndarray:

@@ -12,8 +12,9 @@ SIZES = (2, 3, 7, 64)
 # The layers that normalize each row of x along its last axis as one block; a layer
 # applied block by block (groups, a batch) is its base layer per block, tested in test_grouped.
 ROW_LAYERS = tuple(key for key, layer in LAYERS.items() if not isinstance(layer, Grouped))
-# Every such layer whose Jacobian is symmetric, so that its eigenstructure is derived.
-SYMMETRIC_LAYERS = tuple(key for key in symmetric() if key in ROW_LAYERS)
+# Every such layer whose Jacobian is symmetric, so that its eigenstructure is derived,
+# and whose functions take x and epsilon alone (ScaleNorm's gain: tests/test_regimes.py).
+SYMMETRIC_LAYERS = tuple(key for key in symmetric() if key in ROW_LAYERS and not LAYERS[key].scalars)
 # The layers whose statistic has a kink at the degenerate input.
 KINKED_LAYERS = tuple(key for key in SYMMETRIC_LAYERS if LAYERS[key].approach)
 

@@ -192,6 +192,8 @@ def test_gain_gradient_is_gradient_times_normalized_output():
 
 
 def _parameters(key, size, rng):
+    if LAYERS[key].scalars:  # ScaleNorm's one gain
+        return tuple(np.float64(rng.normal(0, 2)) for _ in LAYERS[key].scalars)
     if not LAYERS[key].parameters:
         return ()
     return rng.normal(0, 2, size), rng.standard_normal(size)
@@ -341,10 +343,12 @@ def test_vjp_at_two_features_is_accurate_where_the_entry_formula_cancels(key, ep
     layer = LAYERS[key]
     outputs = sp.Matrix([layer.explicit_entry(2, m) for m in range(2)])
     gains = {gamma[0]: sp.Rational(-3, 2), gamma[1]: sp.Rational(1, 2), beta[0]: 1, beta[1]: 2}
+    gains |= {symbol: sp.Rational(-3, 2) for _, symbol in layer.scalars}  # ScaleNorm's one gain
     values = {xs[0]: point[0], xs[1]: point[1], eps_symbol: sp.Rational(epsilon), **gains}
     jac = outputs.jacobian([xs[0], xs[1]]).xreplace(values)
     exact = [float(sp.N(sum(jac[r, c] * gradient[r] for r in range(2)), 50)) for c in range(2)]
     named = {"gain": np.array([-1.5, 0.5]), "bias": np.array([1.0, 2.0])} if layer.parameters else {}
+    scalars = {name: -1.5 for name, _ in layer.scalars}
     x, dy = np.array([float(v) for v in point]), np.array([float(v) for v in gradient])
-    got = getattr(numeric, key).vjp(x, epsilon, dy, **named)
+    got = getattr(numeric, key).vjp(x, epsilon, dy, **named, **scalars)
     np.testing.assert_allclose(got[0] if named else got, exact, rtol=1e-13, atol=0)

@@ -197,16 +197,21 @@ def test_the_output_at_a_constant_input_is_the_derived_one(key):
     for size in (2, 3, 7):
         params = [rng.normal(0, 2, size) for _ in layer.parameters]
         named = dict(zip((name for name, _ in layer.parameters), params, strict=True))
+        scalars = {name: -1.5 for name, _ in layer.scalars}  # ScaleNorm's one gain
         for amplitude in (-3.0, 0.5, 2.0):
             for eps in (1e-3, 0.25):
                 point = {t: amplitude, epsilon: eps, n: size}
                 expected = [
                     exact(
                         value.xreplace({i: m}),
-                        {**point, **{base[m]: named[name][m] for name, base in layer.parameters}},
+                        {
+                            **point,
+                            **{base[m]: named[name][m] for name, base in layer.parameters},
+                            **{symbol: scalars[name] for name, symbol in layer.scalars},
+                        },
                     )
                     for m in range(size)
                 ]
-                got = getattr(numeric, key).forward(np.full(size, amplitude), eps, **named)
+                got = getattr(numeric, key).forward(np.full(size, amplitude), eps, **named, **scalars)
                 assert_agree(got, expected, rtol=1e-14, atol=1e-15, what=f"{key} at {amplitude} * 1")
     assert not value.free_symbols & {stat.symbol for stat in layer.statistics}  # evaluated, not named

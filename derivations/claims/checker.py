@@ -328,6 +328,7 @@ def _quantifier(setting: _Setting, claim: Claim) -> str:
     extra = [f"{name} in R^n" for name in sorted(usage.vectors - {"gamma", "beta"})]
     if usage.gains:
         extra.append("gamma, beta in R^n with gamma_max = max|gamma_i|")
+    extra += [f"{name} in R" for name in sorted(usage.scalars)]
     eps = ", ".join(setting.notes) if setting.notes else "epsilon > 0"
     assumed = [a for a in claim.assumptions if not a.replace(" ", "").startswith(("n>=", "n==", "d>=", "epsilon=="))]
     tail = "".join(f", {a}" for a in assumed)

@@ -77,6 +77,7 @@ class Usage:
     vectors: set[str] = field(default_factory=set)  # g, v
     quantities: list[tuple[str, str]] = field(default_factory=list)  # (layer, name)
     gains: bool = False
+    scalars: set[str] = field(default_factory=set)  # a layer's scalar inputs named (ScaleNorm's g_s)
     limit_epsilon: bool = False
     limit_over_statistics: bool = False  # epsilon -> 0 of something the statistics enter
     matrices: dict[str, Matrix] = field(default_factory=dict)  # held by OpaqueNorm
@@ -172,7 +173,10 @@ class Builder(_Builder):
         if identifier in {str(stat.symbol) for stat in layer.statistics} or identifier == "s":
             self.usage.general = True
             self.usage.layers.add(layer.key)
-        if identifier in layer.named_symbols:
+        if identifier in {str(symbol) for _, symbol in layer.scalars}:
+            self.usage.scalars.add(identifier)
+            self.usage.layers.add(layer.key)
+        elif identifier in layer.named_symbols:
             self.usage.gains = True
             self.usage.layers.add(layer.key)
         return value

@@ -31,6 +31,10 @@ def emit(key: str, target: str) -> str:
             f"layer {key} is {layer.base.key} applied to each {layer.blocks} (n is {layer.size}): "
             f"emit --layer {layer.base.key} and apply it to each {layer.blocks}'s entries"
         )
+    if layer.scalars:
+        # The emitted signature is (x, epsilon, per-feature parameters); a scalar input is not one.
+        names = ", ".join(name for name, _ in layer.scalars)
+        raise ValueError(f"layer {key} takes the scalar {names}, which the emitted code does not take")
     return TARGETS[target](program(layer))
 
 

@@ -32,6 +32,13 @@ class Printer(C99CodePrinter):
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         return half_power(self, expr, "sqrt", "1.0") or super()._print_Pow(expr)
 
+    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
+        # A derivative of a clamped layer is given on the open regimes only:
+        # on the boundary between them it does not exist, NAN as in NumPy's select.
+        if expr.args[-1].cond != sp.true:
+            expr = sp.Piecewise(*expr.args, (sp.nan, True))
+        return super()._print_Piecewise(expr)
+
 
 def _uncentered(program: Program, expr: sp.Expr) -> sp.Expr:
     """The centered entry c written as its definition x[j] - mu, computed where it is used."""

@@ -21,6 +21,17 @@ class Printer(TorchPrinter):
             return PythonCodePrinter().doprint(expr)
         return half_power(self, expr, "torch.sqrt") or super()._print_Pow(expr, rational=rational)
 
+    def _print_Relational(self, expr: sp.core.relational.Relational) -> str:
+        # Operators, not torch.ge: epsilon is a Python float, the statistic a tensor.
+        return f"({self._print(expr.lhs)} {expr.rel_op} {self._print(expr.rhs)})"
+
+    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
+        # A clamped layer's derivative is given on the open regimes only; on the
+        # boundary it does not exist: NaN, as in the NumPy functions.
+        if expr.args[-1].cond != sp.true:
+            expr = sp.Piecewise(*expr.args, (sp.nan, True))
+        return super()._print_Piecewise(expr)
+
 
 def _lines(printer: Printer, names: list[str], exprs: list[sp.Expr]) -> list[str]:
     replacements, reduced = shared(exprs)

@@ -60,6 +60,11 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         "groupnorm": lambda x: _rows(lambda a: F.group_norm(a, GROUPS, eps=eps), x),
         # n is the batch size: x is (n, FEATURES), normalized over the batch, as batch_norm(training=True).
         "batchnorm_train": lambda x: F.batch_norm(x, None, None, training=True, eps=eps),
+        # x / x.norm(p, dim, keepdim=True).clamp_min(eps), as torch/nn/functional.py computes it.
+        "l2norm_clamped": lambda x: F.normalize(x, p=2.0, dim=-1, eps=eps),
+        # ScaleNorm as its authors' code writes it, with gain the one scalar g:
+        # x * (g / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)).
+        "scalenorm": lambda x: x * (gain / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)),
     }[key]
 
 
@@ -133,6 +138,8 @@ def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
     worst = 0.0
     print(f"\n{'emitted torch':<22}{'n':>5}{'epsilon':>9}{'max rel |grad diff|':>21}")
     for key in keys:
+        if LAYERS[key].scalars:  # the emitted code takes no scalar gain
+            continue
         # A layer applied block by block: the base's code on each block, as `codegen` tells users.
         definition = LAYERS[key]
         layer = emitted_torch(definition.base.key if isinstance(definition, Grouped) else key)
@@ -211,6 +218,9 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
                     bias = np.zeros(n)
                 named = {"gain": gain, "bias": bias} if wrapped else arguments(key)
                 tg, tb = torch.from_numpy(gain), torch.from_numpy(bias)
+                if module.LAYER.definition.scalars:  # ScaleNorm: one scalar gain
+                    named = {name: float(gain[0]) for name, _ in module.LAYER.definition.scalars}
+                    tg = torch.tensor(float(gain[0]))
                 function = reference(key, n, eps, tg, tb)
                 tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
 
@@ -252,6 +262,57 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
     return worst
 
 
+def check_kinks(rng: np.random.Generator, keys: list[str]) -> float:
+    """Each layer with regimes on both sides of its kink ||x|| = eps: rows scaled to ||x|| = 0.5 eps
+    (clamped) and 2 eps (unclamped); forward, Jacobian (jacrev), vjp, jvp and hvp, normwise relative."""
+    from torch.func import grad, jvp, vjp
+
+    from derivations import LAYERS
+    from derivations.regimes import Regimes
+
+    def relative(a: np.ndarray, b: torch.Tensor) -> float:
+        return float(np.abs(np.asarray(a) - b.numpy()).max() / b.abs().max())
+
+    worst = 0.0
+    print(
+        f"\n{'both sides of the kink':<22}{'n':>5}{'epsilon':>9}{'|x|/eps':>8}{'forward':>10}{'J':>10}"
+        f"{'vjp':>10}{'jvp':>10}{'hvp':>10}"
+    )
+    for key in keys:
+        layer = LAYERS[key]
+        if not isinstance(layer, Regimes):
+            continue
+        module = importlib.import_module(f"numeric.{key}")
+        for n in SIZES:
+            for eps in EPSILONS:
+                for side in (0.5, 2.0):
+                    direction = rng.standard_normal((3, n))
+                    x = direction * (side * eps / np.linalg.norm(direction, axis=-1, keepdims=True))
+                    dy, v = rng.standard_normal((3, n)), rng.standard_normal((3, n))
+                    gain = float(rng.normal(0, 2))
+                    named = {name: gain for name, _ in layer.scalars}
+                    function = reference(key, n, eps, torch.tensor(gain), None)
+                    tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
+                    forward = relative(module.forward(x, eps, **named), function(tx))
+                    jac = max(relative(module.jacobian(x[r], eps, **named), jacrev(function)(tx[r])) for r in range(3))
+                    _, pull = vjp(function, tx)
+                    back = relative(module.vjp(x, eps, dy, **named), pull(tdy)[0])
+                    ahead = relative(module.jvp(x, eps, v, **named), jvp(function, (tx,), (tv,))[1])
+                    inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
+                    want = jvp(inner, (tx,), (tv,))[1]
+                    got = module.hvp(x, eps, dy, v, **named)
+                    # Inside the clamp the layer is linear: both Hessian products are exactly zero.
+                    second = relative(got, want) if want.abs().max() > 0 else float(np.abs(got).max())
+                    diff = max(forward, jac, back, ahead, second)
+                    worst = max(worst, diff)
+                    flag = "" if diff <= TOLERANCE else "   FAIL"
+                    print(
+                        f"{key:<22}{n:>5}{eps:>9g}{side:>8g}{forward:>10.1e}{jac:>10.1e}{back:>10.1e}"
+                        f"{ahead:>10.1e}{second:>10.1e}{flag}"
+                    )
+    return worst
+
+
 def main() -> int:
     from derivations import LAYERS
 
@@ -275,9 +336,12 @@ def main() -> int:
                 gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
                 if key == "rmsnorm_affine":
                     bias = np.zeros(n)
-                # A wrapped layer takes the gain and bias; the others take nothing besides x.
+                # A wrapped layer takes the gain and bias; ScaleNorm one scalar gain; the others nothing.
                 params = (gain, bias) if module.LAYER.definition.parameters else ()
-                function = reference(key, n, eps, torch.from_numpy(gain), torch.from_numpy(bias))
+                tg = torch.from_numpy(gain)
+                if module.LAYER.definition.scalars:
+                    params, tg = (float(gain[0]),), torch.tensor(float(gain[0]))
+                function = reference(key, n, eps, tg, torch.from_numpy(bias))
                 tx = torch.from_numpy(x)
                 forward = np.abs(module.forward(x, eps, *params, **arguments(key)) - function(tx).numpy()).max()
                 jac = np.abs(
@@ -288,6 +352,7 @@ def main() -> int:
                 print(f"{key:<22}{n:>5}{eps:>9g}{forward:>21.2e}{jac:>15.2e}{flag}")
     worst = max(worst, check_emitted_torch(rng, selected))
     worst = max(worst, check_numeric_backward(rng, selected))
+    worst = max(worst, check_kinks(rng, selected))
     print(f"\nworst difference {worst:.2e}; tolerance {TOLERANCE:.0e} (float64, torch {torch.__version__})")
     return 0 if worst <= TOLERANCE else 1
 

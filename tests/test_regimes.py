@@ -1,0 +1,278 @@
+"""Layers with regimes (a clamp max(||x||, epsilon)): the kink, both sides of it, and the numeric functions."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import numeric
+from derivations import LAYERS, DerivationError, quantities, response
+from derivations.regimes import jump, kink
+from derivations.symbols import epsilon, g_s, i, k, norm_x, t, x
+from numeric import l2norm_clamped, verify
+from numeric.agreement import assert_agree
+
+LAYER = LAYERS["l2norm_clamped"]
+
+
+def plain(values: np.ndarray, eps: float) -> np.ndarray:
+    """torch.nn.functional.normalize written out: x / max(||x||_2, eps), an independent reference."""
+    return values / np.maximum(np.linalg.norm(values, axis=-1, keepdims=True), eps)
+
+
+def test_the_regimes_come_from_the_definition():
+    clamped, unclamped = LAYER.regimes
+    assert clamped.condition == sp.StrictLessThan(norm_x, epsilon)
+    assert unclamped.condition == sp.StrictGreaterThan(norm_x, epsilon)
+    assert sp.simplify(clamped.layer.output - LAYER.definition.xreplace({sp.Max(norm_x, epsilon): epsilon})) == 0
+    assert LAYER.boundary == sp.Eq(norm_x, epsilon)
+
+
+@pytest.mark.parametrize("pattern", range(2))
+def test_kink_against_the_explicit_response_on_both_sides(pattern):
+    """The response written out with Max, differentiated on either side of the derived t_k."""
+    on = LAYER.patterns[pattern]
+    t_k, below, above = kink(LAYER, on)
+    values = on.values
+    norm = sp.sqrt(sum(v**2 for v in values))
+    u = values[on.coordinate] / sp.Max(norm, epsilon)
+    for side, expected in ((sp.Rational(1, 2), below), (2, above)):
+        at = {t: side * t_k}
+        slope = sp.diff(u.subs(sp.Max(norm, epsilon), norm if side > 1 else epsilon), t).subs(at)
+        assert sp.simplify(slope - expected) == 0
+    # The derived t_k is where the norm meets epsilon.
+    assert sp.simplify(norm.subs(t, t_k) - epsilon) == 0
+    assert sp.simplify(below - above) != 0
+
+
+def test_the_jacobian_jumps_across_the_boundary_at_explicit_n():
+    """J from Matrix.jacobian of each side's output at n = 3, subtracted on ||x|| = epsilon."""
+    xs = sp.Matrix([x[m] for m in range(3)])
+    norm = sp.sqrt(sum(e**2 for e in xs))
+    outside, inside = (xs / norm).jacobian(list(xs)), (xs / epsilon).jacobian(list(xs))
+    difference = (outside - inside).subs(epsilon, norm)
+    assert sp.simplify(difference + xs * xs.T / norm**3) == sp.zeros(3, 3)
+    derived = sp.Matrix(3, 3, lambda a, b: jump(LAYER).xreplace({i: a, k: b}).subs(epsilon, norm))
+    assert sp.simplify(derived - difference) == sp.zeros(3, 3)
+    assert "jacobian_jump" in quantities.names(LAYER)
+
+
+def test_slope_at_zero_lies_inside_the_clamp():
+    assert response.slope_at_zero(LAYER) == (1 / epsilon, 1 / epsilon)
+
+
+@pytest.mark.parametrize(("name", "wrong"), [("kink", epsilon), ("slope_above_kink", 1 / epsilon)])
+def test_a_wrong_stated_kink_is_refused(name, wrong):
+    broken = dataclasses.replace(LAYER, stated={**LAYER.stated, name: wrong})
+    with pytest.raises(DerivationError, match=name):
+        quantities.formulas(broken)
+
+
+@pytest.mark.parametrize("size", [2, 3, 7, 64])
+@pytest.mark.parametrize("eps", [1e-8, 1e-5, 0.25])
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_forward_and_jacobian_on_both_sides_of_the_kink(size, eps, side, rng):
+    direction = rng.standard_normal(size)
+    values = direction * (side * eps / np.linalg.norm(direction))
+    assert_agree(l2norm_clamped.forward(values, eps), plain(values, eps), rtol=4e-16, atol=4e-16, what="forward")
+    jac = l2norm_clamped.jacobian(values, eps)
+    h = 1e-7 * eps / np.sqrt(size)
+    for _ in range(2):
+        v = rng.standard_normal(size)
+        differences = (plain(values + h * v, eps) - plain(values - h * v, eps)) / (2 * h)
+        assert_agree(jac @ v, differences, rtol=1e-6, atol=1e-6 * np.linalg.norm(v) / eps, what="J v")
+    expected = 1 / eps if side < 1 else 1 / np.linalg.norm(values)
+    assert_agree(l2norm_clamped.spectral_norm(values, eps), expected, rtol=1e-14, what="spectral norm")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1.0, 1e150, 1e300])
+def test_forward_is_accurate_across_the_range(scale, rng):
+    values = rng.standard_normal((5, 4)) * scale
+    for eps in (scale * 1e-3, scale * 1e3):
+        assert_agree(
+            l2norm_clamped.forward(values, eps),
+            plain(values / scale, eps / scale),
+            rtol=1e-15,
+            atol=1e-15,
+            what="forward",
+        )
+
+
+def test_float32_in_float32_out():
+    values = np.array([[3.0, 4.0], [0.3, 0.4]], dtype=np.float32)
+    out = l2norm_clamped.forward(values, np.float32(1.0))
+    assert out.dtype == np.float32
+    assert_agree(out, [[0.6, 0.8], [0.3, 0.4]], rtol=1e-7, what="float32")
+
+
+def test_on_the_boundary_the_derivatives_do_not_exist():
+    on = np.array([0.5, 0.0, 0.0, 0.0])  # ||x|| = 0.5 exactly, and 4 entries keep it exact
+    assert l2norm_clamped.forward(on, 0.5)[0] == 1.0
+    for function in (l2norm_clamped.jacobian, l2norm_clamped.spectral_norm, l2norm_clamped.eigenvalues):
+        with pytest.raises(ValueError, match=r"x has a row on \|\|x\|\|_2 = epsilon"):
+            function(on, 0.5)
+    with pytest.raises(ValueError, match=r"x has a row on"):
+        l2norm_clamped.vjp(on, 0.5, np.ones(4))
+    t_k = float(l2norm_clamped.kink(0.25))
+    assert t_k == pytest.approx(0.25 / np.sqrt(2), rel=1e-15)
+    assert float(l2norm_clamped.slope(t_k * 0.999, 0.25)) == 4.0
+    assert float(l2norm_clamped.slope(t_k * 1.001, 0.25)) == 0.0
+    assert float(l2norm_clamped.slope_below_kink(0.25)) == 4.0
+    assert float(l2norm_clamped.slope_above_kink(0.25)) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: l2norm_clamped.forward(np.array([1.0, np.nan]), 0.1), "x must be finite"),
+        (lambda: l2norm_clamped.forward(np.array([1.0, 2.0]), -0.1), "epsilon must be positive"),
+        (lambda: l2norm_clamped.jacobian(np.array([1.0]), 0.1), "x must have shape"),
+        (lambda: l2norm_clamped.vjp(np.array([1.0, 2.0]), 0.1, np.ones(3)), "dy must have shape"),
+    ],
+)
+def test_bad_input_names_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_backward_on_both_sides_against_the_jacobian(side, rng):
+    direction = rng.standard_normal((3, 5))
+    values = direction * (side * 0.25 / np.linalg.norm(direction, axis=-1, keepdims=True))
+    dy, v = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    jac = l2norm_clamped.jacobian(values, 0.25)
+    tol = {"rtol": 1e-13, "atol": 1e-13}
+    assert_agree(l2norm_clamped.vjp(values, 0.25, dy), np.einsum("bik,bi->bk", jac, dy), **tol, what="vjp")
+    assert_agree(l2norm_clamped.jvp(values, 0.25, v), np.einsum("bik,bk->bi", jac, v), **tol, what="jvp")
+    h = 1e-6
+    ahead = l2norm_clamped.vjp(values + h * v, 0.25, dy)
+    behind = l2norm_clamped.vjp(values - h * v, 0.25, dy)
+    assert_agree(l2norm_clamped.hvp(values, 0.25, dy, v), (ahead - behind) / (2 * h), rtol=1e-6, atol=1e-5, what="hvp")
+
+
+# --- ScaleNorm: one scalar gain over the clamp --------------------------------------------
+
+GAINS = (-2.5, 0.3, 8.0)
+
+
+class AtGain:
+    """numeric.scalenorm with its gain bound: the (x, epsilon) interface the generic checks take."""
+
+    def __init__(self, gain: float) -> None:
+        self.gain, self.layer = gain, numeric.scalenorm.LAYER
+        self.definition = self.layer.definition
+
+    def forward(self, values, eps):
+        return numeric.scalenorm.forward(values, eps, gain=self.gain)
+
+    def jacobian(self, values, eps):
+        return numeric.scalenorm.jacobian(values, eps, gain=self.gain)
+
+    def eigenvalues(self, values, eps):
+        return numeric.scalenorm.eigenvalues(values, eps, gain=self.gain)
+
+    def spectral_norm(self, values, eps):
+        return numeric.scalenorm.spectral_norm(values, eps, gain=self.gain)
+
+    def bound(self, eps):
+        return numeric.scalenorm.bound(eps, gain=self.gain)
+
+    def epsilon_root(self, eps):
+        return self.layer.epsilon_root(eps)
+
+    def statistics(self, values):
+        return {**self.layer.base.statistics(values), g_s: self.gain}
+
+    def direction(self, direction, values):
+        return self.layer.base.direction(direction, values)
+
+
+def scale_norm(values: np.ndarray, eps: float, gain: float) -> np.ndarray:
+    """ScaleNorm as its authors' code writes it: x * (g / ||x||.clamp(min=eps)), in NumPy."""
+    return values * (gain / np.maximum(np.linalg.norm(values, axis=-1, keepdims=True), eps))
+
+
+@pytest.mark.parametrize("gain", GAINS)
+@pytest.mark.parametrize("size", [2, 3, 7, 64])
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_scalenorm_eigenstructure_and_differences_on_both_sides(gain, size, side, rng):
+    layer = AtGain(gain)
+    direction = rng.standard_normal(size)
+    values = direction * (side * 0.25 / np.linalg.norm(direction))
+    assert_agree(layer.forward(values, 0.25), scale_norm(values, 0.25, gain), rtol=1e-15, atol=1e-15, what="forward")
+    explicit = 1  # the direction x
+    expected = size + 1 + size * (explicit + (size > explicit))
+    assert verify.eigenstructure(layer, values, 0.25, rng) == expected
+    assert verify.jacobian_against_differences(layer, values, 0.25, rng) == 3 * size
+    norm = abs(gain) / (0.25 if side < 1 else np.linalg.norm(values))
+    assert_agree(layer.spectral_norm(values, 0.25), norm, rtol=1e-14, what="|g| / max(||x||, eps)")
+
+
+@pytest.mark.parametrize("gain", GAINS)
+def test_scalenorm_backward_against_its_jacobian_and_differences(gain, rng):
+    values = rng.standard_normal((4, 6)) * np.array([[0.01], [0.02], [3.0], [5.0]])  # both regimes at eps = 0.1
+    dy, v = rng.standard_normal((2, 4, 6))
+    jac = numeric.scalenorm.jacobian(values, 0.1, gain=gain)
+    tol = {"rtol": 1e-13, "atol": 1e-13 * abs(gain) / 0.1}
+    assert_agree(numeric.scalenorm.vjp(values, 0.1, dy, gain=gain), np.einsum("bik,bi->bk", jac, dy), **tol, what="vjp")
+    assert_agree(numeric.scalenorm.jvp(values, 0.1, v, gain), np.einsum("bik,bk->bi", jac, v), **tol, what="jvp")
+    h = 1e-7
+    ahead = numeric.scalenorm.vjp(values + h * v, 0.1, dy, gain=gain)
+    behind = numeric.scalenorm.vjp(values - h * v, 0.1, dy, gain=gain)
+    hvp = numeric.scalenorm.hvp(values, 0.1, dy, v, gain=gain)
+    assert_agree(hvp, (ahead - behind) / (2 * h), rtol=1e-5, atol=1e-6 * np.abs(hvp).max(), what="hvp")
+
+
+def test_scalenorm_gain_dependent_functions_take_the_gain():
+    assert float(numeric.scalenorm.bound(0.25, gain=-3.0)) == 12.0
+    assert float(numeric.scalenorm.slope_at_zero(0.25, gain=-3.0)) == -12.0
+    assert float(numeric.scalenorm.kink(0.25)) == float(l2norm_clamped.kink(0.25))
+    second = numeric.scalenorm.second_moment(np.array([3.0, 4.0]), 1.0, gain=2.0)
+    assert_agree(second, 4.0 / 2, rtol=1e-15, what="g**2 / n outside the clamp")
+    out = numeric.scalenorm.forward(np.array([3.0, 4.0], dtype=np.float32), np.float32(1.0), gain=np.float32(2))
+    assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1), "gain is required by scalenorm"),
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1, gain=np.ones(3)), "gain must be one real number"),
+        (lambda: numeric.scalenorm.jacobian(np.ones(3), 0.1, gain=np.inf), "gain must be finite"),
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1, 2.0, gain=2.0), "given both by position and by name"),
+        (lambda: numeric.scalenorm.forward(np.ones(3), 0.1, bias=1.0), "takes one parameter, gain"),
+    ],
+)
+def test_scalenorm_bad_gain_names_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_layer_that_is_no_multiple_of_its_base_is_refused():
+    """The factor numeric applies must be a function of the gain alone: x-dependence is caught."""
+    from derivations.regimes import factor
+
+    layer = LAYERS["scalenorm"]
+    with pytest.raises(DerivationError, match="not l2norm_clamped's times a function of the gain"):
+        factor(layer, g_s * norm_x, epsilon, "made up")
+    assert factor(layer, g_s * norm_x, norm_x, "proportional") == g_s
+
+
+@pytest.mark.parametrize(
+    ("text", "layer", "verdict", "says"),
+    [
+        ("kink == epsilon/sqrt(2)", "l2norm_clamped", "proved", "at x = (-t, 0, t)"),
+        ("slope_below_kink == slope_at_zero", "l2norm_clamped", "proved", "for all t in R"),
+        ("slope_at_zero == 1/sqrt(epsilon)", "l2norm_clamped", "refuted", "confirmed numerically"),
+        ("spectral_bound == abs(g_s)/epsilon", "scalenorm", "proved", "g_s in R"),
+        ("slope_at_zero == 1/epsilon", "scalenorm", "refuted", "confirmed numerically (numeric.scalenorm"),
+    ],
+)
+def test_claims_about_the_clamped_layers(text, layer, verdict, says):
+    from derivations.claims import Claim, check
+    from numeric.confirm import confirm
+
+    found = check(Claim(text, layer), confirm)
+    assert found.verdict == verdict
+    assert says in f"{found.quantifier} {found.detail}"

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any, TypeVar
 
 import sympy as sp
 
@@ -13,6 +14,8 @@ from derivations._formula import Formula
 from derivations._proof import DerivationError, equal
 from derivations.sums import in_statistics, in_sums, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import i, j, k, n, x
+
+R = TypeVar("R", bound="Rewrapped")
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +115,11 @@ class Layer:
         return ()
 
     @property
+    def unclaimable(self) -> str | None:
+        """Why claims cannot name this layer (they are stated for another), or None."""
+        return None
+
+    @property
     def derived_as(self) -> Layer:
         """The layer whose derivations are this one's: itself, or the base of a layer applied block by block."""
         return self
@@ -205,6 +213,30 @@ class Layer:
         """
         proof = self.prove_stated(name, derived)
         return (self.stated[name] if proof else derived), proof
+
+
+@dataclass(frozen=True, eq=False)
+class Rewrapped(Layer):
+    """A layer that is ``base`` in another form (block by block, reparametrized): its
+    derivations are the base's, restated (`restate`)."""
+
+    base: Layer = field(kw_only=True)
+
+    @property
+    def requires(self) -> tuple[Layer, ...]:
+        return (self.base,)
+
+    @property
+    def derived_as(self) -> Layer:
+        return self.base
+
+
+def rewrapped(kind: type[R], base: Layer, key: str, title: str, used_by: tuple[str, ...], **extra: Any) -> R:
+    """A layer of type ``kind`` with ``base``'s definition under a key, title and users of its own:
+    a wrapper that is the base layer in another form (block by block, reparametrized)."""
+    own = ("key", "title", "used_by")
+    fields = {name: getattr(base, name) for name in Layer.__dataclass_fields__ if name not in own}
+    return kind(key=key, title=title, used_by=used_by, base=base, **fields, **extra)
 
 
 @cache

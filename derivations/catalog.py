@@ -24,6 +24,7 @@ DEFINITIONS = (
     "rmsnorm",
     "rmsnorm_affine",
     "rmsnorm_eps_outside",
+    "rmsnorm_gemma",
     "groupnorm",
     "batchnorm_train",
     "l2norm_clamped",

@@ -26,7 +26,7 @@ from functools import cache
 import sympy as sp
 
 from derivations._formula import Established, Formula
-from derivations._layer import Layer
+from derivations._layer import Layer, Rewrapped, rewrapped
 from derivations._proof import DerivationError, equal
 from derivations.symbols import J, n, x
 
@@ -35,7 +35,7 @@ SIZES = ((2, 2), (3, 2), (2, 3))
 
 
 @dataclass(frozen=True, eq=False)
-class Grouped(Layer):
+class Grouped(Rewrapped):
     """``base`` applied to each block of entries; build it with `grouped`.
 
     ``blocks`` names what a block is (``"group"`` or ``"feature"``),
@@ -44,20 +44,10 @@ class Grouped(Layer):
     ``axis`` the axis of x that a block's n entries lie along.
     """
 
-    base: Layer = field(kw_only=True)
     blocks: str = field(kw_only=True)
     size: str = field(kw_only=True)
     argument: str | None = field(kw_only=True)
     axis: int = field(kw_only=True)
-
-    @property
-    def requires(self) -> tuple[Layer, ...]:
-        return (self.base,)
-
-    @property
-    def derived_as(self) -> Layer:
-        # The same definition as the base, block by block: the base's derivations are its own.
-        return self.base
 
     def restate(self, formula: Formula) -> Formula:
         return replace(formula, layer=self.key, statement=f"{formula.statement} Per {self.blocks}: n is {self.size}.")
@@ -74,19 +64,7 @@ def grouped(
     used_by: tuple[str, ...] = (),
 ) -> Grouped:
     """The layer that applies ``base`` to each block, with the base's definition and statements."""
-    own = ("key", "title", "used_by")
-    fields = {name: getattr(base, name) for name in Layer.__dataclass_fields__ if name not in own}
-    return Grouped(
-        key=key,
-        title=title,
-        **fields,
-        used_by=used_by,
-        base=base,
-        blocks=blocks,
-        size=size,
-        argument=argument,
-        axis=axis,
-    )
+    return rewrapped(Grouped, base, key, title, used_by, blocks=blocks, size=size, argument=argument, axis=axis)
 
 
 def _blocked_output(layer: Grouped, count: int, size: int) -> list[sp.Expr]:

@@ -29,7 +29,7 @@ from derivations import backward, eigen, grouped, jacobian, moments, regimes, re
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
-from derivations.symbols import beta, gamma
+from derivations.symbols import beta, gamma, w_gemma
 
 
 def _always(layer: Layer, item: Any) -> bool:
@@ -388,7 +388,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         jacobian_product="transpose",
         meaning="the input gradient (J^T g)_k for the upstream gradient g",
     ),
-    *(_gradient(stem, parameter) for stem, parameter in (("dgain", gamma), ("dbias", beta))),
+    *(_gradient(stem, parameter) for stem, parameter in (("dgain", gamma), ("dbias", beta), ("dweight", w_gemma))),
     Quantity(
         "jvp",
         "vector",
@@ -416,7 +416,12 @@ QUANTITIES: tuple[Quantity, ...] = (
 
 
 def rows(layer: Layer) -> Iterator[tuple[Quantity, Any]]:
-    """Every (quantity, item) that applies to ``layer``, in printing order."""
+    """Every (quantity, item) that applies to ``layer``, in printing order.
+
+    A layer whose derivations are another's (`Layer.derived_as`) has that
+    layer's rows too, except its parameters' gradients: its own parameters differ.
+    """
+    source = layer.derived_as
     for by_pattern, run in itertools.groupby(QUANTITIES, key=lambda quantity: quantity.over == "pattern"):
         group = list(run)
         pairs = (
@@ -424,7 +429,12 @@ def rows(layer: Layer) -> Iterator[tuple[Quantity, Any]]:
             if by_pattern
             else [(quantity, item) for quantity in group for item in quantity.items(layer)]
         )
-        yield from ((quantity, item) for quantity, item in pairs if quantity.applies(layer, item))
+        yield from (
+            (quantity, item)
+            for quantity, item in pairs
+            if quantity.applies(layer, item)
+            or (source is not layer and quantity.returned_by is None and quantity.applies(source, item))
+        )
 
 
 def names(layer: Layer) -> dict[str, tuple[Quantity, Any]]:

@@ -40,6 +40,9 @@ u = sp.IndexedBase("u", real=True)
 gamma = sp.IndexedBase("gamma", real=True)
 beta = sp.IndexedBase("beta", real=True)
 gamma_max = sp.Symbol("gamma_max", positive=True)
+# Gemma's weight w (its gain is 1 + w), and the largest |1 + w_i|.
+w_gemma = sp.IndexedBase("w", real=True)
+gemma_max = sp.Symbol("gemma_max", positive=True)
 
 # Row, column and summation indices, all ranging over 0 .. n-1.
 i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
@@ -61,4 +64,5 @@ LATEX_NAMES = {
     sigma_u: r"\sigma_u",
     sigma_b: r"\sigma_b",
     gamma_max: r"\max_i \lvert\gamma_i\rvert",
+    gemma_max: r"\max_i \lvert 1 + w_i\rvert",
 }

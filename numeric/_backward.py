@@ -140,12 +140,11 @@ def _at_own_scale(
     layer: Any,
     index: np.ndarray,
 ) -> np.ndarray:
-    """``product`` on rows scaled by their own spread, epsilon scaled alike (to inf where it
-    is beyond the range: the product is then below it, and comes out as 0)."""
+    """``product`` on rows at the balanced scale (`numeric._rescale.balanced`): halfway between
+    their own spread and the root of epsilon; a term that still overflows there carries a
+    power of epsilon that puts the product below the range, and comes out as 0."""
     c = layer._c
-    scaled, _, m = _rescale.normalized(rows, np.zeros_like(e), c.epsilon_degree, c.centered)
-    with np.errstate(over="ignore"):
-        e_scaled = (_rescale.epsilon_root(e, c.epsilon_degree) / m) ** c.epsilon_degree
+    scaled, e_scaled, m = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
     stats = layer._statistics(scaled)
     pick = [vector[index] for vector in given]
     params = [p if p.shape[0] == 1 else p[index] for p in parameters]

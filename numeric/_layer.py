@@ -343,10 +343,8 @@ class NumericLayer:
         for bi, unit in zip(b, units, strict=True):
             out = out + bi * general(g_rest, unit)
         # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
-        # taken again at their own scale, as `numeric._backward.evaluate` does.
-        own, e_own, m_own = _rescale.normalized(rows, np.zeros_like(e), c.epsilon_degree, c.centered)
-        with np.errstate(over="ignore"):
-            e_own = (_rescale.epsilon_root(e, c.epsilon_degree) / m_own) ** c.epsilon_degree
+        # taken again at the balanced scale, as `numeric._backward.evaluate` does.
+        own, e_own, m_own = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
         stats_own = self._statistics(own)
         for first, second, along in c.hvp_pairs:
             both = (lengths[first] > 0) & (lengths[second] > 0)
@@ -509,7 +507,7 @@ def _facade(definition: Layer) -> NumericLayer:
     return NumericLayer(definition)
 
 
-def register(kind: type, make: Callable[[Any], NumericLayer]) -> None:
+def register(kind: type, make: Callable[[Any], Any]) -> None:
     """Use ``make`` to build the facade of every layer of type ``kind`` (a wrapper's own facade)."""
     _facade.register(kind)(make)
 

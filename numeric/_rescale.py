@@ -109,6 +109,21 @@ def normalized(
     return values, relative_root**degree, m
 
 
+def balanced(
+    array: np.ndarray, e: np.ndarray, degree: int, centered: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like `normalized`, but at the geometric mean of the input's own scale and the root of
+    epsilon: where the two are more than the float range apart (x ~ 1e-300, epsilon ~ 1e-120),
+    scaling by either one loses the other; halfway, x and epsilon are both inside the range."""
+    own, _, m_own = normalized(array, np.zeros_like(e), degree, centered)
+    root = epsilon_root(e, degree)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        m = np.where(m_own > 0, np.sqrt(m_own) * np.sqrt(root), root)
+        ratio = np.where(m > 0, m_own / m, 0.0)
+        relative = np.where(m > 0, root / m, 1.0)
+    return own * ratio, relative**degree, m
+
+
 def times_power(values: Any, m: np.ndarray, degree: int) -> Any:
     """values * m**degree, the homogeneity undone; a zero value stays zero.
 

@@ -5,13 +5,16 @@ from types import ModuleType
 
 from derivations import LAYERS, symmetric
 from derivations.grouped import Grouped
+from derivations.reparametrized import Reparametrized
 
 EPSILONS = (1e-6, 1e-3, 0.04, 0.25, 1.0, 100.0)
 SIZES = (2, 3, 7, 64)
 
 # The layers that normalize each row of x along its last axis as one block; a layer
 # applied block by block (groups, a batch) is its base layer per block, tested in test_grouped.
-ROW_LAYERS = tuple(key for key, layer in LAYERS.items() if not isinstance(layer, Grouped))
+# A layer whose parameters are stored as functions of others (Gemma's 1 + w) is its base
+# at those parameters, tested in test_reparametrized.
+ROW_LAYERS = tuple(key for key, layer in LAYERS.items() if not isinstance(layer, (Grouped, Reparametrized)))
 # Every such layer whose Jacobian is symmetric, so that its eigenstructure is derived,
 # and whose functions take x and epsilon alone (ScaleNorm's gain: tests/test_regimes.py).
 SYMMETRIC_LAYERS = tuple(key for key in symmetric() if key in ROW_LAYERS and not LAYERS[key].scalars)

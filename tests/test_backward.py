@@ -327,7 +327,7 @@ def test_a_missing_vector_is_a_type_error():
         numeric.layernorm.hvp(np.ones(3), 0.1, np.ones(3))
 
 
-@pytest.mark.parametrize("key", list(LAYERS))
+@pytest.mark.parametrize("key", ROW_LAYERS)
 @pytest.mark.parametrize("epsilon", [1e-8, 1e-5])
 def test_vjp_at_two_features_is_accurate_where_the_entry_formula_cancels(key, epsilon):
     """At n = 2 with q >> epsilon the derived entry of J^T g subtracts terms of size |g|/s to

@@ -14,7 +14,7 @@ from numeric.agreement import AgreementError
 
 SIZES = {
     "layer-normalization-epsilon-response.png": (410, 860),
-    "conventions.png": (460, 960),
+    "conventions.png": (900, 1280),
     "spectrum.png": (480, 720),
 }
 
@@ -85,7 +85,8 @@ def test_content_matches_the_seed():
 
 def test_conventions_legend_carries_each_derived_slope_at_zero():
     figure = FIGURES[1].draw()
-    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    legends = [*figure.legends, *(ax.get_legend() for ax in figure.axes if ax.get_legend())]
+    labels = [text.get_text() for legend in legends for text in legend.get_texts()]
     assert any(label.startswith("layernorm_std_eps: slope at 0 = $\\dfrac{1}{\\varepsilon}$") for label in labels)
     assert any(label.startswith("rmsnorm: slope at 0 = $\\dfrac{1}{\\sqrt{\\varepsilon}}$") for label in labels)
 

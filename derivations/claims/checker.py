@@ -127,6 +127,9 @@ class _Setting:
 
 def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
     lhs, op, rhs, usage = build(claim.text, claim.layer)
+    for key in sorted({*usage.layers, claim.layer}):
+        if LAYERS[key].unclaimable:
+            raise ClaimError(str(LAYERS[key].unclaimable))
     setting = _setting(claim, lhs, op, rhs, usage)
     quantifier = _quantifier(setting, claim)
     used = tuple(dict.fromkeys(f"{key}.{name}" for key, name in usage.quantities))

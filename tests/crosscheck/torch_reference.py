@@ -56,6 +56,8 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         # nn.RMSNorm with elementwise_affine has a weight and no bias.
         "rmsnorm_affine": lambda x: F.rms_norm(x, (n,), weight=gain, eps=eps),
         "rmsnorm_eps_outside": lambda x: rmsnorm_reference(x, eps),
+        # As Gemma's code writes it, the stored weight w passed as ``gain``.
+        "rmsnorm_gemma": lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + gain),
         # n is the size of a group: GROUPS groups of n channels, as group_norm on an (N, C) input.
         "groupnorm": lambda x: _rows(lambda a: F.group_norm(a, GROUPS, eps=eps), x),
         # n is the batch size: x is (n, FEATURES), normalized over the batch, as batch_norm(training=True).
@@ -86,8 +88,17 @@ def shape(key: str, n: int, rows: int | None) -> tuple[int, ...]:
     return (width,) if rows is None else (rows, width)
 
 
-def arguments(key: str) -> dict[str, int]:
+def arguments(key: str, gain: np.ndarray | None = None) -> dict[str, object]:
+    """The keyword arguments numeric.<key> takes besides x and epsilon: the groups, or Gemma's weight."""
+    if key == "rmsnorm_gemma":
+        return {"weight": gain}
     return {"groups": GROUPS} if key == "groupnorm" else {}
+
+
+def takes_gain_and_bias(key: str) -> bool:
+    from derivations import LAYERS
+
+    return [name for name, _ in LAYERS[key].parameters] == ["gain", "bias"]
 
 
 def blocked(key: str, x: torch.Tensor, n: int) -> torch.Tensor:
@@ -161,7 +172,7 @@ def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
                     assert torch.autograd.gradcheck(function, inputs), (key, n, eps)
                     assert torch.autograd.gradgradcheck(function, inputs), (key, n, eps)
                 gain = params[0] if params else None
-                bias = params[1] if params else None
+                bias = params[1] if len(params) > 1 else None
                 native = reference(key, n, eps, gain, bias)
                 got = torch.autograd.grad(function(x, *params), [x, *params], dy)
                 want = torch.autograd.grad(native(x), [x, *params], dy, allow_unused=True)
@@ -208,7 +219,7 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
     print(f"\n{'numeric backward':<22}{'n':>5}{'epsilon':>9}{'vjp':>11}{'jvp':>11}{'hvp':>11}")
     for key in keys:
         module = importlib.import_module(f"numeric.{key}")
-        wrapped = bool(module.LAYER.definition.parameters)
+        wrapped = takes_gain_and_bias(key)
         for n in SIZES:
             for eps in EPSILONS:
                 x = rng.standard_normal(shape(key, n, 3)) * 3 + 1
@@ -216,7 +227,7 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
                 gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
                 if key == "rmsnorm_affine":
                     bias = np.zeros(n)
-                named = {"gain": gain, "bias": bias} if wrapped else arguments(key)
+                named = {"gain": gain, "bias": bias} if wrapped else arguments(key, gain)
                 tg, tb = torch.from_numpy(gain), torch.from_numpy(bias)
                 if module.LAYER.definition.scalars:  # ScaleNorm: one scalar gain
                     named = {name: float(gain[0]) for name, _ in module.LAYER.definition.scalars}
@@ -228,8 +239,13 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
                     scale = float(b.abs().max())
                     return float(np.abs(np.asarray(a) - b.numpy()).max()) / scale if scale else 0.0
 
-                if wrapped:
-                    _, pull = vjp(lambda a, g_, b_, k=key, m=n, e=eps: reference(k, m, e, g_, b_)(a), tx, tg, tb)
+                if wrapped or key == "rmsnorm_gemma":  # the parameters' gradients too
+                    given = (tg, tb) if wrapped else (tg,)
+                    _, pull = vjp(
+                        lambda a, *p_, k=key, m=n, e=eps: reference(k, m, e, *p_, *([None] * (2 - len(p_))))(a),
+                        tx,
+                        *given,
+                    )
                     want = pull(tdy)
                     got = module.vjp(x, eps, dy, **named)
                     errors = [relative(a, b) for a, b in zip(got, want, strict=True) if b.abs().max() > 0]
@@ -245,12 +261,20 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
                     exact = unblocked(
                         key,
                         exact_gradients(
-                            key, blocked(key, x, n), eps, blocked(key, dy, n), [gain, bias] if wrapped else []
+                            key,
+                            blocked(key, x, n),
+                            eps,
+                            blocked(key, dy, n),
+                            [gain, bias]
+                            if wrapped
+                            else list(arguments(key, gain).values())[:1]
+                            if key == "rmsnorm_gemma"
+                            else [],
                         )[0],
                         x,
                     )
                     mine = module.vjp(x, eps, dy, **named)
-                    mine = mine[0] if wrapped else mine
+                    mine = mine[0] if isinstance(mine, tuple) else mine
                     print(
                         f"{key:<22}{n:>5}{eps:>9g}{back:>11.1e}{forward:>11.1e}{second:>11.1e}   pinned: dx vs mpmath "
                         f"numeric {np.abs(mine - exact).max() / np.abs(exact).max():.1e}"
@@ -337,16 +361,15 @@ def main() -> int:
                 if key == "rmsnorm_affine":
                     bias = np.zeros(n)
                 # A wrapped layer takes the gain and bias; ScaleNorm one scalar gain; the others nothing.
-                params = (gain, bias) if module.LAYER.definition.parameters else ()
+                params = (gain, bias) if takes_gain_and_bias(key) else ()
                 tg = torch.from_numpy(gain)
                 if module.LAYER.definition.scalars:
                     params, tg = (float(gain[0]),), torch.tensor(float(gain[0]))
                 function = reference(key, n, eps, tg, torch.from_numpy(bias))
                 tx = torch.from_numpy(x)
-                forward = np.abs(module.forward(x, eps, *params, **arguments(key)) - function(tx).numpy()).max()
-                jac = np.abs(
-                    module.jacobian(x, eps, *params, **arguments(key)) - torch_jacobian(key, function, tx)
-                ).max()
+                named = arguments(key, gain)
+                forward = np.abs(module.forward(x, eps, *params, **named) - function(tx).numpy()).max()
+                jac = np.abs(module.jacobian(x, eps, *params, **named) - torch_jacobian(key, function, tx)).max()
                 worst = max(worst, forward, jac)
                 flag = "" if max(forward, jac) <= TOLERANCE else "   FAIL"
                 print(f"{key:<22}{n:>5}{eps:>9g}{forward:>21.2e}{jac:>15.2e}{flag}")

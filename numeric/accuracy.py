@@ -417,7 +417,8 @@ SECOND_ORDER_SPAN = 2.0**500
 
 def _apart(inputs: np.ndarray, eps: Any, layer: Any) -> bool:
     c = layer._c
-    spread = np.max(np.abs(inputs - np.mean(inputs) if c.centered else inputs))
+    values = np.asarray(inputs, dtype=np.float64)
+    spread = float(np.max(np.abs(values - np.mean(values) if c.centered else values)))
     root = float(np.ravel(layer.epsilon_root(np.float64(eps)))[0])
     return bool(spread > 0 and not 1 / SECOND_ORDER_SPAN <= spread / root <= SECOND_ORDER_SPAN)
 

@@ -1,0 +1,214 @@
+"""The guards a plausible bug would slip past: each test here fails on one such bug (tests/mutation/)."""
+
+import dataclasses
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import figures.__main__ as figures_command
+from derivations import DerivationError, quantities
+from derivations.catalog import LAYERS
+from derivations.claims import Claim, check
+from derivations.symbols import epsilon
+from figures._output import write_all
+from numeric import _rescale, verify
+from numeric._layer import facade
+from numeric.agreement import AgreementError, assert_agree
+from numeric.confirm import confirm
+
+# --- forward on more rows than one block holds --------------------------------
+
+
+@pytest.mark.parametrize(("key", "size"), [("layernorm", 64), ("rmsnorm_affine", 48), ("layernorm_std_eps", 3)])
+def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size):
+    """Two whole blocks and a partial third, with an epsilon and a gain per row: each row as if alone."""
+    layer = facade(key)
+    rows = 2 * max(1, _rescale.BLOCK // size) + 3
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((rows, size)) * np.logspace(-4, 4, rows)[:, None]
+    eps = rng.permutation(np.logspace(-6, 2, rows))
+    parameters = [rng.standard_normal((rows, size)) for _ in layer.definition.parameters]
+    together = layer.forward(x, eps, *parameters)
+    picked = [0, rows // 2, rows - 3, rows - 2, rows - 1, *rng.choice(rows, 40, replace=False)]
+    alone = np.array([layer.forward(x[r], eps[r], *(p[r] for p in parameters)) for r in picked])
+    assert_agree(together[picked], alone, rtol=1e-15, what=f"{key}.forward in blocks vs row by row")
+
+
+# --- the agreement tolerance ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "rtol", "atol"),
+    [(1 + 1e-9, 1.0, 1e-12, 0.0), (1e-300 * (1 + 1e-9), 1e-300, 1e-13, 0.0), (1e-9, 0.0, 0.0, 1e-10)],
+)
+def test_an_error_just_beyond_the_tolerance_is_refused(actual, expected, rtol, atol):
+    with pytest.raises(AgreementError, match="what"):
+        assert_agree(np.array([1.0, actual]), np.array([1.0, expected]), rtol=rtol, atol=atol, what="what")
+    assert assert_agree(expected, expected, rtol=0.0, what="same") == 1
+
+
+def test_a_relative_error_of_1e_9_in_a_lambdified_function_stops_the_figures(tmp_path, monkeypatch):
+    """The verification must see an error a millionth of what a loosened tolerance would let through."""
+    layer = facade("layernorm")
+    exact_response = layer.response
+    monkeypatch.setattr(layer, "response", lambda t, e: exact_response(t, e) * (1 + 1e-9))
+    with pytest.raises(AgreementError, match="response vs symbolic"):
+        verify.run()
+    assert figures_command.main(["--out", str(tmp_path)]) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- what verify.run checked -------------------------------------------------
+
+
+def test_run_reports_values_compared_by_every_check():
+    counts = verify.run()
+    assert list(counts) == list(verify.CHECKS)
+    # Every symmetric layer has a slope, compared with differences at 41 points for each of 5 epsilons.
+    assert counts["derivatives in t vs central differences"] >= 41 * 5 * len(verify.symmetric_layers())
+    assert all(count > 0 for count in counts.values()), counts
+
+
+def test_run_refuses_a_slope_that_is_not_the_derivative_of_the_response(monkeypatch):
+    """A slope consistent with a wrong derivation: only the differences of the response can tell."""
+    layer = facade("layernorm")
+    monkeypatch.setattr(verify, "scalar_against_symbolic", lambda *args: 1)
+    exact_slope = layer.slope
+    monkeypatch.setattr(layer, "slope", lambda t, e: exact_slope(t, e) * (1 + 1e-5))
+    with pytest.raises(AgreementError, match="slope vs differences of response"):
+        verify.run()
+
+
+# --- a proof is exact ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("tiny", [sp.Rational(1, 10**12), sp.Float(1e-12), epsilon * sp.Rational(1, 10**15)])
+def test_a_stated_form_off_by_a_tiny_amount_is_refused(tiny):
+    layer = LAYERS["layernorm"]
+    stated = layer.stated["slope_at_zero"] + tiny
+    wrong = dataclasses.replace(layer, stated={**layer.stated, "slope_at_zero": stated})
+    with pytest.raises(DerivationError, match="slope_at_zero"):
+        quantities.formulas(wrong)
+
+
+# --- the numeric re-check of a counterexample ---------------------------------
+
+NORM_ONE_OVER_S = "spectral_norm == 1/sqrt(q + epsilon)"
+
+
+@pytest.mark.parametrize(
+    ("text", "example", "expected"),
+    [
+        (
+            NORM_ONE_OVER_S,
+            {"x": [1.0, -1.0], "epsilon": 0.25},
+            "confirmed numerically (numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2)): "
+            "lhs = 0.17888544, rhs = 0.89442719",
+        ),
+        (
+            NORM_ONE_OVER_S,
+            {"x": [1.0, -1.0, 0.0], "epsilon": 0.25},
+            "NOT confirmed numerically (numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2)): "
+            "lhs = 1.0444659, rhs = 1.0444659",
+        ),
+        (
+            "slope_at_zero <= 1/epsilon",
+            {"epsilon": 4.0},
+            "confirmed numerically (numeric.layernorm.slope_at_zero(epsilon)): lhs = 0.5, rhs = 0.25",
+        ),
+        (
+            "slope_at_zero <= 1/epsilon",
+            {"epsilon": 0.25},
+            "NOT confirmed numerically (numeric.layernorm.slope_at_zero(epsilon)): lhs = 2, rhs = 4",
+        ),
+    ],
+)
+def test_the_recheck_evaluates_the_claim_with_the_numeric_functions_it_names(text, example, expected):
+    assert confirm(Claim(text), example) == expected
+
+
+def test_a_refutation_names_the_numeric_functions_of_its_recheck():
+    verdict = check(Claim(NORM_ONE_OVER_S), confirm)
+    assert verdict.verdict == "refuted"
+    assert "; confirmed numerically (numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2))" in (
+        verdict.detail
+    )
+
+
+# --- the claim whitelist -------------------------------------------------------
+
+
+class _Hung(Exception):
+    pass
+
+
+@contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """A hang detector: the block is interrupted after ``seconds``."""
+
+    def alarm(signum, frame):
+        raise _Hung
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("log(t) <= t", "log"),
+        ("factorial(10**7) == 1", "factorial"),
+        ("sin(t) <= 1", "sin"),
+        ("gamma(epsilon) == 1", "gamma"),
+        ("Integral(t, t) == 1", "Integral"),
+        ("sympify(t) == t", "sympify"),
+        ("Function(t) == t", "Function"),
+        ("sqrt(t) == Abs(t)", "Abs"),
+    ],
+)
+def test_a_call_outside_the_whitelist_is_an_error_naming_it(text, name):
+    with _within(10):
+        verdict = check(Claim(text))
+    assert verdict.verdict == "error"
+    assert f"call to {name!r} at column" in verdict.detail
+    assert "allowed functions: sqrt, abs, exp, max, min, limit" in verdict.detail
+
+
+# --- a failed save keeps the old file -----------------------------------------
+
+
+def _fails_halfway(file):
+    file.write(b"half a PNG")
+    raise OSError(28, os.strerror(28))
+
+
+def _writes(content):
+    return lambda file: file.write(content)
+
+
+@pytest.mark.parametrize(
+    "writers",
+    [
+        {"a.png": _fails_halfway},
+        {"a.png": _writes(b"new a"), "b.png": _fails_halfway},
+        {"b.png": _fails_halfway, "a.png": _writes(b"new a")},
+    ],
+    ids=["one file", "the second of two", "the first of two"],
+)
+def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
+    old = {"a.png": b"old a\x00\xff", "b.png": b"old b"}
+    for name, content in old.items():
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(OSError, match="No space left"):
+        write_all({tmp_path / name: write for name, write in writers.items()})
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == old

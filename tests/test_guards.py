@@ -13,7 +13,7 @@ import sympy as sp
 import figures.__main__ as figures_command
 from derivations import DerivationError, quantities
 from derivations.catalog import LAYERS
-from derivations.claims import Claim, check
+from derivations.claims import Claim, check, sampling
 from derivations.symbols import epsilon
 from figures._output import write_all
 from numeric import _rescale, verify
@@ -212,3 +212,21 @@ def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
     with pytest.raises(OSError, match="No space left"):
         write_all({tmp_path / name: write for name, write in writers.items()})
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == old
+
+
+# --- survivors of make mutation's sample --------------------------------------
+
+
+def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
+    """A condition still holding a free symbol has no truth value: the point is skipped, nothing raises."""
+    x, free = sp.Symbol("x", real=True), sp.Symbol("free", real=True)
+    assert list(sampling.points([x], [sp.Lt(x, free)])) == []
+    assert next(sampling.points([x], [sp.Lt(x, x + 1)])) == {x: sampling.grid(x)[0]}
+
+
+@pytest.mark.parametrize(
+    ("size", "first"), [(2, (-1, 0)), (3, (-1, 0, 1)), (4, (-2, -1, 0, 1)), (5, (-2, -1, 0, 1, 2))]
+)
+def test_the_first_explicit_input_of_each_size_is_small_integers_about_zero(size, first):
+    inputs = sampling.explicit_inputs([size], set())
+    assert [next(inputs).x for _ in range(3)] == [first, (1,) * size, (0,) * size]

@@ -136,7 +136,7 @@ def equivalent() -> dict[str, str]:
     return out
 
 
-def test_files(path: str, tree: Path) -> list[str]:
+def relevant_tests(path: str, tree: Path) -> list[str]:
     """The mutated module (for its doctests) and the test files that name it, most mentions first."""
     module = Path(path)
     stem = module.stem.lstrip("_")
@@ -206,7 +206,7 @@ def run(arguments: argparse.Namespace) -> int:
                 original = target.read_text(encoding="utf-8")
                 target.write_text(mutated, encoding="utf-8")
                 try:
-                    first = test_files(mutant.path, tree)
+                    first = relevant_tests(mutant.path, tree)
                     outcome, where = pytest(tree, first, arguments.timeout)
                     if outcome == "survived":  # the whole suite, both cores
                         rest = [f"--deselect={path}" for path in first[1:]]

@@ -230,3 +230,9 @@ def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
 def test_the_first_explicit_input_of_each_size_is_small_integers_about_zero(size, first):
     inputs = sampling.explicit_inputs([size], set())
     assert [next(inputs).x for _ in range(3)] == [first, (1,) * size, (0,) * size]
+
+
+def test_a_matrix_norm_at_a_tie_with_its_bound_is_no_violation():
+    """At n = 2 the bound is attained; the explicit norm must be computed past the 240 digits a decision uses."""
+    verdict = check(Claim("norm(J, 2) <= gamma_max/s", "rmsnorm_affine"))
+    assert verdict.verdict == "supported", verdict.detail

@@ -11,10 +11,10 @@ import pytest
 import sympy as sp
 
 import figures.__main__ as figures_command
-from derivations import DerivationError, quantities
+from derivations import DerivationError, jacobian, quantities
 from derivations.catalog import LAYERS
 from derivations.claims import Claim, check, sampling
-from derivations.symbols import epsilon
+from derivations.symbols import epsilon, x
 from figures._output import write_all
 from numeric import _rescale, verify
 from numeric._layer import facade
@@ -216,6 +216,8 @@ def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
 
 # --- survivors of make mutation's sample --------------------------------------
 
+_RADICAND = 2 * x[0] ** 2 + 2 * x[1] ** 2 + epsilon
+
 
 def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
     """A condition still holding a free symbol has no truth value: the point is skipped, nothing raises."""
@@ -236,3 +238,30 @@ def test_a_matrix_norm_at_a_tie_with_its_bound_is_no_violation():
     """At n = 2 the bound is attained; the explicit norm must be computed past the 240 digits a decision uses."""
     verdict = check(Claim("norm(J, 2) <= gamma_max/s", "rmsnorm_affine"))
     assert verdict.verdict == "supported", verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("general", "direct", "equal"),
+    [
+        (sp.sqrt(2 * _RADICAND), sp.sqrt(2) * sp.sqrt(_RADICAND), True),
+        (1 / sp.sqrt(2 * _RADICAND), sp.sqrt(2) / (2 * sp.sqrt(_RADICAND)), True),
+        (sp.sqrt(2 * _RADICAND), sp.sqrt(_RADICAND), False),
+    ],
+)
+def test_an_explicit_proof_sees_one_root_under_two_constant_factors(general, direct, equal):
+    """sqrt(2 r) and sqrt(2) sqrt(r) are one root, as the symbolic-n and explicit forms write it."""
+    pairs = [(general, direct, "entry")]
+    if equal:
+        jacobian.explicit_equal(LAYERS["rmsnorm"], 2, pairs)
+    else:
+        with pytest.raises(DerivationError, match=r"rmsnorm\.entry at n = 2"):
+            jacobian.explicit_equal(LAYERS["rmsnorm"], 2, pairs)
+
+
+@pytest.mark.parametrize(("op", "holds"), [("<=", True), ("<", True), (">", False), ("==", False)])
+def test_a_clear_separation_is_decided_at_fixed_precision(op, holds, monkeypatch):
+    """sqrt(t**2 + epsilon) against t + 1 at t = 1, epsilon = 1/4: 1.118 against 2, no tie to break."""
+    monkeypatch.setattr(sampling, "exact_tie", lambda *args: pytest.fail("a clear separation went to exact_tie"))
+    t = sp.Symbol("t", real=True)
+    sides = sampling.Compiled(sp.sqrt(t**2 + epsilon), t + 1, [t, epsilon])
+    assert sides.decide(op, {t: sp.Integer(1), epsilon: sp.Rational(1, 4)}) is holds

@@ -192,6 +192,10 @@ def copy_tree(into: Path) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     listed = equivalent()
+    rerun = None
+    if arguments.rerun is not None:  # the survivors a previous run printed
+        lines = arguments.rerun.read_text(encoding="utf-8").splitlines()
+        rerun = {line.removeprefix("survived: ") for line in lines if line.startswith("survived: ")}
     results: dict[str, list[str]] = {"killed": [], "timeout": [], "survived": [], "equivalent": []}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
@@ -199,6 +203,8 @@ def run(arguments: argparse.Namespace) -> int:
         copy_tree(tree)
         for number, (mutant, name, mutated) in enumerate(sample(arguments.sample, arguments.seed), 1):
             began = time.monotonic()
+            if rerun is not None and name not in rerun:
+                continue
             if name in listed:
                 outcome, where = "equivalent", listed[name]
             else:
@@ -237,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run; longer is a kill")
     parser.add_argument("--fail-under", type=float, default=85, help="the least score in percent (default 85)")
     parser.add_argument("--strict", action="store_true", help="fail on any survivor not listed as equivalent")
+    parser.add_argument("--rerun", type=Path, help="run only the survivors listed in this earlier output")
     parser.add_argument("--verbose", action="store_true", help="print the end of pytest's output for survivors")
     arguments = parser.parse_args(argv)
     # SIGTERM ends the run as Ctrl-C does: the pytest running and the copied tree are removed.

@@ -217,6 +217,7 @@ def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
 # --- survivors of make mutation's sample --------------------------------------
 
 _RADICAND = 2 * x[0] ** 2 + 2 * x[1] ** 2 + epsilon
+_T = sp.Symbol("t", real=True)
 
 
 def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
@@ -262,6 +263,14 @@ def test_an_explicit_proof_sees_one_root_under_two_constant_factors(general, dir
 def test_a_clear_separation_is_decided_at_fixed_precision(op, holds, monkeypatch):
     """sqrt(t**2 + epsilon) against t + 1 at t = 1, epsilon = 1/4: 1.118 against 2, no tie to break."""
     monkeypatch.setattr(sampling, "exact_tie", lambda *args: pytest.fail("a clear separation went to exact_tie"))
-    t = sp.Symbol("t", real=True)
-    sides = sampling.Compiled(sp.sqrt(t**2 + epsilon), t + 1, [t, epsilon])
-    assert sides.decide(op, {t: sp.Integer(1), epsilon: sp.Rational(1, 4)}) is holds
+    sides = sampling.Compiled(sp.sqrt(_T**2 + epsilon), _T + 1, [_T, epsilon])
+    assert sides.decide(op, {_T: sp.Integer(1), epsilon: sp.Rational(1, 4)}) is holds
+
+
+@pytest.mark.parametrize(
+    ("lhs", "op", "rhs", "holds"),
+    [(_T, "<=", sp.oo * _T, True), (_T, ">", sp.oo * _T, False), (-sp.oo * _T, "<", _T, True)],
+)
+def test_a_side_infinite_at_a_point_is_decided_against_a_finite_one(lhs, op, rhs, holds):
+    """Only two equal infinities are undecided: a finite side against an infinite one is decided."""
+    assert sampling.Compiled(lhs, rhs, [_T]).decide(op, {_T: sp.Integer(1)}) is holds

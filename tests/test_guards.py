@@ -126,10 +126,23 @@ NORM_ONE_OVER_S = "spectral_norm == 1/sqrt(q + epsilon)"
             {"epsilon": 0.25},
             "NOT confirmed numerically (numeric.layernorm.slope_at_zero(epsilon)): lhs = 2, rhs = 4",
         ),
+        # A name takes its own value (a display name, a gain entry) or none: never another's.
+        (
+            "s == 1",
+            {"x": [1.0, -1.0], "epsilon": 0.25},
+            "confirmed numerically (NumPy arithmetic): lhs = 1.118034, rhs = 1",
+        ),
+        ("zzz == 1", {"x": [1.0, -1.0], "epsilon": 0.25}, "not confirmed numerically: no numeric value for zzz"),
+        (
+            "layernorm_affine: gamma == 3",
+            {"x": [1.0, -1.0, 0.5], "epsilon": 0.25, "gamma": 3.0},
+            "NOT confirmed numerically (NumPy arithmetic): lhs = 3, rhs = 3",
+        ),
     ],
 )
 def test_the_recheck_evaluates_the_claim_with_the_numeric_functions_it_names(text, example, expected):
-    assert confirm(Claim(text), example) == expected
+    layer, _, text = text.rpartition(": ")
+    assert confirm(Claim(text, layer or "layernorm"), example) == expected
 
 
 def test_a_refutation_names_the_numeric_functions_of_its_recheck():

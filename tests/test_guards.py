@@ -1,6 +1,7 @@
 """The guards a plausible bug would slip past: each test here fails on one such bug (tests/mutation/)."""
 
 import dataclasses
+import inspect
 import os
 import signal
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ from derivations.catalog import LAYERS
 from derivations.claims import Claim, check, sampling
 from derivations.symbols import epsilon, x
 from figures._output import write_all
-from numeric import _rescale, verify
+from numeric import _rescale, accuracy, verify
+from numeric._lambdify import compile
 from numeric._layer import facade
 from numeric.agreement import AgreementError, assert_agree
 from numeric.confirm import confirm
@@ -287,3 +289,22 @@ def test_a_clear_separation_is_decided_at_fixed_precision(op, holds, monkeypatch
 def test_a_side_infinite_at_a_point_is_decided_against_a_finite_one(lhs, op, rhs, holds):
     """Only two equal infinities are undecided: a finite side against an infinite one is decided."""
     assert sampling.Compiled(lhs, rhs, [_T]).decide(op, {_T: sp.Integer(1)}) is holds
+
+
+@pytest.mark.parametrize("power", [2, 3, 4, 8, -8, sp.Rational(7, 2), sp.Rational(-7, 2)])
+def test_small_powers_are_emitted_as_products(power):
+    """Up to the eighth (half-)power, the emitted code multiplies: numpy.power is several times slower."""
+    source = inspect.getsource(compile(_T**power + epsilon, [_T, epsilon]))
+    assert "**" not in source, source
+    assert "power" not in source, source
+    assert compile(_T**power, [_T])(1.5) == pytest.approx(1.5 ** float(power), rel=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_accuracy_grids_random_magnitudes_span_the_floating_point_range(dtype):
+    ts, _ = accuracy.scalar_grid(dtype)
+    spread = np.log10(np.abs(ts[-200:]).astype(np.float64))  # after 0 and the powers of ten
+    powers = accuracy.exponents(dtype, 10)  # the normal range, as the grid's powers of ten span it
+    low, high = powers[0], powers[-1]
+    assert spread.min() < low + (high - low) / 10
+    assert spread.max() > high - (high - low) / 10

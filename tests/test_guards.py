@@ -308,3 +308,11 @@ def test_the_accuracy_grids_random_magnitudes_span_the_floating_point_range(dtyp
     low, high = powers[0], powers[-1]
     assert spread.min() < low + (high - low) / 10
     assert spread.max() > high - (high - low) / 10
+
+
+@pytest.mark.parametrize("size", [10**20, 10**40])
+@pytest.mark.parametrize(("op", "holds"), [("<=", False), ("==", False), (">", True)])
+def test_a_near_tie_is_decided_only_at_enough_digits(size, op, holds):
+    """sqrt(t**2 + epsilon) exceeds t by epsilon / (2 t): at t = 1e40, one part in 1e80, which 60 digits round away."""
+    sides = sampling.Compiled(sp.sqrt(_T**2 + epsilon), _T, [_T, epsilon])
+    assert sides.decide(op, {_T: sp.Integer(size), epsilon: sp.Integer(1)}) is holds

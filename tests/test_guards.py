@@ -14,7 +14,7 @@ import sympy as sp
 import figures.__main__ as figures_command
 from derivations import DerivationError, jacobian, quantities
 from derivations.catalog import LAYERS
-from derivations.claims import Claim, check, sampling
+from derivations.claims import Claim, bounded, check, sampling
 from derivations.symbols import epsilon, x
 from figures._output import write_all
 from numeric import _rescale, accuracy, verify
@@ -316,3 +316,8 @@ def test_a_near_tie_is_decided_only_at_enough_digits(size, op, holds):
     """sqrt(t**2 + epsilon) exceeds t by epsilon / (2 t): at t = 1e40, one part in 1e80, which 60 digits round away."""
     sides = sampling.Compiled(sp.sqrt(_T**2 + epsilon), _T, [_T, epsilon])
     assert sides.decide(op, {_T: sp.Integer(size), epsilon: sp.Integer(1)}) is holds
+
+
+def test_a_check_past_its_memory_budget_names_the_budget_in_mib():
+    with pytest.raises(bounded.Exceeded, match=r"^undecided within 64 MiB of memory$"):
+        bounded.run(lambda: bytearray(1 << 30), 60, memory=64 << 20)

@@ -3,6 +3,7 @@
 import dataclasses
 import inspect
 import os
+import secrets
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -321,3 +322,22 @@ def test_a_near_tie_is_decided_only_at_enough_digits(size, op, holds):
 def test_a_check_past_its_memory_budget_names_the_budget_in_mib():
     with pytest.raises(bounded.Exceeded, match=r"^undecided within 64 MiB of memory$"):
         bounded.run(lambda: bytearray(1 << 30), 60, memory=64 << 20)
+
+
+def test_a_save_never_writes_through_a_file_already_at_its_temporary_name(tmp_path, monkeypatch):
+    """A link planted where the temporary will be is refused, and what it points to is left alone."""
+    monkeypatch.setattr(secrets, "token_hex", lambda size: "0" * 2 * size)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"victim")
+    (tmp_path / f".partial-{os.getpid()}-00000000-a.png").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        write_all({tmp_path / "a.png": _writes(b"new a")})
+    assert victim.read_bytes() == b"victim"
+
+
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
+def test_forward_at_the_largest_float64_inputs_is_finite(key):
+    big = np.finfo(np.float64).max
+    out = facade(key).forward(np.array([big, -big, 0.0]), 1e-5)
+    # Mean 0 and mean square 2 big**2 / 3: big / sqrt(2 big**2 / 3) = sqrt(3/2), epsilon negligible.
+    assert_agree(out, np.sqrt(1.5) * np.array([1.0, -1.0, 0.0]), rtol=1e-14, what=f"{key}.forward at +-max float64")

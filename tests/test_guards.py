@@ -15,7 +15,7 @@ import sympy as sp
 import figures.__main__ as figures_command
 from derivations import DerivationError, jacobian, quantities
 from derivations.catalog import LAYERS
-from derivations.claims import Claim, bounded, check, sampling
+from derivations.claims import Claim, ClaimError, bounded, check, parse, sampling, vocabulary
 from derivations.symbols import epsilon, x
 from figures._output import write_all
 from numeric import _rescale, accuracy, verify
@@ -341,3 +341,14 @@ def test_forward_at_the_largest_float64_inputs_is_finite(key):
     out = facade(key).forward(np.array([big, -big, 0.0]), 1e-5)
     # Mean 0 and mean square 2 big**2 / 3: big / sqrt(2 big**2 / 3) = sqrt(3/2), epsilon negligible.
     assert_agree(out, np.sqrt(1.5) * np.array([1.0, -1.0, 0.0]), rtol=1e-14, what=f"{key}.forward at +-max float64")
+
+
+@pytest.mark.parametrize(("terms", "nodes"), [(["-t", *["t"] * 73], 300), (["2", *["t"] * 74], 301)])
+def test_a_claim_may_have_at_most_300_syntax_nodes(terms, nodes):
+    words = vocabulary("layernorm")
+    text = " + ".join(terms) + " == 1"
+    if nodes <= 300:
+        assert parse(text, words.names(), {}, words.expand).lhs.has(words.symbols["t"])
+    else:
+        with pytest.raises(ClaimError, match=f"^claim has {nodes} syntax nodes; at most 300 are accepted$"):
+            parse(text, words.names(), {}, words.expand)

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: derive test figures report check bench crosscheck accuracy clean golden
+.PHONY: derive test figures report check bench crosscheck accuracy clean golden mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ crosscheck: $(STAMP)
 # Worst errors against mpmath over the floating-point range; rewrites the README's accuracy block.
 accuracy: $(STAMP)
 	$(PY) tests/accuracy/report.py --readme
+
+# A seeded sample of 100 of cosmic-ray's mutants, each against the suite with -x:
+# the score, and every survivor not listed in tests/mutation/equivalent.txt.
+mutation: $(STAMP)
+	$(PY) tests/mutation/run.py --sample 100 --seed 15
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py

@@ -1,0 +1,255 @@
+"""Mutation testing: a seeded sample of cosmic-ray's mutants of derivations/, numeric/ and figures/.
+
+Every mutant cosmic-ray's operators can make in the three packages is listed
+in a fixed order and shuffled with the seed; the first ``--sample`` of them
+that change what the code does (not only an annotation) are run.  Each is
+written into a copy of the tree, and the test suite runs on it with ``-x``:
+first the mutated module's doctests and the test files that name it, then,
+if those pass, the whole suite.  A mutant that no test fails survives, and
+must be killed by a new test or listed in ``equivalent.txt`` with the reason
+no input can tell it apart.  Exit status 1 when an unlisted mutant survives or
+the score is below ``--fail-under``.
+
+    python tests/mutation/run.py --sample 100 --seed 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cosmic_ray.plugins
+from cosmic_ray.ast import ast_nodes, get_ast
+from cosmic_ray.mutating import mutate_code
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("derivations", "numeric", "figures")
+EQUIVALENT = Path(__file__).with_name("equivalent.txt")
+SEPARATOR = " :: "
+# The operators that take arguments (VariableReplacer, VariableInserter) need
+# names chosen per module; every other cosmic-ray operator is used.
+OPERATORS = tuple(
+    name for name in cosmic_ray.plugins.operator_names() if not cosmic_ray.plugins.get_operator(name).arguments()
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str  # relative to the root
+    operator: str
+    occurrence: int
+
+    def source(self) -> str:
+        return (ROOT / self.path).read_text(encoding="utf-8")
+
+    def mutated(self) -> str | None:
+        operator = cosmic_ray.plugins.get_operator(self.operator)()
+        return mutate_code(self.source(), operator, self.occurrence)
+
+
+def modules() -> list[Path]:
+    return sorted(path.relative_to(ROOT) for package in PACKAGES for path in (ROOT / package).rglob("*.py"))
+
+
+def population() -> list[Mutant]:
+    """Every mutant, in a fixed order: by file, operator and occurrence."""
+    out = []
+    for path in modules():
+        nodes = list(ast_nodes(get_ast((ROOT / path).read_text(encoding="utf-8"))))
+        for name in OPERATORS:
+            operator = cosmic_ray.plugins.get_operator(name)()
+            count = sum(1 for node in nodes for _ in operator.mutation_positions(node))
+            out.extend(Mutant(path.as_posix(), name, occurrence) for occurrence in range(count))
+    return out
+
+
+def _behaviour(source: str) -> str:
+    """The syntax tree without annotations: what the module does when annotations are never evaluated."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.annotation = None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant(None)
+    return ast.dump(tree)
+
+
+def changes_behaviour(original: str, mutated: str) -> bool:
+    """False for a mutant that only changes an annotation (under postponed evaluation) or does not compile."""
+    try:
+        compile(mutated, "<mutant>", "exec")
+    except SyntaxError:
+        return False
+    if "from __future__ import annotations" not in original:
+        return ast.dump(ast.parse(original)) != ast.dump(ast.parse(mutated))
+    return _behaviour(original) != _behaviour(mutated)
+
+
+def key(path: str, operator: str, original: str, mutated: str) -> str:
+    """A name for a mutant that survives edits elsewhere in its file: the lines it changes."""
+    before, after = [], []
+    for line in difflib.ndiff(original.splitlines(), mutated.splitlines()):
+        if line.startswith("- "):
+            before.append(line[2:].strip())
+        elif line.startswith("+ "):
+            after.append(line[2:].strip())
+    return SEPARATOR.join([path, operator, " / ".join(before), " / ".join(after)])
+
+
+def sample(size: int, seed: int) -> Iterator[tuple[Mutant, str, str]]:
+    """The first ``size`` mutants of the seeded shuffle that change behaviour: (mutant, key, mutated source)."""
+    everything = population()
+    random.Random(seed).shuffle(everything)
+    taken = 0
+    for mutant in everything:
+        if taken == size:
+            return
+        original, mutated = mutant.source(), mutant.mutated()
+        if mutated is None or not changes_behaviour(original, mutated):
+            continue
+        taken += 1
+        yield mutant, key(mutant.path, mutant.operator, original, mutated), mutated
+
+
+def equivalent() -> dict[str, str]:
+    """Listed equivalent mutants: key -> why no input tells them apart."""
+    out = {}
+    for line in EQUIVALENT.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            *fields, why = line.split(SEPARATOR)
+            out[SEPARATOR.join(fields)] = why
+    return out
+
+
+def relevant_tests(path: str, tree: Path) -> list[str]:
+    """The mutated module (for its doctests) and the test files that name it, most mentions first."""
+    module = Path(path)
+    stem = module.stem.lstrip("_")
+    names = [stem] if stem not in ("init", "main") else []
+    names.append(module.parent.name)  # the package, when no test names the module itself
+    for name in names:
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        counts = {
+            test.relative_to(tree).as_posix(): len(pattern.findall(test.read_text(encoding="utf-8")))
+            for test in sorted((tree / "tests").glob("test_*.py"))
+        }
+        found = sorted((name for name, count in counts.items() if count), key=lambda name: -counts[name])
+        if found:
+            return [path, *found[:3]]
+    return [path]
+
+
+def pytest(tree: Path, arguments: list[str], timeout: float) -> tuple[str, str]:
+    """('killed' | 'timeout' | 'survived', the last lines of pytest's output) for one run in ``tree``."""
+    environment = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *arguments]
+    process = subprocess.Popen(
+        command, cwd=tree, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return "timeout", ""
+    except BaseException:  # interrupted: the run's own session goes with it
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    tail = "\n".join(output.decode(errors="replace").strip().splitlines()[-3:])
+    # 0: every test passed; 5: none collected (no doctest in the module and no test file).
+    return ("survived" if process.returncode in (0, 5) else "killed"), tail
+
+
+def copy_tree(into: Path) -> None:
+    """The files git knows and the untracked ones it does not ignore: the project as a fresh clone sees it."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    listed = equivalent()
+    rerun = None
+    if arguments.rerun is not None:  # the survivors a previous run printed
+        lines = arguments.rerun.read_text(encoding="utf-8").splitlines()
+        rerun = {line.removeprefix("survived: ") for line in lines if line.startswith("survived: ")}
+    results: dict[str, list[str]] = {"killed": [], "timeout": [], "survived": [], "equivalent": []}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
+        tree = Path(folder)
+        copy_tree(tree)
+        for number, (mutant, name, mutated) in enumerate(sample(arguments.sample, arguments.seed), 1):
+            began = time.monotonic()
+            if rerun is not None and name not in rerun:
+                continue
+            if name in listed:
+                outcome, where = "equivalent", listed[name]
+            else:
+                target = tree / mutant.path
+                original = target.read_text(encoding="utf-8")
+                target.write_text(mutated, encoding="utf-8")
+                try:
+                    first = relevant_tests(mutant.path, tree)
+                    outcome, where = pytest(tree, first, arguments.timeout)
+                    if outcome == "survived":  # the whole suite, both cores
+                        rest = [f"--deselect={path}" for path in first[1:]]
+                        outcome, where = pytest(tree, ["-n", "2", *rest], arguments.timeout)
+                finally:
+                    target.write_text(original, encoding="utf-8")
+            results[outcome].append(name)
+            print(f"[{number:3d}] {outcome:10s} {time.monotonic() - began:6.1f} s  {name}", flush=True)
+            if outcome == "survived" and arguments.verbose:
+                print(f"      {where}", flush=True)
+    killed = len(results["killed"]) + len(results["timeout"])
+    total = killed + len(results["survived"])
+    score = 100.0 * killed / total if total else 100.0
+    minutes = (time.monotonic() - started) / 60
+    print(
+        f"\nmutation score: {score:.1f}% ({killed} of {total} killed, {len(results['timeout'])} by timeout; "
+        f"{len(results['equivalent'])} listed equivalent) in {minutes:.1f} min; seed {arguments.seed}"
+    )
+    for name in results["survived"]:
+        print(f"survived: {name}")
+    return 1 if results["survived"] and (arguments.strict or score < arguments.fail_under) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tests/mutation/run.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, default=100, help="how many mutants to run (default 100)")
+    parser.add_argument("--seed", type=int, default=15, help="the seed of the shuffle (default 15)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run; longer is a kill")
+    parser.add_argument("--fail-under", type=float, default=85, help="the least score in percent (default 85)")
+    parser.add_argument("--strict", action="store_true", help="fail on any survivor not listed as equivalent")
+    parser.add_argument("--rerun", type=Path, help="run only the survivors listed in this earlier output")
+    parser.add_argument("--verbose", action="store_true", help="print the end of pytest's output for survivors")
+    arguments = parser.parse_args(argv)
+    # SIGTERM ends the run as Ctrl-C does: the pytest running and the copied tree are removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    return run(arguments)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

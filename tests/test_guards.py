@@ -1,0 +1,354 @@
+"""The guards a plausible bug would slip past: each test here fails on one such bug (tests/mutation/)."""
+
+import dataclasses
+import inspect
+import os
+import secrets
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import figures.__main__ as figures_command
+from derivations import DerivationError, jacobian, quantities
+from derivations.catalog import LAYERS
+from derivations.claims import Claim, ClaimError, bounded, check, parse, sampling, vocabulary
+from derivations.symbols import epsilon, x
+from figures._output import write_all
+from numeric import _rescale, accuracy, verify
+from numeric._lambdify import compile
+from numeric._layer import facade
+from numeric.agreement import AgreementError, assert_agree
+from numeric.confirm import confirm
+
+# --- forward on more rows than one block holds --------------------------------
+
+
+@pytest.mark.parametrize(("key", "size"), [("layernorm", 64), ("rmsnorm_affine", 48), ("layernorm_std_eps", 3)])
+def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size):
+    """Two whole blocks and a partial third, with an epsilon and a gain per row: each row as if alone."""
+    layer = facade(key)
+    rows = 2 * max(1, _rescale.BLOCK // size) + 3
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((rows, size)) * np.logspace(-4, 4, rows)[:, None]
+    eps = rng.permutation(np.logspace(-6, 2, rows))
+    parameters = [rng.standard_normal((rows, size)) for _ in layer.definition.parameters]
+    together = layer.forward(x, eps, *parameters)
+    picked = [0, rows // 2, rows - 3, rows - 2, rows - 1, *rng.choice(rows, 40, replace=False)]
+    alone = np.array([layer.forward(x[r], eps[r], *(p[r] for p in parameters)) for r in picked])
+    assert_agree(together[picked], alone, rtol=1e-15, what=f"{key}.forward in blocks vs row by row")
+
+
+# --- the agreement tolerance ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "rtol", "atol"),
+    [(1 + 1e-9, 1.0, 1e-12, 0.0), (1e-300 * (1 + 1e-9), 1e-300, 1e-13, 0.0), (1e-9, 0.0, 0.0, 1e-10)],
+)
+def test_an_error_just_beyond_the_tolerance_is_refused(actual, expected, rtol, atol):
+    with pytest.raises(AgreementError, match="what"):
+        assert_agree(np.array([1.0, actual]), np.array([1.0, expected]), rtol=rtol, atol=atol, what="what")
+    assert assert_agree(expected, expected, rtol=0.0, what="same") == 1
+
+
+def test_a_relative_error_of_1e_9_in_a_lambdified_function_stops_the_figures(tmp_path, monkeypatch):
+    """The verification must see an error a millionth of what a loosened tolerance would let through."""
+    layer = facade("layernorm")
+    exact_response = layer.response
+    monkeypatch.setattr(layer, "response", lambda t, e: exact_response(t, e) * (1 + 1e-9))
+    with pytest.raises(AgreementError, match="response vs symbolic"):
+        verify.run()
+    assert figures_command.main(["--out", str(tmp_path)]) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- what verify.run checked -------------------------------------------------
+
+
+def test_run_reports_values_compared_by_every_check():
+    counts = verify.run()
+    assert list(counts) == list(verify.CHECKS)
+    # Every symmetric layer has a slope, compared with differences at 41 points for each of 5 epsilons.
+    assert counts["derivatives in t vs central differences"] >= 41 * 5 * len(verify.symmetric_layers())
+    assert all(count > 0 for count in counts.values()), counts
+
+
+def test_run_refuses_a_slope_that_is_not_the_derivative_of_the_response(monkeypatch):
+    """A slope consistent with a wrong derivation: only the differences of the response can tell."""
+    layer = facade("layernorm")
+    monkeypatch.setattr(verify, "scalar_against_symbolic", lambda *args: 1)
+    exact_slope = layer.slope
+    monkeypatch.setattr(layer, "slope", lambda t, e: exact_slope(t, e) * (1 + 1e-5))
+    with pytest.raises(AgreementError, match="slope vs differences of response"):
+        verify.run()
+
+
+# --- a proof is exact ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("tiny", [sp.Rational(1, 10**12), sp.Float(1e-12), epsilon * sp.Rational(1, 10**15)])
+def test_a_stated_form_off_by_a_tiny_amount_is_refused(tiny):
+    layer = LAYERS["layernorm"]
+    stated = layer.stated["slope_at_zero"] + tiny
+    wrong = dataclasses.replace(layer, stated={**layer.stated, "slope_at_zero": stated})
+    with pytest.raises(DerivationError, match="slope_at_zero"):
+        quantities.formulas(wrong)
+
+
+# --- the numeric re-check of a counterexample ---------------------------------
+
+NORM_ONE_OVER_S = "spectral_norm == 1/sqrt(q + epsilon)"
+
+
+@pytest.mark.parametrize(
+    ("text", "example", "expected"),
+    [
+        (
+            NORM_ONE_OVER_S,
+            {"x": [1.0, -1.0], "epsilon": 0.25},
+            "confirmed numerically (numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2)): "
+            "lhs = 0.17888544, rhs = 0.89442719",
+        ),
+        (
+            NORM_ONE_OVER_S,
+            {"x": [1.0, -1.0, 0.0], "epsilon": 0.25},
+            "NOT confirmed numerically (numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2)): "
+            "lhs = 1.0444659, rhs = 1.0444659",
+        ),
+        (
+            "slope_at_zero <= 1/epsilon",
+            {"epsilon": 4.0},
+            "confirmed numerically (numeric.layernorm.slope_at_zero(epsilon)): lhs = 0.5, rhs = 0.25",
+        ),
+        (
+            "slope_at_zero <= 1/epsilon",
+            {"epsilon": 0.25},
+            "NOT confirmed numerically (numeric.layernorm.slope_at_zero(epsilon)): lhs = 2, rhs = 4",
+        ),
+        # A name takes its own value (a display name, a gain entry) or none: never another's.
+        (
+            "s == 1",
+            {"x": [1.0, -1.0], "epsilon": 0.25},
+            "confirmed numerically (NumPy arithmetic): lhs = 1.118034, rhs = 1",
+        ),
+        ("zzz == 1", {"x": [1.0, -1.0], "epsilon": 0.25}, "not confirmed numerically: no numeric value for zzz"),
+        (
+            "layernorm_affine: gamma == 3",
+            {"x": [1.0, -1.0, 0.5], "epsilon": 0.25, "gamma": 3.0},
+            "NOT confirmed numerically (NumPy arithmetic): lhs = 3, rhs = 3",
+        ),
+    ],
+)
+def test_the_recheck_evaluates_the_claim_with_the_numeric_functions_it_names(text, example, expected):
+    layer, _, text = text.rpartition(": ")
+    assert confirm(Claim(text, layer or "layernorm"), example) == expected
+
+
+def test_a_refutation_names_the_numeric_functions_of_its_recheck():
+    verdict = check(Claim(NORM_ONE_OVER_S), confirm)
+    assert verdict.verdict == "refuted"
+    assert "; confirmed numerically (numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2))" in (
+        verdict.detail
+    )
+
+
+# --- the claim whitelist -------------------------------------------------------
+
+
+class _Hung(Exception):
+    pass
+
+
+@contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """A hang detector: the block is interrupted after ``seconds``."""
+
+    def alarm(signum, frame):
+        raise _Hung
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("log(t) <= t", "log"),
+        ("factorial(10**7) == 1", "factorial"),
+        ("sin(t) <= 1", "sin"),
+        ("gamma(epsilon) == 1", "gamma"),
+        ("Integral(t, t) == 1", "Integral"),
+        ("sympify(t) == t", "sympify"),
+        ("Function(t) == t", "Function"),
+        ("sqrt(t) == Abs(t)", "Abs"),
+    ],
+)
+def test_a_call_outside_the_whitelist_is_an_error_naming_it(text, name):
+    with _within(10):
+        verdict = check(Claim(text))
+    assert verdict.verdict == "error"
+    assert f"call to {name!r} at column" in verdict.detail
+    assert "allowed functions: sqrt, abs, exp, max, min, limit" in verdict.detail
+
+
+# --- a failed save keeps the old file -----------------------------------------
+
+
+def _fails_halfway(file):
+    file.write(b"half a PNG")
+    raise OSError(28, os.strerror(28))
+
+
+def _writes(content):
+    return lambda file: file.write(content)
+
+
+@pytest.mark.parametrize(
+    "writers",
+    [
+        {"a.png": _fails_halfway},
+        {"a.png": _writes(b"new a"), "b.png": _fails_halfway},
+        {"b.png": _fails_halfway, "a.png": _writes(b"new a")},
+    ],
+    ids=["one file", "the second of two", "the first of two"],
+)
+def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
+    old = {"a.png": b"old a\x00\xff", "b.png": b"old b"}
+    for name, content in old.items():
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(OSError, match="No space left"):
+        write_all({tmp_path / name: write for name, write in writers.items()})
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == old
+
+
+# --- survivors of make mutation's sample --------------------------------------
+
+_RADICAND = 2 * x[0] ** 2 + 2 * x[1] ** 2 + epsilon
+_T = sp.Symbol("t", real=True)
+
+
+def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
+    """A condition still holding a free symbol has no truth value: the point is skipped, nothing raises."""
+    x, free = sp.Symbol("x", real=True), sp.Symbol("free", real=True)
+    assert list(sampling.points([x], [sp.Lt(x, free)])) == []
+    assert next(sampling.points([x], [sp.Lt(x, x + 1)])) == {x: sampling.grid(x)[0]}
+
+
+@pytest.mark.parametrize(
+    ("size", "first"), [(2, (-1, 0)), (3, (-1, 0, 1)), (4, (-2, -1, 0, 1)), (5, (-2, -1, 0, 1, 2))]
+)
+def test_the_first_explicit_input_of_each_size_is_small_integers_about_zero(size, first):
+    inputs = sampling.explicit_inputs([size], set())
+    assert [next(inputs).x for _ in range(3)] == [first, (1,) * size, (0,) * size]
+
+
+def test_a_matrix_norm_at_a_tie_with_its_bound_is_no_violation():
+    """At n = 2 the bound is attained; the explicit norm must be computed past the 240 digits a decision uses."""
+    verdict = check(Claim("norm(J, 2) <= gamma_max/s", "rmsnorm_affine"))
+    assert verdict.verdict == "supported", verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("general", "direct", "equal"),
+    [
+        (sp.sqrt(2 * _RADICAND), sp.sqrt(2) * sp.sqrt(_RADICAND), True),
+        (1 / sp.sqrt(2 * _RADICAND), sp.sqrt(2) / (2 * sp.sqrt(_RADICAND)), True),
+        (sp.sqrt(2 * _RADICAND), sp.sqrt(_RADICAND), False),
+    ],
+)
+def test_an_explicit_proof_sees_one_root_under_two_constant_factors(general, direct, equal):
+    """sqrt(2 r) and sqrt(2) sqrt(r) are one root, as the symbolic-n and explicit forms write it."""
+    pairs = [(general, direct, "entry")]
+    if equal:
+        jacobian.explicit_equal(LAYERS["rmsnorm"], 2, pairs)
+    else:
+        with pytest.raises(DerivationError, match=r"rmsnorm\.entry at n = 2"):
+            jacobian.explicit_equal(LAYERS["rmsnorm"], 2, pairs)
+
+
+@pytest.mark.parametrize(("op", "holds"), [("<=", True), ("<", True), (">", False), ("==", False)])
+def test_a_clear_separation_is_decided_at_fixed_precision(op, holds, monkeypatch):
+    """sqrt(t**2 + epsilon) against t + 1 at t = 1, epsilon = 1/4: 1.118 against 2, no tie to break."""
+    monkeypatch.setattr(sampling, "exact_tie", lambda *args: pytest.fail("a clear separation went to exact_tie"))
+    sides = sampling.Compiled(sp.sqrt(_T**2 + epsilon), _T + 1, [_T, epsilon])
+    assert sides.decide(op, {_T: sp.Integer(1), epsilon: sp.Rational(1, 4)}) is holds
+
+
+@pytest.mark.parametrize(
+    ("lhs", "op", "rhs", "holds"),
+    [(_T, "<=", sp.oo * _T, True), (_T, ">", sp.oo * _T, False), (-sp.oo * _T, "<", _T, True)],
+)
+def test_a_side_infinite_at_a_point_is_decided_against_a_finite_one(lhs, op, rhs, holds):
+    """Only two equal infinities are undecided: a finite side against an infinite one is decided."""
+    assert sampling.Compiled(lhs, rhs, [_T]).decide(op, {_T: sp.Integer(1)}) is holds
+
+
+@pytest.mark.parametrize("power", [2, 3, 4, 8, -8, sp.Rational(7, 2), sp.Rational(-7, 2)])
+def test_small_powers_are_emitted_as_products(power):
+    """Up to the eighth (half-)power, the emitted code multiplies: numpy.power is several times slower."""
+    source = inspect.getsource(compile(_T**power + epsilon, [_T, epsilon]))
+    assert "**" not in source, source
+    assert "power" not in source, source
+    assert compile(_T**power, [_T])(1.5) == pytest.approx(1.5 ** float(power), rel=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_accuracy_grids_random_magnitudes_span_the_floating_point_range(dtype):
+    ts, _ = accuracy.scalar_grid(dtype)
+    spread = np.log10(np.abs(ts[-200:]).astype(np.float64))  # after 0 and the powers of ten
+    powers = accuracy.exponents(dtype, 10)  # the normal range, as the grid's powers of ten span it
+    low, high = powers[0], powers[-1]
+    assert spread.min() < low + (high - low) / 10
+    assert spread.max() > high - (high - low) / 10
+
+
+@pytest.mark.parametrize("size", [10**20, 10**40])
+@pytest.mark.parametrize(("op", "holds"), [("<=", False), ("==", False), (">", True)])
+def test_a_near_tie_is_decided_only_at_enough_digits(size, op, holds):
+    """sqrt(t**2 + epsilon) exceeds t by epsilon / (2 t): at t = 1e40, one part in 1e80, which 60 digits round away."""
+    sides = sampling.Compiled(sp.sqrt(_T**2 + epsilon), _T, [_T, epsilon])
+    assert sides.decide(op, {_T: sp.Integer(size), epsilon: sp.Integer(1)}) is holds
+
+
+def test_a_check_past_its_memory_budget_names_the_budget_in_mib():
+    with pytest.raises(bounded.Exceeded, match=r"^undecided within 64 MiB of memory$"):
+        bounded.run(lambda: bytearray(1 << 30), 60, memory=64 << 20)
+
+
+def test_a_save_never_writes_through_a_file_already_at_its_temporary_name(tmp_path, monkeypatch):
+    """A link planted where the temporary will be is refused, and what it points to is left alone."""
+    monkeypatch.setattr(secrets, "token_hex", lambda size: "0" * 2 * size)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"victim")
+    (tmp_path / f".partial-{os.getpid()}-00000000-a.png").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        write_all({tmp_path / "a.png": _writes(b"new a")})
+    assert victim.read_bytes() == b"victim"
+
+
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
+def test_forward_at_the_largest_float64_inputs_is_finite(key):
+    big = np.finfo(np.float64).max
+    out = facade(key).forward(np.array([big, -big, 0.0]), 1e-5)
+    # Mean 0 and mean square 2 big**2 / 3: big / sqrt(2 big**2 / 3) = sqrt(3/2), epsilon negligible.
+    assert_agree(out, np.sqrt(1.5) * np.array([1.0, -1.0, 0.0]), rtol=1e-14, what=f"{key}.forward at +-max float64")
+
+
+@pytest.mark.parametrize(("terms", "nodes"), [(["-t", *["t"] * 73], 300), (["2", *["t"] * 74], 301)])
+def test_a_claim_may_have_at_most_300_syntax_nodes(terms, nodes):
+    words = vocabulary("layernorm")
+    text = " + ".join(terms) + " == 1"
+    if nodes <= 300:
+        assert parse(text, words.names(), {}, words.expand).lhs.has(words.symbols["t"])
+    else:
+        with pytest.raises(ClaimError, match=f"^claim has {nodes} syntax nodes; at most 300 are accepted$"):
+            parse(text, words.names(), {}, words.expand)

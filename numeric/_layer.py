@@ -359,6 +359,14 @@ class NumericLayer:
                     value = np.where(lost, again, value)
                 value = np.where(both, value, 0.0)
             out = out + a[first] * b[second] * value
+        # A row the split cannot take (a product beyond the float range: inf - inf) is the
+        # general form's, which gives the overflow as it is.
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isfinite(out).all(axis=-1))
+        if bad.size:
+            e_bad = e[bad] if np.ndim(e) and np.shape(e)[0] > 1 else e
+            params_bad = [_at(p, bad) for p in params]
+            out[bad] = _backward.evaluate([product], rows[bad], e_bad, [g[bad], w[bad]], params_bad, self)[0]
         return out
 
     @property

@@ -214,6 +214,11 @@ BAD_FILES = [
         "statistics.r: refers to 'q'",
     ),
     (_statistics('r = "mean(r)"'), "statistics.r: refers to itself"),
+    (
+        # The third of four refers to the fourth: every later statistic is looked at, not just the next.
+        _statistics('r = "mean(x[j]**2)"\nm2 = "mean(x[j])"\nm3 = "mean(x[j]**3 + m4)"\nm4 = "mean(x[j]**4)"'),
+        "statistics.m3: refers to 'm4'",
+    ),
     (_statistics('r = "mean(2)"'), "statistics.r: the mean's summand must use x[j]"),
     (_statistics('r = "x[j]**2"'), "statistics.r: subscript 'x[j]'"),
     (_statistics('r = "mean(x[j]**2)"\nt = "mean(x[j])"'), "statistics.t: not a usable"),

@@ -12,7 +12,7 @@ import sympy as sp
 
 from derivations._formula import Formula
 from derivations._proof import DerivationError, equal
-from derivations.sums import in_statistics, in_sums, over_entries, power_sum_values, reduce_sums
+from derivations.sums import Mean, in_statistics, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import i, j, k, n, x
 
 R = TypeVar("R", bound="Rewrapped")
@@ -144,7 +144,10 @@ class Layer:
             dummy = next(fresh)
             summand = stat.summand.xreplace(means).xreplace({j: dummy})
             means[stat.symbol] = over_entries(summand, dummy) / n
-        return in_sums(expr.xreplace(means))
+        written = expr.xreplace(means)
+        if written.has(Mean):
+            raise DerivationError(f"{self.key}: a mean of a vector besides x cannot be written as a sum of x")
+        return written
 
     def explicit_entry(self, size: int, index: int) -> sp.Expr:
         """Output entry ``index`` for ``size`` entries x[0] .. x[size-1]."""

@@ -14,7 +14,6 @@ monomial, :math:`\overline{g\,x}` say, which the backward pass computes.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 
 import sympy as sp
@@ -139,17 +138,6 @@ def as_means(expr: sp.Expr) -> sp.Expr:
 def mean(summand: sp.Expr, index: sp.Symbol) -> sp.Expr:
     """The mean over ``index`` of ``summand``, reduced, in `Mean` s of the vectors besides x."""
     return as_means(reduce_sums(over_entries(summand, index)) / n)
-
-
-def in_sums(expr: sp.Expr) -> sp.Expr:
-    """Each `Mean` written out again as a sum over a fresh index, divided by n."""
-    fresh = (sp.Symbol(f"p{m}", integer=True, nonnegative=True) for m in itertools.count())
-
-    def written_out(average: Mean) -> sp.Expr:
-        index = next(fresh)
-        return over_entries(average.args[0].xreplace({p: index}), index) / n
-
-    return expr.replace(lambda e: isinstance(e, Mean), written_out)
 
 
 def explicit_means(expr: sp.Expr, size: int) -> sp.Expr:

@@ -83,6 +83,13 @@ class NumericGrouped(_layer.NumericLayer):
         if named:
             raise ValueError(f"{next(iter(named))} is not an argument of {self.key}")
         shape = np.shape(x)
+        for value, name in zip(vectors, ("dy", "v"), strict=False):
+            try:  # told in the caller's layout, before the blocks are rearranged
+                np.broadcast_shapes(shape, np.shape(value))
+            except ValueError:
+                raise ValueError(
+                    f"{name} of shape {np.shape(value)} does not broadcast with x's shape {shape}"
+                ) from None
         blocked = [self._blocks(v, name, count) for v, name in zip((x, *vectors), ("x", "dy", "v"), strict=False)]
         return function(blocked[0], self._epsilon(epsilon, count), *blocked[1:]), shape
 

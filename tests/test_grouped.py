@@ -137,6 +137,10 @@ def test_float32_stays_float32():
         (lambda: numeric.groupnorm.spectral_norm(np.ones(6), 1e-5, groups=4), "multiple of groups=4"),
         (lambda: numeric.batchnorm_train.forward(np.ones((2, 3, 4)), 1e-5), "shape \\(B, features\\)"),
         (lambda: numeric.groupnorm.vjp(np.ones((2, 6)), 1e-5, np.ones((2, 5)), groups=2), "dy"),
+        (
+            lambda: numeric.batchnorm_train.vjp(np.ones((4, 3)), 1e-5, np.ones((4, 2))),
+            r"dy of shape \(4, 2\) does not broadcast with x's shape \(4, 3\)",  # the caller's layout
+        ),
         (lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), -1.0), "epsilon"),
     ],
 )

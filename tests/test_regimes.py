@@ -276,3 +276,16 @@ def test_claims_about_the_clamped_layers(text, layer, verdict, says):
     found = check(Claim(text, layer), confirm)
     assert found.verdict == verdict
     assert says in f"{found.quantifier} {found.detail}"
+
+
+def test_a_case_missing_from_a_stated_form_or_a_pattern_is_a_derivation_error():
+    """Nothing silently picks a case: a form stated for one regime of two, or a point where no
+    regime's condition holds, is refused by name (not an IndexError from an empty match)."""
+    from derivations import DerivationError, regimes
+
+    layer = LAYERS["l2norm_clamped"]
+    first = layer.regimes[0]
+    with pytest.raises(DerivationError, match="no stated case"):
+        regimes._by_regime(layer, sp.Piecewise((sp.Integer(1), first.condition)), "slope")
+    with pytest.raises(DerivationError, match="no single regime holds"):
+        regimes._regime_at(layer, layer.patterns[0], epsilon / sp.sqrt(2))  # on the kink: neither holds

@@ -352,3 +352,15 @@ def test_a_claim_may_have_at_most_300_syntax_nodes(terms, nodes):
     else:
         with pytest.raises(ClaimError, match=f"^claim has {nodes} syntax nodes; at most 300 are accepted$"):
             parse(text, words.names(), {}, words.expand)
+
+
+def test_decide_takes_an_irrational_difference_by_its_value_not_by_another_expression():
+    """sqrt(2) < 2 holds: the difference is irrational, so it is decided numerically; no other
+    expression of the two sides (sqrt(2)**2 = 2, rational) may stand in for it."""
+    import sympy as sp
+
+    from derivations.claims.sampling import decide
+
+    assert decide(sp.sqrt(2), "<", sp.Integer(2), {}) is True
+    assert decide(sp.sqrt(2), ">", sp.Integer(2), {}) is False
+    assert decide(sp.sqrt(3), "<=", sp.Integer(2), {}) is True

@@ -15,9 +15,13 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from derivations import _cache
 from derivations.cli import OneLineParser
+
+if TYPE_CHECKING:
+    from derivations.claims import Claim
 
 # The options a derive run's output depends on, besides the derivation
 # sources, with how many values each takes.  Arguments made of these alone
@@ -131,10 +135,8 @@ def _check(argv: list[str]) -> int:
     if not 0 < args.timeout <= 3600:
         parser.error("--timeout must be between 0 and 3600 seconds")
 
-    # Imported here: the checker pulls in the numeric layer for confirmation,
-    # which printing formulas does not need.
+    # Imported here: printing formulas needs none of the checker.
     from derivations.claims import STREAMS, Claim, ClaimError, check, latex, load
-    from numeric.confirm import confirm
 
     key = _register(parser.prog, args.definition)
     if key == "":
@@ -159,6 +161,13 @@ def _check(argv: list[str]) -> int:
             status = max(status, 2 if verdict.verdict == "error" else 1)
     sys.stdout.write(stream.tail)
     return status
+
+
+def confirm(claim: Claim, example: dict[str, Any]) -> str:
+    """`numeric.confirm.confirm`, imported only for a claim that has a counterexample to re-check."""
+    from numeric.confirm import confirm as numerically
+
+    return numerically(claim, example)
 
 
 def _register(prog: str, path: Path | None) -> str | None:

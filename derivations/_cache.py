@@ -81,12 +81,11 @@ def _update(digest: Any, part: bytes) -> None:
     digest.update(part)
 
 
-@functools.cache
-def _sources() -> bytes:
-    """Every file under derivations/ (bytecode aside), by path and bytes."""
+def tree(root: Path) -> bytes:
+    """The SHA-256 of every file under ``root`` (bytecode aside), by path and bytes."""
     digest = hashlib.sha256()
-    for path in sorted(SOURCES.rglob("*")):
-        relative = path.relative_to(SOURCES)
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
         if "__pycache__" in relative.parts or path.suffix == ".pyc" or not path.is_file():
             continue
         _update(digest, relative.as_posix().encode())
@@ -113,13 +112,24 @@ def key(extra: bytes = b"") -> str:
     """The key of this process's entries: sources, SymPy, mpmath, gmpy2, Python, included bytes, ``extra``."""
     digest = hashlib.sha256()
     _update(digest, _sources())
-    for package in ("sympy", "mpmath", "gmpy2"):
-        _update(digest, _package(package))
+    for name in ("sympy", "mpmath", "gmpy2"):
+        _update(digest, _package(name))
     _update(digest, os.environ.get("SYMPY_GROUND_TYPES", "").encode())
     _update(digest, f"{sys.version}\0{sys.implementation.cache_tag}\0{pickle.HIGHEST_PROTOCOL}".encode())
     for part in (*_included, extra):
         _update(digest, part)
     return digest.hexdigest()[:32]
+
+
+@functools.cache
+def _sources() -> bytes:
+    """Every file under derivations/, hashed once a process."""
+    return tree(SOURCES)
+
+
+def package(name: str) -> bytes:
+    """Where package ``name`` would be imported from, and its version: part of a key, without importing it."""
+    return _package(name)
 
 
 def _path(name: str, extra: bytes) -> Path:
@@ -193,9 +203,22 @@ def _registry(layers: tuple[Any, ...]) -> tuple[dict[int, str], dict[str, Any]]:
 
 
 def _catalog() -> tuple[dict[int, str], dict[str, Any]]:
-    """References for the catalog's layers; none while the catalog is still being imported."""
+    """References for the catalog's layers built so far; none while the catalog is still being imported."""
     layers = getattr(sys.modules.get("derivations.catalog"), "LAYERS", None)
-    return _registry(tuple(layers.values())) if layers else ({}, {})
+    return _registry(layers.loaded()) if layers is not None else ({}, {})
+
+
+def _resolve(pid: str) -> Any:
+    """A reference to a catalog layer not built yet in this process: its layer is built, then looked up."""
+    layers = getattr(sys.modules.get("derivations.catalog"), "LAYERS", None)
+    key = pid.split(":")[1] if pid.count(":") in (1, 2) else None
+    if layers is None or key not in layers:
+        raise pickle.UnpicklingError(f"no catalog object {pid!r} in this process")
+    layers[key]
+    objects = _catalog()[1]
+    if pid not in objects:
+        raise pickle.UnpicklingError(f"no catalog object {pid!r} in this process")
+    return objects[pid]
 
 
 @functools.cache
@@ -248,9 +271,9 @@ class _Unpickler(pickle.Unpickler):
         self._objects = objects
 
     def persistent_load(self, pid: Any) -> Any:
-        if pid not in self._objects:
-            raise pickle.UnpicklingError(f"no catalog object {pid!r} in this process")
-        return self._objects[pid]
+        if pid in self._objects:
+            return self._objects[pid]
+        return _resolve(str(pid))
 
 
 def dumps(value: Any) -> bytes:

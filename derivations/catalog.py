@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import cache, partial
 
 from derivations import quantities
@@ -31,12 +32,55 @@ DEFINITIONS = (
     "scalenorm",
 )
 
-LAYERS: dict[str, Layer] = {
-    layer.key: layer for layer in (importlib.import_module(f"derivations.{name}").LAYER for name in DEFINITIONS)
-}
+
+class Catalog(MutableMapping[str, Layer]):
+    """The layers by key, in `DEFINITIONS` order, then the registered ones.
+
+    A built-in layer's module is imported when its layer is first looked up,
+    so that a command about one layer builds only that layer's definitions
+    (and the layers it is built on).  Keys, ``in`` and iteration import nothing.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._built_in = tuple(names)
+        self._registered: dict[str, Layer] = {}
+
+    def __getitem__(self, key: str) -> Layer:
+        if key in self._registered:
+            return self._registered[key]
+        if key not in self._built_in:
+            raise KeyError(key)
+        layer: Layer = importlib.import_module(f"derivations.{key}").LAYER
+        if layer.key != key:
+            raise RuntimeError(f"derivations/{key}.py defines a layer keyed {layer.key!r}")
+        return layer
+
+    def __setitem__(self, key: str, layer: Layer) -> None:
+        self._registered[key] = layer
+
+    def __delitem__(self, key: str) -> None:
+        del self._registered[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*self._built_in, *self._registered))
+
+    def __len__(self) -> int:
+        return len(self._built_in) + len(self._registered)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._built_in or key in self._registered
+
+    def loaded(self) -> tuple[Layer, ...]:
+        """The layers built so far in this process (a built-in one once its module is imported)."""
+        modules = (sys.modules.get(f"derivations.{key}") for key in self._built_in)
+        built = tuple(getattr(module, "LAYER", None) for module in modules)
+        return (*(layer for layer in built if isinstance(layer, Layer)), *self._registered.values())
+
+
+LAYERS = Catalog(DEFINITIONS)
 
 # The keys of the layers above; `register` adds others (a user's definition) but never replaces these.
-BUILT_IN = tuple(LAYERS)
+BUILT_IN = tuple(DEFINITIONS)
 _CLEAR: list[Callable[[], object]] = []
 
 # The layer a bare name (``response``) and an unqualified claim refer to.

@@ -37,13 +37,20 @@ from numeric._layer import NumericLayer, facade
 
 
 class _LayerModule(ModuleType):
-    """``numeric.<key>``: the layer's functions, compiled when first called."""
+    """``numeric.<key>``: the layer's functions, compiled when first called.
+
+    The layer itself (``LAYER``) is built on first use too, so that importing
+    `numeric` builds no layer a command does not use.
+    """
 
     LAYER: NumericLayer
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name == "LAYER":
+            self.LAYER = facade(self.__name__.rpartition(".")[2])
+            return self.LAYER
         if name not in self.LAYER.names():
             raise AttributeError(f"module {self.__name__!r} has no function {name!r}")
         function = getattr(self.LAYER, name)
@@ -55,8 +62,7 @@ class _LayerModule(ModuleType):
 
 
 def _module(key: str) -> ModuleType:
-    module = _LayerModule(f"{__name__}.{key}", f"{LAYERS[key].title}: NumPy functions from the derivations.")
-    module.LAYER = facade(key)
+    module = _LayerModule(f"{__name__}.{key}", f"Layer {key!r}: NumPy functions from the derivations.")
     sys.modules[module.__name__] = module
     return module
 

@@ -8,6 +8,7 @@ knows of gains.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -29,10 +30,12 @@ class NumericAffine(_layer.NumericLayer):
     def __init__(self, definition: Affine) -> None:
         super().__init__(definition)
         self.base = _layer.facade(definition.base.key)
-        # The derived bound is gamma_max times the base's; the base's part is compiled here.
-        top = spectral.bound_value(definition).xreplace({gamma_max: 1})
-        self._bound = compile(top, (eps_symbol,))
-        self._bound_degree = scaling.degree_of(definition, top, "bound")
+
+    @cached_property
+    def _base_bound(self) -> tuple[Any, int]:
+        """The derived bound is gamma_max times the base's: the base's part, compiled, and its degree."""
+        top = spectral.bound_value(self.definition).xreplace({gamma_max: 1})
+        return compile(top, (eps_symbol,)), scaling.degree_of(self.definition, top, "bound")
 
     def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """diag(gain) J_base, shape (..., n, n); the bias does not enter."""
@@ -84,7 +87,7 @@ class NumericAffine(_layer.NumericLayer):
             raise ValueError(
                 f"epsilon of shape {e.shape} does not broadcast with the batch shape {largest.shape} of gain"
             ) from None
-        value = _rescale.elementwise(self._bound, self._bound_degree, self._c.epsilon_degree, e)
+        value = _rescale.elementwise(*self._base_bound, self._c.epsilon_degree, e)
         return _validate.output(np.asarray(value) * largest, _validate.result_dtype(epsilon, gain))
 
 

@@ -1,27 +1,116 @@
-"""``python -m figures``: verify the numerics, then draw every figure."""
+"""``python -m figures``: verify the numerics, then draw every figure.
+
+The drawn set is kept in the derivation cache (`derivations._cache`), keyed
+by every source file under ``derivations/``, ``numeric/`` and ``figures/``
+and the versions of the packages that compute and draw it.  A later run with
+the same key writes those very bytes without importing matplotlib or SymPy:
+they were drawn after a verification that passed on the same sources.
+``--no-cache`` verifies and draws again.
+"""
 
 from __future__ import annotations
 
+import io
+import os
+import pickle
 import sys
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+from derivations import _cache
 from derivations.cli import OneLineParser, run
-from figures import FIGURES
-from figures._output import BUILD, png, write_all
-from numeric import verify
+from figures._output import BUILD, Writer, png, write_all
 
 PROG = "python -m figures"
+ENTRY = "figures: the verified set"
+
+# What the drawn bytes depend on besides the sources: the packages that compute and draw them,
+# and where matplotlib would read a user's settings.
+_PACKAGES = ("numpy", "matplotlib", "pillow", "sympy", "mpmath")
+_SETTINGS = ("MATPLOTLIBRC", "MPLCONFIGDIR", "MPLBACKEND", "XDG_CONFIG_HOME", "HOME")
+
+
+def _key() -> bytes:
+    """The bytes that, with the derivation cache's own key, name the drawn set."""
+    root = Path(__file__).resolve().parent.parent
+    parts = [_cache.tree(root / folder) for folder in ("numeric", "figures")]
+    for name in _PACKAGES:
+        try:
+            parts.append(f"{name} {metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} absent".encode())
+    parts += [f"{name}={os.environ.get(name, '')}".encode() for name in _SETTINGS]
+    return b"\0".join(parts)
+
+
+def _recalled(extra: bytes) -> tuple[int, dict[str, bytes]] | None:
+    """The verified count and the PNG files of an earlier run with this key, or None."""
+    payload = _cache.read(ENTRY, extra)
+    if payload is None:
+        return None
+    try:
+        count, files = pickle.loads(payload)
+    except Exception:
+        return None
+    valid = isinstance(count, int) and isinstance(files, dict)
+    if not valid or not all(isinstance(k, str) and isinstance(v, bytes) for k, v in files.items()):
+        return None
+    return count, files
+
+
+def __getattr__(name: str) -> Any:
+    # The figure modules and the verification, imported only when a set is drawn.
+    if name == "FIGURES":
+        import figures
+
+        return figures.FIGURES
+    if name == "verify":
+        from numeric import verify
+
+        return verify
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _drawn() -> tuple[int, dict[str, bytes]] | None:
+    """Verify, then draw every figure to PNG bytes; None when verification failed."""
+    this = sys.modules[__name__]
+    verify, figures = this.verify, this.FIGURES
+    try:
+        count = sum(verify.run().values())
+    except verify.AgreementError as error:
+        print(f"verification failed: {error}", file=sys.stderr)
+        return None
+    print(f"verification passed: {count} values agree")
+    files = {}
+    for module in figures:
+        buffer = io.BytesIO()
+        png(module.draw())(buffer)
+        files[module.FILENAME] = buffer.getvalue()
+    return count, files
+
+
+def _writer(data: bytes) -> Writer:
+    return lambda file: file.write(data)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog=PROG, description=__doc__)
+    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=BUILD, help=f"output folder (default: {BUILD})")
+    parser.add_cache_option()
     args = parser.parse_args(argv)
-    if verify.main([]) != 0:
-        print(f"{PROG}: no figure written", file=sys.stderr)
-        return 1
-    # Every figure is drawn and written before any replaces its old file: the set is new, or as it was.
-    for path in write_all({args.out / module.FILENAME: png(module.draw()) for module in FIGURES}):
+    extra = _key() if _cache.enabled() else b""
+    found: Any = _recalled(extra) if _cache.enabled() else None
+    if found is not None:
+        print(f"verification passed: {found[0]} values agree (an earlier run, same sources and versions)")
+    else:
+        found = _drawn()
+        if found is None:
+            print(f"{PROG}: no figure written", file=sys.stderr)
+            return 1
+        _cache.write(ENTRY, pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL), extra)
+    # Every figure is drawn before any replaces its old file: the set is new, or as it was.
+    for path in write_all({args.out / name: _writer(data) for name, data in found[1].items()}):
         print(f"wrote {path}")
     return 0
 

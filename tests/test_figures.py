@@ -32,7 +32,8 @@ def test_no_png_when_verification_fails(tmp_path, monkeypatch, capsys):
         raise AgreementError("slope vs symbolic: at (3,) got 1.0, expected 2.0")
 
     monkeypatch.setattr(cli.verify, "run", failing_run)
-    assert cli.main(["--out", str(tmp_path)]) == 1
+    # Without the cache: a set an earlier run drew after its verification passed is not drawn again.
+    assert cli.main(["--out", str(tmp_path), "--no-cache"]) == 1
     assert list(tmp_path.iterdir()) == []
     err = capsys.readouterr().err
     assert "verification failed: slope vs symbolic" in err

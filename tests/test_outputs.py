@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 import figures
 import figures.__main__ as figures_command
 import figures._output
-from derivations import claims
+from derivations import _cache, claims
 from figures import _pdflatex, report
 from numeric import verify
 from numeric.agreement import AgreementError
@@ -45,6 +45,8 @@ def fast(monkeypatch):
         monkeypatch.setattr(module, "FIGURES", tiny)
     monkeypatch.setattr(verify, "run", lambda seed=0: {"agreement": 1})
     monkeypatch.setattr(claims, "load", lambda path: [])
+    # Stand-ins are drawn, never recalled from or kept in the cache under the real sources' key.
+    monkeypatch.setenv(_cache.ENVIRONMENT, "1")
     # The tiny figures' stand-ins are no images pdflatex can include; test_figures compiles the real report.
     monkeypatch.setattr(_pdflatex, "available", lambda: False)
 
@@ -99,7 +101,7 @@ def _refusing(code):
 
 
 def _failing_on_second(name, code):
-    """``name`` (a savefig or a rename) fails at its second call, as on a full or failing disk."""
+    """``name`` (a savefig, an fsync or a rename) fails at its second call, as on a full or failing disk."""
 
     def arrange(tmp, monkeypatch):
         _old(tmp, *NAMES)
@@ -174,7 +176,7 @@ CASES = {
         "figures",
         [],
         None,
-        _failing_on_second("savefig", errno.ENOSPC),
+        _failing_on_second("fsync", errno.ENOSPC),
         2,
         FIGURES_ERROR + r"build/figures/b\.png: No space left on device",
         set(),

@@ -1,0 +1,55 @@
+"""``python -m figures`` recalls a set it drew only under the same key, and never trusts a bad entry."""
+
+import pickle
+
+import figures.__main__ as cli
+from derivations import _cache
+
+
+def _files(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def test_a_recalled_set_is_byte_identical_to_one_drawn_now(tmp_path, capsys):
+    assert cli.main(["--out", str(tmp_path / "first")]) == 0  # drawn, or recalled from an earlier run
+    assert cli.main(["--out", str(tmp_path / "recalled")]) == 0
+    assert "an earlier run, same sources and versions" in capsys.readouterr().out
+    assert cli.main(["--out", str(tmp_path / "drawn"), "--no-cache"]) == 0
+    drawn = _files(tmp_path / "drawn")
+    assert set(drawn) == {module.FILENAME for module in cli.FIGURES}
+    assert _files(tmp_path / "recalled") == drawn == _files(tmp_path / "first")
+
+
+def test_a_changed_source_or_package_names_another_entry(monkeypatch):
+    before = cli._key()
+    real = _cache.tree
+    monkeypatch.setattr(_cache, "tree", lambda root: real(root) + (b"edit" if root.name == "numeric" else b""))
+    assert cli._key() != before
+    monkeypatch.setattr(_cache, "tree", real)
+    monkeypatch.setattr(cli.metadata, "version", lambda name: "9.9" if name == "matplotlib" else "1.0")
+    assert cli._key() != before
+    monkeypatch.undo()
+    monkeypatch.setenv("MATPLOTLIBRC", "/somewhere/else")
+    assert cli._key() != before
+
+
+def test_an_entry_that_is_not_a_verified_set_is_drawn_again(tmp_path, monkeypatch):
+    extra = cli._key()
+    drawn = []
+    # A stand-in set, under a key of this test's own: the real one's entry is left alone.
+    extra += b"this test"
+    monkeypatch.setattr(cli, "_key", lambda: extra)
+    monkeypatch.setattr(cli, "_drawn", lambda: drawn.append(1) or (1, {"a.png": b"a PNG"}))
+    for payload in (b"not a pickle", pickle.dumps(("15175", {})), pickle.dumps((1, {"a.png": "text"}))):
+        _cache.write(cli.ENTRY, payload, extra)
+        assert cli._recalled(extra) is None
+        assert cli.main(["--out", str(tmp_path / str(len(drawn)))]) == 0
+    assert len(drawn) == 3
+    assert _files(tmp_path / "2") == {"a.png": b"a PNG"}
+    # A torn entry fails its checksum: the drawn set written over it is read back.
+    path = _cache._path(cli.ENTRY, extra)
+    path.write_bytes(path.read_bytes()[:-100])
+    assert cli._recalled(extra) is None
+    assert cli.main(["--out", str(tmp_path / "again")]) == 0
+    assert len(drawn) == 4
+    assert cli._recalled(extra) is not None

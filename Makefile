@@ -33,9 +33,9 @@ check: $(STAMP)
 	$(PY) -m mypy
 	$(PY) -m pytest -q -n 2
 
-# PyTorch's CPU build and JAX (CPU), pinned, by name from the package index, only for this check.
+# PyTorch's CPU build, JAX (CPU) and Flax, pinned, by name from the package index, only for this check.
 crosscheck: $(STAMP)
-	$(PY) -m pip install --quiet 'torch==2.13.0' 'jax[cpu]==0.10.2'
+	$(PY) -m pip install --quiet 'torch==2.13.0' 'jax[cpu]==0.10.2' 'flax==0.12.8'
 	$(PY) tests/crosscheck/torch_reference.py
 	$(PY) tests/crosscheck/jax_reference.py
 

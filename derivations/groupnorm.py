@@ -21,5 +21,5 @@ LAYER = grouped(
     size="the number of channels in a group (C = G n)",
     argument="groups",
     axis=-1,
-    used_by=("PyTorch `F.group_norm`, `nn.GroupNorm` without affine",),
+    used_by=("PyTorch `F.group_norm`, `nn.GroupNorm` without affine; Flax `linen.GroupNorm` without scale, bias",),
 )

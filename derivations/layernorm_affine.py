@@ -25,7 +25,7 @@ LAYER = affine(
     used_by=(
         "PyTorch `nn.LayerNorm`, `F.layer_norm` with weight and bias",
         "Keras `LayerNormalization`",
-        "Flax `nn.LayerNorm` (source of flax 0.12.8 read, not run)",
+        "Flax `linen.LayerNorm` (both `use_fast_variance` settings)",
     ),
     stated={
         "response": gamma[2] * t / sp.sqrt(2 * t**2 / 3 + epsilon) + beta[2],

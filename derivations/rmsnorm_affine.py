@@ -21,7 +21,7 @@ LAYER = affine(
     used_by=(
         "PyTorch `nn.RMSNorm` (bias 0)",
         "T5 and LLaMA (bias 0)",
-        "Flax `nn.RMSNorm` (source of flax 0.12.8 read, not run)",
+        "Flax `linen.RMSNorm` (bias 0)",
     ),
     stated={
         "response": gamma[2] * t / sp.sqrt(2 * t**2 / 3 + epsilon) + beta[2],

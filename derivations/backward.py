@@ -56,10 +56,20 @@ def _grouped(expr: sp.Expr) -> sp.Expr:
     if isinstance(expr, sp.Piecewise):  # a layer with regimes: each regime's product grouped
         return sp.Piecewise(*((_grouped(value), condition) for value, condition in expr.args))
     groups: dict[sp.Expr, list[sp.Expr]] = {}
-    for term in sp.Add.make_args(sp.expand(expr)):
+    # Products distributed, powers of sums left whole: expanding a denominator such as
+    # (sigma + epsilon)**3 would only hand sp.factor a polynomial to factor again.
+    for term in sp.Add.make_args(sp.expand_mul(expr)):
         key = sp.Mul(*(f for f in sp.Mul.make_args(term) if f.has(Mean)))
         groups.setdefault(key, []).append(term / key)
-    return sp.Add(*(sp.factor(sp.Add(*terms)) * key for key, terms in groups.items()))
+    return sp.Add(*(_factored(sp.Add(*terms)) * key for key, terms in groups.items()))
+
+
+def _factored(expr: sp.Expr) -> sp.Expr:
+    """sp.factor of a rational function, numerator and denominator factored apart first: the same
+    result, without sp.factor's `together` over many unlike terms.  The last factor of the quotient,
+    a single term, only cancels what the two share up to sign."""
+    numerator, denominator = expr.as_numer_denom()
+    return sp.factor(sp.factor(numerator) / sp.factor(denominator))
 
 
 def transpose_times(layer: Layer, entry: sp.Expr) -> sp.Expr:

@@ -9,6 +9,8 @@ from typing import Any
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
+from derivations.symbols import n
+
 # Powers up to this order are printed as products: one multiply is several
 # times cheaper than numpy.power, and these orders are exact either way.
 _SMALL_POWER = 4
@@ -48,7 +50,10 @@ class _Printer(NumPyPrinter):
     """NumPy printer that spells small integer and half-integer powers out, and row means."""
 
     def _print_RowMean(self, expr: RowMean) -> str:
-        return f"{self._module}.mean({self._print(expr.args[0])}, axis=-1, keepdims=True)"
+        # numpy.mean's own steps (the pairwise sum, then a division by the count, the n every
+        # fused program takes), without its Python wrapper around each block.
+        summed = f"{self._module}.add.reduce({self._print(expr.args[0])}, axis=-1, keepdims=True)"
+        return f"({summed}/{self._print(n)})"
 
     def _print_Mul(self, expr: sp.Mul) -> str:
         # Per-row factors multiplied together first: a block is then

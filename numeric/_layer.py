@@ -192,9 +192,10 @@ class NumericLayer:
         cannot take as they are (`numeric._rescale.fits`) are computed again by ``safe(index)``."""
         c = self._c
         size = rows.shape[-1]
-        spread = c.statistics[c.spread]
+        degree = c.statistic_degrees[c.statistics[c.spread]]
         shifted = [m for m, symbol in enumerate(c.statistics) if symbol in c.shifted]
         root = self.epsilon_root(eps_rows)
+        eps_compute = eps_rows.astype(compute)
         results = [np.empty(rows.shape, dtype=compute) for _ in range(program.results)]
         refused = []
         step = max(1, FUSED_BLOCK // size)
@@ -206,13 +207,13 @@ class NumericLayer:
                     rows[block].astype(compute, copy=False),
                     *here,
                     *(_at(p, block).astype(compute, copy=False) for p in params),
-                    eps_rows[block].astype(compute),
+                    eps_compute[block],
                     size,
                 )
                 for out, value in zip(results, values[: program.results], strict=True):
                     out[block] = value
                 stats = values[program.results :]
-                scale = _rescale.epsilon_root(stats[c.spread], c.statistic_degrees[spread])
+                scale = _rescale.epsilon_root(stats[c.spread], degree)
                 ok = _rescale.fits(scale, [stats[m] for m in shifted], root[block], here, compute)
                 refused.append(start + np.flatnonzero(~ok))
         index = np.concatenate(refused)

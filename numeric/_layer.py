@@ -338,15 +338,18 @@ class NumericLayer:
         def general(first: np.ndarray, second: np.ndarray) -> np.ndarray:
             return _backward.evaluate([product], rows, e, [first, second], params, self)[0]
 
-        out = general(g_rest, w_rest)
-        for ai, unit in zip(a, units, strict=True):
-            out = out + ai * general(unit, w_rest)
-        for bi, unit in zip(b, units, strict=True):
-            out = out + bi * general(g_rest, unit)
-        # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
-        # taken again at the balanced scale, as `numeric._backward.evaluate` does.
-        own, e_own, m_own = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
-        stats_own = self._statistics(own)
+        # A term beyond the float range here (inf, or inf - inf) is a row the split cannot take,
+        # handled below: no warning for it.
+        with np.errstate(all="ignore"):
+            out = general(g_rest, w_rest)
+            for ai, unit in zip(a, units, strict=True):
+                out = out + ai * general(unit, w_rest)
+            for bi, unit in zip(b, units, strict=True):
+                out = out + bi * general(g_rest, unit)
+            # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
+            # taken again at the balanced scale, as `numeric._backward.evaluate` does.
+            own, e_own, m_own = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
+            stats_own = self._statistics(own)
         for first, second, along in c.hvp_pairs:
             both = (lengths[first] > 0) & (lengths[second] > 0)
             with np.errstate(all="ignore"):
@@ -359,7 +362,7 @@ class NumericLayer:
                     again = _rescale.times_power(np.where(np.isfinite(again), again, 0.0), m_own, product.degree)
                     value = np.where(lost, again, value)
                 value = np.where(both, value, 0.0)
-            out = out + a[first] * b[second] * value
+                out = out + a[first] * b[second] * value
         # A row the split cannot take (a product beyond the float range: inf - inf) is the
         # general form's, which gives the overflow as it is.
         with np.errstate(invalid="ignore"):

@@ -26,10 +26,62 @@ from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
-from derivations.sums import p
+from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, t, x
 
 m = sp.Symbol("m", positive=True)
+
+
+def _structural(expr: sp.Basic, degrees: dict[sp.Basic, sp.Rational]) -> sp.Rational | None:
+    """The degree of ``expr`` read off its tree, when every sum's terms share a degree: each atom's
+    from ``degrees`` (0 if absent), a product's the sum of its factors', a power's its base's times
+    the exponent.  None where the tree does not show one (a sum whose terms may cancel, a function
+    of a scaled argument): the caller simplifies the ratio instead."""
+    if expr.is_Number:
+        return sp.Integer(0)
+    if expr.is_Symbol or isinstance(expr, sp.Indexed):
+        return degrees.get(expr, sp.Integer(0))
+    if isinstance(expr, (sp.Add, sp.Max, sp.Min)):
+        found = {_structural(arg, degrees) for arg in expr.args}
+        return found.pop() if len(found) == 1 else None
+    if isinstance(expr, sp.Mul):
+        total = sp.Integer(0)
+        for arg in expr.args:
+            part = _structural(arg, degrees)
+            if part is None:
+                return None
+            total += part
+        return total
+    if isinstance(expr, sp.Pow):
+        base = _structural(expr.base, degrees)
+        if base is None:
+            return None
+        if base == 0:  # m**0 to any power, the exponent's own symbols (n, say) unscaled
+            return base if _structural(expr.exp, degrees) == 0 else None
+        return base * expr.exp if expr.exp.is_Rational else None
+    if isinstance(expr, (sp.Abs, Mean)):  # |m a| = m |a|; a mean takes m out of its monomial
+        return _structural(expr.args[0], degrees)
+    if isinstance(expr, (sp.Function, sp.KroneckerDelta)):  # a function of unscaled arguments is
+        return sp.Integer(0) if all(_structural(a, degrees) == 0 for a in expr.args) else None
+    return None
+
+
+def _degree(expr: sp.Expr, values: dict[sp.Basic, sp.Expr], what: str) -> int:
+    """The degree p with expr.xreplace(values) = m**p expr: from the tree where it shows one, else
+    from the simplified ratio (`_power_of_m`), which also gives the error for a non-homogeneous one."""
+    degrees = {atom: _atom_degree(atom, scaled, what) for atom, scaled in values.items()}
+    found = _structural(expr, degrees)
+    if found is not None and found.is_Integer:
+        return int(found)
+    return _power_of_m(expr.xreplace(values) / expr, what)
+
+
+def _atom_degree(atom: sp.Basic, scaled: sp.Expr, what: str) -> sp.Rational:
+    """d for an atom scaled as m**d * atom (how `_scaled` writes each), read off without simplifying."""
+    coefficient, power = scaled.as_coeff_exponent(m)
+    if coefficient == atom and power.is_Rational:
+        return power
+    return sp.Integer(_power_of_m(scaled / atom, what))
 
 
 def _power_of_m(ratio: sp.Expr, what: str) -> int:
@@ -118,8 +170,7 @@ def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
         if len(found) != 1:
             raise DerivationError(f"{layer.key}.{what}: branches scale unlike each other: {sorted(found)}")
         return found.pop()
-    scaled = expr.xreplace(_scaled(layer, epsilon_degree(layer)))
-    return _power_of_m(scaled / expr, f"{layer.key}.{what}")
+    return _degree(expr, _scaled(layer, epsilon_degree(layer)), f"{layer.key}.{what}")
 
 
 def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:

@@ -215,3 +215,29 @@ def test_the_output_at_a_constant_input_is_the_derived_one(key):
                 got = getattr(numeric, key).forward(np.full(size, amplitude), eps, **named, **scalars)
                 assert_agree(got, expected, rtol=1e-14, atol=1e-15, what=f"{key} at {amplitude} * 1")
     assert not value.free_symbols & {stat.symbol for stat in layer.statistics}  # evaluated, not named
+
+
+@pytest.mark.parametrize("key", sorted(key for key in LAYERS if LAYERS[key].derived_as is LAYERS[key]))
+def test_a_degree_read_off_the_tree_is_the_simplified_ratios(key):
+    """`scaling._structural` must agree with simplifying f(m x, m**e eps) / f(x, eps) on every value
+    (of each layer that derives its own: the others restate a base's)."""
+    from derivations import scaling
+
+    layer = LAYERS[key]
+    values = scaling._scaled(layer, scaling.epsilon_degree(layer))
+    for name, value in quantities.values(layer).items():
+        for branch in (b for b, _ in value.args) if isinstance(value, sp.Piecewise) else (value,):
+            if branch == 0 or isinstance(branch, sp.MatrixExpr):
+                continue
+            ratio = scaling._power_of_m(branch.xreplace(values) / branch, name)
+            assert scaling._degree(branch, values, name) == ratio, name
+
+
+def test_a_sum_whose_terms_cancel_to_one_degree_falls_back_to_simplifying():
+    from derivations import scaling
+
+    # (t + eps)**2 - eps**2 - 2 t eps = t**2: no single degree in its tree, degree 2 once expanded.
+    expr = sp.Add((t + epsilon) ** 2, -(epsilon**2), -2 * t * epsilon, evaluate=False)
+    values = scaling._scaled(LAYER, 2)
+    assert scaling._structural(expr, {atom: scaling._atom_degree(atom, v, "") for atom, v in values.items()}) is None
+    assert scaling._degree(expr, values, "a sum that cancels") == 2

@@ -16,7 +16,7 @@ from derivations import LAYERS, Direction, Layer, backward, eigen, jacobian, qua
 from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, n, t, x
 from numeric._backward import ARGUMENTS, Product, compile_product
-from numeric._lambdify import RowMean, compile, row_symbol
+from numeric._lambdify import RowMean, compile, is_wide, row_symbol
 
 # Scalar stand-ins for indexed entries: lambdify takes symbols, not x[i].
 _xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
@@ -46,9 +46,10 @@ class Eigen:
 class Fused:
     """A fused program: the statistics and the results of a block of rows in one function.
 
-    ``function(x, *vectors, *parameters, epsilon, n)`` returns the results,
-    then each statistic per row (for `numeric._rescale.fits`): a mean of x
-    itself at the raw input, every other statistic at the centered input.
+    ``function(x, *vectors, *parameters, epsilon, n)`` returns each result as
+    its per-row factor and its block (to be multiplied), then each statistic
+    per row (for `numeric._rescale.fits`): a mean of x itself at the raw
+    input, every other statistic at the centered input.
     """
 
     function: Any
@@ -201,7 +202,10 @@ class Compiled:
             for e in results
         ]
         checks = [raw_mean if s in self.shifted else values[s] for s in self.statistics]
-        function = compile([*replaced, *checks], [row, *symbols, epsilon, n])
+        # Each result as (its per-row factor, its block): the caller multiplies them into the
+        # output in place, the product the printer would have formed, without a copy after it.
+        split = [part for e in replaced for part in _per_row_and_block(e)]
+        function = compile([*split, *checks], [row, *symbols, epsilon, n])
         return Fused(function, len(results), tuple(ARGUMENTS[base] for base in vectors))
 
     @cached_property
@@ -245,6 +249,13 @@ class Compiled:
         quantity, item = quantities.names(self.layer)[name]
         limit = quantity.limit(self.layer) if quantity.limit is not None and self.layer.approach else None
         return compile_product(self.layer, quantity.derive(self.layer, item), limit, name, quantity.jacobian_product)
+
+
+def _per_row_and_block(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """``expr`` as (the product of its factors that are one number per row, the product of the rest)."""
+    factors = sp.Mul.make_args(expr)
+    wide = [f for f in factors if is_wide(f)]
+    return sp.Mul(*(f for f in factors if not is_wide(f))), sp.Mul(*wide)
 
 
 @cache

@@ -26,13 +26,13 @@ def row_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(f"{name}{ROW}", real=True)
 
 
-def _is_wide(expr: sp.Basic) -> bool:
+def is_wide(expr: sp.Basic) -> bool:
     """Whether ``expr`` is a whole block (it has a row symbol outside every row mean)."""
     if isinstance(expr, RowMean):
         return False
     if isinstance(expr, sp.Symbol):
         return expr.name.endswith(ROW)
-    return any(_is_wide(arg) for arg in expr.args)
+    return any(is_wide(arg) for arg in expr.args)
 
 
 class RowMean(sp.Function):
@@ -58,10 +58,10 @@ class _Printer(NumPyPrinter):
     def _print_Mul(self, expr: sp.Mul) -> str:
         # Per-row factors multiplied together first: a block is then
         # multiplied once by their product, not once by each of them.
-        wide = [f for f in expr.args if _is_wide(f)]
+        wide = [f for f in expr.args if is_wide(f)]
         if not wide or len(wide) == len(expr.args):
             return super()._print_Mul(expr)
-        narrow = sp.Mul(*(f for f in expr.args if not _is_wide(f)))
+        narrow = sp.Mul(*(f for f in expr.args if not is_wide(f)))
         block = self.parenthesize(sp.Mul(*wide), sp.printing.precedence.PRECEDENCE["Mul"])
         if narrow == -1:
             return f"-{block}"
@@ -69,10 +69,10 @@ class _Printer(NumPyPrinter):
 
     def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
         # The per-row terms summed first, then added to the block once.
-        wide = [term for term in expr.args if _is_wide(term)]
+        wide = [term for term in expr.args if is_wide(term)]
         if not wide or len(wide) == len(expr.args):
             return super()._print_Add(expr, order=order)
-        narrow = sp.Add(*(term for term in expr.args if not _is_wide(term)))
+        narrow = sp.Add(*(term for term in expr.args if not is_wide(term)))
         return f"({self._print(narrow)}) + {self.parenthesize(sp.Add(*wide), sp.printing.precedence.PRECEDENCE['Add'])}"
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
@@ -123,7 +123,7 @@ def _shared_subexpressions(expr: Any) -> tuple[list[tuple[sp.Symbol, sp.Expr]], 
     wide: dict[sp.Symbol, sp.Symbol] = {}
     for m, (name, value) in enumerate(replacements):
         value = value.xreplace(wide)
-        if _is_wide(value):
+        if is_wide(value):
             wide[name] = row_symbol(name.name)
         replacements[m] = (wide.get(name, name), value)
     reduced = [e.xreplace(wide) for e in reduced] if isinstance(reduced, list) else reduced.xreplace(wide)

@@ -210,9 +210,9 @@ class NumericLayer:
                     eps_compute[block],
                     size,
                 )
-                for out, value in zip(results, values[: program.results], strict=True):
-                    out[block] = value
-                stats = values[program.results :]
+                for r, out in enumerate(results):
+                    np.multiply(values[2 * r], values[2 * r + 1], out=out[block])
+                stats = values[2 * program.results :]
                 scale = _rescale.epsilon_root(stats[c.spread], degree)
                 ok = _rescale.fits(scale, [stats[m] for m in shifted], root[block], here, compute)
                 refused.append(start + np.flatnonzero(~ok))

@@ -88,7 +88,7 @@ def evaluate(
     ``layer`` is the `NumericLayer` whose statistics and scaling these are.
     """
     c = layer._c
-    scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
+    scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered, layer.weights(parameters))
     stats = layer._statistics(scaled, parameters)
     size = rows.shape[-1]
     out = []
@@ -145,9 +145,9 @@ def _at_own_scale(
     their own spread and the root of epsilon; a term that still overflows there carries a
     power of epsilon that puts the product below the range, and comes out as 0."""
     c = layer._c
-    scaled, e_scaled, m = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
     pick = [vector[index] for vector in given]
     params = [p if p.shape[0] == 1 else p[index] for p in parameters]
+    scaled, e_scaled, m = _rescale.balanced(rows, e, c.epsilon_degree, c.centered, layer.weights(params))
     stats = layer._statistics(scaled, params)
     with np.errstate(over="ignore", invalid="ignore"):
         values = _entry(product, scaled, pick, params, stats, e_scaled, rows.shape[-1])

@@ -141,6 +141,26 @@ class Compiled:
         return self._compile(jacobian.at_degenerate(self.layer), _delta, *self.statistics, epsilon, n)
 
     @cached_property
+    def restricted(self) -> tuple[int | None, ...]:
+        """Per statistic, the position of an indicator that is a factor of its summand (the
+        summand is 0 outside that subset, derived), else None: numeric evaluates such a
+        summand at x with the entries outside set to 0, so that none of them can overflow it."""
+        out: list[int | None] = []
+        for stat in self.layer.statistics:
+            factors = [
+                m for m, base in enumerate(self.indicators) if sp.expand(stat.summand.xreplace({base[j]: 0})) == 0
+            ]
+            out.append(factors[0] if factors else None)
+        return tuple(out)
+
+    @cached_property
+    def spread_indicators(self) -> tuple[int, ...]:
+        """Positions (among `indicators`) of the indicators the spread statistic is a mean over."""
+        (stat,) = [s for s in self.layer.statistics if s.symbol == self.layer.spread]
+        bases = {e.base for e in stat.summand.atoms(sp.Indexed)}
+        return tuple(m for m, base in enumerate(self.indicators) if base in bases)
+
+    @cached_property
     def spread(self) -> int:
         """Position of the statistic that vanishes at the degenerate input."""
         return self.statistics.index(self.layer.spread)

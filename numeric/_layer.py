@@ -116,9 +116,13 @@ class NumericLayer:
         stats: list[np.ndarray] = []
         size = values.shape[-1]
         indicators = list(parameters)[len(self._c.parameter_names) :] if self._c.indicators else []
-        for stat, summand in zip(self.definition.statistics, self._c.summands, strict=True):
+        for stat, summand, within in zip(self.definition.statistics, self._c.summands, self._c.restricted, strict=True):
             if stat.mean:
-                terms = np.broadcast_to(summand(values, *indicators, *stats, size), values.shape)
+                seen = values if within is None else np.where(indicators[within] == 0, 0.0, values)
+                # At a scale set by a subset, a statistic of the other entries may overflow (to inf,
+                # as its true value does); what uses it says so in its own value.
+                with np.errstate(over="ignore"):
+                    terms = np.broadcast_to(summand(seen, *indicators, *stats, size), values.shape)
                 stats.append(np.mean(terms, axis=-1, keepdims=True))
             else:
                 stats.append(np.broadcast_to(summand(values, *indicators, *stats, size), stats[-1].shape))
@@ -134,9 +138,20 @@ class NumericLayer:
         """Validated x and epsilon, rescaled by m (returned last) along the last axis; ``named``
         holds the keywords of the layer's subsets (and nothing else)."""
         array, e, dtype, _ = _rescale.validated(values, eps)
-        scaled, e_scaled, m = _rescale.normalized(array, e[..., None], self._c.epsilon_degree, self._c.centered)
-        indicators = self._indicators(dict(named or {}), scaled.shape, strict=True)
-        return scaled, e_scaled, self._statistics(scaled, [None] * len(self._c.parameter_names) + indicators), dtype, m
+        params = [None] * len(self._c.parameter_names) + self._indicators(dict(named or {}), array.shape, strict=True)
+        scaled, e_scaled, m = _rescale.normalized(
+            array, e[..., None], self._c.epsilon_degree, self._c.centered, self.weights(params)
+        )
+        return scaled, e_scaled, self._statistics(scaled, params), dtype, m
+
+    def weights(self, parameters: Any) -> np.ndarray | None:
+        """The entries the spread is a mean over, where a subset picks them (`_rescale.normalized`):
+        the product of its indicators among ``parameters`` (as `_parameters` returns them), else None."""
+        picked = self._c.spread_indicators
+        if not picked:
+            return None
+        indicators = list(parameters)[len(self._c.parameter_names) :]
+        return np.prod([indicators[m] for m in picked], axis=0)
 
     def _indicators(self, named: dict[str, Any], shape: tuple[int, ...], strict: bool = False) -> list[np.ndarray]:
         """Each subset's indicator, from its keyword in ``named`` (taken out of it) or its default,
@@ -191,10 +206,14 @@ class NumericLayer:
         output = self._c.output
 
         def safe(index: np.ndarray) -> list[np.ndarray]:
-            scaled, e_scaled, m = _rescale.normalized(
-                rows[index].astype(np.float64), eps_rows[index], self._c.epsilon_degree, self._c.centered
-            )
             here = [_at(q, index) for q in params]
+            scaled, e_scaled, m = _rescale.normalized(
+                rows[index].astype(np.float64),
+                eps_rows[index],
+                self._c.epsilon_degree,
+                self._c.centered,
+                self.weights(here),
+            )
             value = output.function(scaled, *self._statistics(scaled, here), e_scaled, *here)
             return [_rescale.times_power(value, m, output.degree)]
 

@@ -282,3 +282,17 @@ def test_claims_never_get_a_wrong_verdict(text, allowed):
     assert verdict.verdict in allowed, verdict.detail
     if verdict.verdict != "error":
         assert "p = 1/16" in verdict.quantifier
+
+
+@pytest.mark.parametrize("values", [[1.0, 1e200], [1e-300, 1e300], [1e-200, 3e-200, 1.0], [0.0, 5.0]])
+def test_entries_far_from_the_first_k_keep_the_output_and_its_products(values):
+    """The scale is set by the first k entries (and epsilon), not the largest: against mpmath."""
+    x0, eps = np.array(values), 1e-5
+    with mpmath.workdps(60):
+        xs = [mpmath.mpf(v) for v in values]
+        root = mpmath.sqrt(xs[0] ** 2 + mpmath.mpf(eps))  # k = 1 at p = 1/16 for these sizes
+        y = [float(v / root) for v in xs]
+        # J^T 1 = 1/s - (sum_i x_i) x_0 / s**3 at entry 0, 1/s elsewhere.
+        dx = [float(1 / root - mpmath.fsum(xs) * xs[0] / root**3)] + [float(1 / root)] * (len(xs) - 1)
+    assert_agree(prmsnorm.forward(x0, eps), y, rtol=1e-14, what="forward")
+    assert_agree(prmsnorm.vjp(x0, eps, np.ones_like(x0)), dx, rtol=1e-13, atol=1e-300, what="vjp")

@@ -211,7 +211,7 @@ def triangle_formula(layer: Layer, _: object, name: str) -> Formula:
     return Formula(
         name,
         "A bound on the spectral norm at the input, not its value: J is not symmetric, so no eigenvalue "
-        "gives ||J||_2, and no bound over all inputs exists here.",
+        "gives ||J||_2, and no bound over all inputs is derived.",
         sp.Le(norm_J, layer.to_display(triangle_bound(layer))),
         ("epsilon > 0", "n >= 2"),
         Established.ALL_N,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
@@ -12,7 +12,7 @@ import sympy as sp
 
 from derivations._formula import Formula
 from derivations._proof import DerivationError, equal
-from derivations.sums import Mean, in_statistics, over_entries, power_sum_values, reduce_sums
+from derivations.sums import Indicator, Mean, in_statistics, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import i, j, k, n, x
 
 R = TypeVar("R", bound="Rewrapped")
@@ -32,6 +32,31 @@ class Statistic:
     summand: sp.Expr
     meaning: str
     mean: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Subset:
+    """The entries a partial mean runs over, as an `Indicator` m: m_j = 1 on the subset, else 0.
+
+    A statistic that is the mean over the subset has the summand m_j f(x_j)
+    divided by the fraction of entries in it (itself a statistic, the mean
+    of m_j).  Which entries belong to it is set by one numeric keyword
+    argument: ``entries(size, value)`` gives the 0/1 entries at ``size``
+    entries for a ``value`` of it (a `ValueError` naming the keyword where the
+    value is not admissible); ``default`` is its value where it is not given,
+    and the one the explicit checks and the input patterns use.
+    """
+
+    indicator: Indicator
+    meaning: str
+    keyword: str
+    default: Any
+    entries: Callable[[int, Any], tuple[int, ...]]
+
+    def explicit(self, size: int, value: Any = None) -> dict[sp.Expr, sp.Expr]:
+        """Each entry m[0] .. m[size-1] at ``size`` entries, for ``value`` (default: `default`)."""
+        chosen = self.entries(size, self.default if value is None else value)
+        return {self.indicator[m]: sp.Integer(bit) for m, bit in enumerate(chosen)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +103,9 @@ class Layer:
     of a layer: `derivations.affine.Affine` wraps any layer with them.
     ``used_by`` names the library functions and models that compute exactly
     this layer, for the conventions table (each checked by `make crosscheck`
-    where the library is installed there).
+    where the library is installed there).  ``subsets`` are the entries
+    partial means run over (`Subset`); their entries are fixed by the
+    default of their keyword wherever explicit entries are needed.
     """
 
     key: str
@@ -93,6 +120,7 @@ class Layer:
     stated: Mapping[str, sp.Basic] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
     used_by: tuple[str, ...] = ()
+    subsets: tuple[Subset, ...] = ()
 
     @property
     def parameters(self) -> tuple[tuple[str, sp.IndexedBase], ...]:
@@ -151,17 +179,24 @@ class Layer:
 
     def explicit_entry(self, size: int, index: int) -> sp.Expr:
         """Output entry ``index`` for ``size`` entries x[0] .. x[size-1]."""
-        return self.output.xreplace(self.explicit_statistics(size)).xreplace({i: index, n: size})
+        values = self.explicit_statistics(size)
+        return self.output.xreplace(values).xreplace({i: index, n: size}).xreplace(values)
 
-    def explicit_statistics(self, size: int) -> dict[sp.Symbol, sp.Expr]:
-        """Each statistic written out over ``size`` explicit entries."""
-        values: dict[sp.Symbol, sp.Expr] = {}
+    def explicit_statistics(self, size: int) -> dict[sp.Expr, sp.Expr]:
+        """Each statistic written out over ``size`` explicit entries, and each subset's
+        indicator entries m[0] .. m[size-1] at its default."""
+        indicators: dict[sp.Expr, sp.Expr] = {}
+        for subset in self.subsets:
+            indicators.update(subset.explicit(size))
+        values: dict[sp.Expr, sp.Expr] = {}
         for stat in self.statistics:
             summand = stat.summand.xreplace(values).xreplace({n: size})
             values[stat.symbol] = (
-                sp.Add(*(summand.xreplace({j: m}) for m in range(size))) / size if stat.mean else summand
+                sp.Add(*(summand.xreplace({j: m}).xreplace(indicators) for m in range(size))) / size
+                if stat.mean
+                else summand
             )
-        return values
+        return {**values, **indicators}
 
     def relations(self) -> list[sp.Eq]:
         """Each mean's definition, n * statistic = reduced sum of its summand."""

@@ -26,6 +26,7 @@ DEFINITIONS = (
     "rmsnorm_affine",
     "rmsnorm_eps_outside",
     "rmsnorm_gemma",
+    "prmsnorm",
     "groupnorm",
     "batchnorm_train",
     "l2norm_clamped",

@@ -9,7 +9,7 @@ statistics (see `derivations.sums`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import singledispatch
 
 import sympy as sp
@@ -66,6 +66,9 @@ def _vector(factor: sp.Expr, index: sp.Symbol) -> sp.MatrixExpr:
     if factor.is_Pow and factor.exp.is_Integer and isinstance(factor.base, sp.Indexed):
         # x_k**3 is entry k of the entry-wise (Hadamard) power of x.
         return sp.HadamardPower(_vector(factor.base, index), factor.exp)
+    if factor.is_Mul and all(isinstance(f, sp.Indexed) for f in factor.args):
+        # m_k x_k is entry k of the entry-wise (Hadamard) product m * x.
+        return sp.HadamardProduct(*(_vector(f, index) for f in factor.args))
     raise DerivationError(f"no vector has entry {factor} at {index}")
 
 
@@ -82,7 +85,8 @@ def proof(layer: Layer, name: str) -> str:
         return ""
     # Compare entry by entry: the stated matrix form indexed at (i, k),
     # with its named matrices written out, against the derived entry.
-    return equal(layer.to_display(entry(layer)), entry_of(layer.stated[name]), f"{layer.key}.{name}")
+    bases = {str(subset.indicator.label): subset.indicator for subset in layer.subsets}
+    return equal(layer.to_display(entry(layer)), entry_of(layer.stated[name], bases), f"{layer.key}.{name}")
 
 
 @derived
@@ -115,12 +119,18 @@ def _matrix(layer: Layer, element: sp.Expr) -> sp.MatrixExpr:
     return sp.MatAdd(*terms)
 
 
-def entry_of(matrix: sp.MatrixExpr) -> sp.Expr:
-    """Entry (i, k) of a matrix expression in I, 1 and named n-vectors."""
+def entry_of(matrix: sp.MatrixExpr, bases: Mapping[str, sp.IndexedBase] | None = None) -> sp.Expr:
+    """Entry (i, k) of a matrix expression in I, 1 and named n-vectors (each a real
+    IndexedBase of its name, unless ``bases`` gives another, such as an indicator)."""
     element = matrix[i, k]
+    named = bases or {}
+
+    def base(name: str) -> sp.IndexedBase:
+        return named.get(name) or sp.IndexedBase(name, real=True)
+
     element = element.replace(
         lambda e: isinstance(e, MatrixElement),
-        lambda e: sp.Integer(1) if e.parent == ones else sp.IndexedBase(e.parent.name, real=True)[e.i],
+        lambda e: sp.Integer(1) if e.parent == ones else base(e.parent.name)[e.i],
     )
     # Identity(n)[i, k] carries its index range; the bare delta is the same here.
     return element.replace(

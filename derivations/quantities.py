@@ -61,7 +61,9 @@ class Quantity:
     ``derivative_of`` names the
     quantity (over the same item) this one is the t-derivative of, which the
     numeric checks compare with finite differences.  ``column`` heads the
-    quantity's column in the conventions table (on the first pattern).
+    quantity's column in the conventions table (on the first pattern); several
+    rows may share one, and a layer's cell is the first of them it has, written
+    as ``cell`` says (a bound at each input says so).
     """
 
     stem: str
@@ -77,6 +79,7 @@ class Quantity:
     derivative_of: str | None = None
     column: str | None = None
     meaning: str = ""
+    cell: str = "{}"  # the conventions-table cell around the value's LaTeX, where it says more than the value
     limit: Callable[[Layer], sp.Expr] | None = None
     returned_by: str | None = None
     jacobian_product: str | None = None  # "direct" (J v) or "transpose" (J^T g) applied to its one vector
@@ -354,6 +357,20 @@ QUANTITIES: tuple[Quantity, ...] = (
         meaning="the bound on ||J||_2 over all inputs",
     ),
     Quantity(
+        "norm_bound",
+        "scalar",
+        "layer",
+        spectral.triangle_formula,
+        spectral.triangle_bound,
+        applies=spectral.triangle_applies,
+        evaluate="of_statistics",
+        numeric="norm_bound",
+        claim=True,
+        column="bound on ‖J‖₂",
+        cell=r"\text{none over all } x\text{; at } x\text{: } {}",
+        meaning="a bound on ||J||_2 at the input (the triangle inequality over J's terms), not its value",
+    ),
+    Quantity(
         "second_moment",
         "scalar",
         "layer",
@@ -494,11 +511,12 @@ def formulas(layer: Layer) -> list[Formula]:
     ]
 
 
-def columns(layer: Layer) -> dict[str, str]:
-    """Conventions-table column heading -> the full name of the layer's quantity under it."""
-    out = {}
+def columns(layer: Layer) -> dict[str, list[tuple[str, str]]]:
+    """Conventions-table column heading -> (full name, cell) of each of the layer's quantities
+    under it, in registry order: the first the layer has fills the cell."""
+    out: dict[str, list[tuple[str, str]]] = {}
     for quantity in QUANTITIES:
         items = quantity.items(layer)
         if quantity.column is not None and items:
-            out[quantity.column] = quantity.name(items[0])
+            out.setdefault(quantity.column, []).append((quantity.name(items[0]), quantity.cell))
     return out

@@ -82,7 +82,15 @@ def conventions(rows: Iterable[Row]) -> str:
     ]
     for key, layer in LAYERS.items():
         names = quantities.columns(layer)
-        cells = [values.get(f"{key}.{names[h]}") if h in names else None for h in headings]
+        found = [
+            [
+                cell.replace("{}", values[f"{key}.{name}"])
+                for name, cell in names.get(h, [])
+                if f"{key}.{name}" in values
+            ]
+            for h in headings
+        ]
+        cells = [options[0] if options else None for options in found]
         if any(cell is not None for cell in cells):
             shown = [f"${cell}$" if cell is not None else "—" for cell in cells]
             used = "; ".join(layer.used_by) or "—"

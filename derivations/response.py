@@ -20,6 +20,7 @@ from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer, Pattern
 from derivations._proof import DerivationError
+from derivations.sums import reduce_sums
 from derivations.symbols import i, t, x
 
 
@@ -131,7 +132,11 @@ def at_constant(layer: Layer) -> sp.Expr:
     """Output entry i at the constant input x = t 1, for symbolic n: the statistics' sums
     of a constant are evaluated, so a centering layer's vanishes and an RMS layer's does not."""
     entry = layer.entry(i).replace(lambda e: isinstance(e, sp.Indexed) and e.base == x, lambda e: t)
-    return sp.factor_terms(sp.simplify(entry.doit()))
+    evaluated = entry.doit()
+    if evaluated.has(sp.Sum):
+        # Sums over a subset's indicator (a partial mean): reduced, and fixed by the statistics.
+        evaluated = layer.express(reduce_sums(entry))
+    return sp.factor_terms(sp.simplify(evaluated))
 
 
 def constant_formula(layer: Layer, _: object, name: str) -> Formula:

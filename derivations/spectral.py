@@ -23,7 +23,8 @@ from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError, equal, less_equal
-from derivations.symbols import n, norm_J
+from derivations.sums import over_entries, reduce_sums
+from derivations.symbols import delta, i, k, n, norm_J
 
 
 def _largest(values: list[sp.Expr], what: str) -> tuple[sp.Expr, list[str]]:
@@ -142,4 +143,81 @@ def bound_formula(layer: Layer, _: object, name: str) -> Formula:
         proof,
         layer.key,
         sp.Le(norm_J, shown),
+    )
+
+
+# --- a bound at each input, where J is not symmetric ------------------------------------
+
+
+def _terms(layer: Layer) -> dict[tuple[sp.Expr, sp.Expr], sp.Expr]:
+    """J_ik as coefficient per (entry at i, entry at k): (delta, delta) for the identity term."""
+    shown = jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta)
+    terms: dict[tuple[sp.Expr, sp.Expr], sp.Expr] = {}
+    for part in sp.Add.make_args(sp.expand(shown)):
+        rest, at_i = part.as_independent(i, as_Add=False)
+        scalar, at_k = rest.as_independent(k, as_Add=False)
+        key = (delta, delta) if delta in scalar.free_symbols else (at_i, at_k)
+        scalar = scalar / delta if key == (delta, delta) else scalar
+        terms[key] = terms.get(key, sp.Integer(0)) + scalar
+    return terms
+
+
+def _length(layer: Layer, entry: sp.Expr, index: sp.Symbol) -> sp.Expr:
+    """||u|| = sqrt(sum_k u_k**2) of the vector with entry ``entry`` at ``index``, in the statistics."""
+    return sp.sqrt(sp.factor(layer.express(reduce_sums(over_entries(entry.xreplace({index: k}) ** 2, k)))))
+
+
+@singledispatch
+@derived
+def triangle_bound(layer: Layer) -> sp.Expr:
+    r"""A bound on ||J||_2 at the input: with J = a I + sum_t c_t u_t v_t^T (the derived terms),
+    :math:`\|J\|_2 \le |a| + \sum_t |c_t| \|u_t\| \|v_t\|`, the triangle inequality and
+    :math:`\|u v^\top\|_2 = \|u\| \|v\|`; each length written in the statistics.
+
+    Derived where J is not symmetric and no bound over all inputs is derived: a bound, not the norm.
+    """
+    if jacobian.is_symmetric(layer):
+        raise DerivationError(f"{layer.key}: J is symmetric; its norm is the largest |eigenvalue|")
+    total = sp.Integer(0)
+    for (at_i, at_k), scalar in _terms(layer).items():
+        size = sp.Integer(1) if at_i == delta else _length(layer, at_i, i) * _length(layer, at_k, k)
+        total += sp.Abs(sp.factor(scalar)) * size
+    if total.has(sp.Abs) or total.atoms(sp.Indexed):
+        raise DerivationError(f"{layer.key}: the triangle bound {total} is not a function of the statistics")
+    return total
+
+
+def _has_global_bound(layer: Layer) -> bool:
+    try:
+        bound_value(layer)
+    except DerivationError:
+        return False
+    return True
+
+
+def triangle_applies(layer: Layer, _: object) -> bool:
+    """Whether the bound at each input is the layer's: J not symmetric, no bound over all inputs derived."""
+    if jacobian.is_symmetric(layer) or _has_global_bound(layer):
+        return False
+    try:
+        triangle_bound(layer)
+    except DerivationError:
+        return False
+    return True
+
+
+def triangle_formula(layer: Layer, _: object, name: str) -> Formula:
+    shown, proof = layer.proved(name, layer.to_display(triangle_bound(layer)))
+    return Formula(
+        name,
+        "A bound on the spectral norm at the input, not its value: J is not symmetric, so no eigenvalue "
+        "gives ||J||_2, and no bound over all inputs is derived.",
+        sp.Le(norm_J, layer.to_display(triangle_bound(layer))),
+        ("epsilon > 0", "n >= 2"),
+        Established.ALL_N,
+        "triangle inequality over the derived terms of J: ||a I + sum c u v^T||_2 <= |a| + sum |c| ||u|| ||v||, "
+        "each length reduced for symbolic n",
+        proof,
+        layer.key,
+        sp.Le(norm_J, layer.to_display(shown)),
     )

@@ -10,6 +10,11 @@ sums, so the result is written in the layer's statistics again.  A power sum
 that involves a vector besides x (the upstream gradient g, a direction v) is
 not fixed by the statistics; `as_means` names it as the `Mean` of its
 monomial, :math:`\overline{g\,x}` say, which the backward pass computes.
+
+A partial mean (over the first k entries, say) is a mean of the summand times
+an `Indicator` m, a 0/1 vector over the entries: each entry is its own
+square, so `reduce_sums` writes :math:`m_p^2` as :math:`m_p`, and
+:math:`\sum_p m_p` is a power sum like any other, which the layer fixes.
 """
 
 from __future__ import annotations
@@ -24,6 +29,24 @@ from derivations.symbols import n, x
 # The canonical summation index inside a PowerSum, so that the same sum met
 # under different dummy indices is one and the same object.
 p = sp.Symbol("p", integer=True, nonnegative=True)
+
+
+class Indicator(sp.IndexedBase):
+    r"""A 0/1 vector over the entries (the entries a partial mean runs over): :math:`m_p^2 = m_p`."""
+
+
+def _idempotent(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with every positive integer power of an `Indicator` entry written as the entry."""
+    return expr.replace(
+        lambda e: (
+            e.is_Pow
+            and isinstance(e.base, sp.Indexed)
+            and isinstance(e.base.base, Indicator)
+            and e.exp.is_Integer
+            and e.exp > 0
+        ),
+        lambda e: e.base,
+    )
 
 
 class PowerSum(sp.Function):
@@ -98,8 +121,9 @@ def _reduce_one(total: sp.Sum) -> sp.Expr:
 def reduce_sums(expr: sp.Expr) -> sp.Expr:
     """Replace every `Sum` in ``expr``, innermost first, by power sums."""
     # ``replace`` works bottom-up, so nested means are reduced before the sum
-    # that contains them, and the outer summand is then a polynomial.
-    return expr.replace(lambda e: isinstance(e, sp.Sum), _reduce_one)
+    # that contains them, and the outer summand is then a polynomial.  An
+    # indicator's powers are the indicator itself, inside a sum and out.
+    return _idempotent(expr.replace(lambda e: isinstance(e, sp.Sum), lambda e: _reduce_one(_idempotent(e))))
 
 
 def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:

@@ -21,6 +21,12 @@ sigma_b = sp.Symbol("sigma_b", nonnegative=True)
 # and the one scalar gain of ScaleNorm.
 norm_x = sp.Symbol("norm_x", nonnegative=True)
 g_s = sp.Symbol("g_s", real=True)
+# Partial RMSNorm: the mean square r_k of the first k entries, the fraction
+# kappa = k / n of the entries they are, and k itself, printed as it is
+# defined (ceil(p n)) to keep it apart from the index k.
+r_k = sp.Symbol("r_k", nonnegative=True)
+kappa = sp.Symbol("kappa", positive=True)
+k_p = sp.Symbol("k_p", integer=True, positive=True)
 # The parameter of a path that reaches the degenerate input as tau -> 0+.
 tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)
@@ -65,4 +71,5 @@ LATEX_NAMES = {
     sigma_b: r"\sigma_b",
     gamma_max: r"\max_i \lvert\gamma_i\rvert",
     gemma_max: r"\max_i \lvert 1 + w_i\rvert",
+    k_p: r"\lceil p n \rceil",
 }

@@ -39,8 +39,12 @@ def draw() -> Figure:
     for key, layer in LAYERS.items():
         if isinstance(layer, Grouped):
             blocked.setdefault(layer.base.key, []).append(key)
-    # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone.
-    drawn = [key for key in symmetric() if not isinstance(LAYERS[key], Grouped) and not LAYERS[key].scalars]
+    # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone; one
+    # whose partial mean runs over a subset (partial RMSNorm) is drawn at its default, as derived.
+    chosen = set(symmetric()) | {key for key, layer in LAYERS.items() if layer.subsets}
+    drawn = [
+        key for key in LAYERS if key in chosen and not isinstance(LAYERS[key], Grouped) and not LAYERS[key].scalars
+    ]
     rows = [(name, title, [key for key in drawn if _group(key) == name]) for name, title in GROUPS]
     rows = [row for row in rows if row[2]]
     fig = Figure(figsize=(12.8, 1.2 + 2.6 * len(rows)), dpi=100, facecolor="white")
@@ -60,7 +64,8 @@ def draw() -> Figure:
             module = getattr(numeric, key)
             color, style = COLORS[position % len(COLORS)], ("-", "--", ":", "-.")[position % 4]
             also = f"\nalso {', '.join(blocked[key])}, per block" if key in blocked else ""
-            label = rf"{key}: slope at 0 = ${display_math(module.slope_at_zero.latex)}${also}"
+            at = "".join(f" at {subset.keyword} = {subset.default}" for subset in LAYERS[key].subsets)
+            label = rf"{key}{at}: slope at 0 = ${display_math(module.slope_at_zero.latex)}${also}"
             forward.plot(t, module.response(t, EPSILON), color=color, ls=style, lw=2.4 - 0.5 * position, label=label)
             slope.plot(t, module.slope(t, EPSILON), color=color, ls=style, lw=2.4 - 0.5 * position)
         forward.set_title(title, loc="left", fontsize=10.5)

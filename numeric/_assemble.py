@@ -71,7 +71,9 @@ def from_entry(
     """J_ik from the derived entry, for every pair (i, k) at once."""
     size = array.shape[-1]
     stacked = [s[..., None] for s in stats]
-    params = [p[..., :, None] for p in parameters]
+    # A subset's indicator (after the parameters) enters at the row i and at the column k.
+    indicators = parameters[len(c.parameter_names) :]
+    params = [p[..., :, None] for p in parameters] + [m[..., None, :] for m in indicators]
     shape = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), size, size)
     rows, columns, delta = array[..., :, None], array[..., None, :], np.eye(size)
     if not c.layer.approach:

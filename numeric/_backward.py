@@ -48,7 +48,8 @@ def compile_product(
     vectors = tuple(base for base in ARGUMENTS if expr.has(base))
     if degenerate is not None:
         vectors = tuple(base for base in ARGUMENTS if base in vectors or degenerate.has(base))
-    at = (x, *vectors, *(base for _, base in layer.parameters))
+    # A subset's indicator is passed after the parameters, as they are (see `Compiled.indicators`).
+    at = (x, *vectors, *(base for _, base in layer.parameters), *(subset.indicator for subset in layer.subsets))
     symbols = [sp.Symbol(f"{base.label}_k", real=True) for base in at]
     statistics = [stat.symbol for stat in layer.statistics]
 
@@ -87,8 +88,8 @@ def evaluate(
     ``layer`` is the `NumericLayer` whose statistics and scaling these are.
     """
     c = layer._c
-    scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
-    stats = layer._statistics(scaled)
+    scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered, layer.weights(parameters))
+    stats = layer._statistics(scaled, parameters)
     size = rows.shape[-1]
     out = []
     for product in products:
@@ -144,10 +145,10 @@ def _at_own_scale(
     their own spread and the root of epsilon; a term that still overflows there carries a
     power of epsilon that puts the product below the range, and comes out as 0."""
     c = layer._c
-    scaled, e_scaled, m = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
-    stats = layer._statistics(scaled)
     pick = [vector[index] for vector in given]
     params = [p if p.shape[0] == 1 else p[index] for p in parameters]
+    scaled, e_scaled, m = _rescale.balanced(rows, e, c.epsilon_degree, c.centered, layer.weights(params))
+    stats = layer._statistics(scaled, params)
     with np.errstate(over="ignore", invalid="ignore"):
         values = _entry(product, scaled, pick, params, stats, e_scaled, rows.shape[-1])
     # At its own scale x has spread 1: only a scaled epsilon near or beyond the float range

@@ -73,9 +73,21 @@ class Compiled:
         self.statistics = tuple(stat.symbol for stat in layer.statistics)
         self.parameter_names = tuple(name for name, _ in layer.parameters)
         self._parameter_symbols = tuple(sp.Symbol(f"{base.label}_i", real=True) for _, base in layer.parameters)
+        # A subset's indicator rides along with the parameters, after them (numeric builds it
+        # from its keyword): an entry at i, at j (in a statistic's summand) or at k (in J_ik).
+        self.indicators = tuple(subset.indicator for subset in layer.subsets)
+        self._indicator_symbols = {
+            index: tuple(sp.Symbol(f"{base.label}_{index}", real=True) for base in self.indicators)
+            for index in (i, j, k)
+        }
         self._entries = {
             **_ENTRIES,
             **{base[i]: s for (_, base), s in zip(layer.parameters, self._parameter_symbols, strict=True)},
+            **{
+                base[index]: symbol
+                for index, symbols in self._indicator_symbols.items()
+                for base, symbol in zip(self.indicators, symbols, strict=True)
+            },
         }
 
     def _compile(self, expr: sp.Expr, *args: sp.Symbol) -> Any:
@@ -93,12 +105,15 @@ class Compiled:
     @cached_property
     def summands(self) -> tuple[Any, ...]:
         return tuple(
-            self._compile(stat.summand, _xj, *self.statistics[:m], n) for m, stat in enumerate(self.layer.statistics)
+            self._compile(stat.summand, _xj, *self._indicator_symbols[j], *self.statistics[:m], n)
+            for m, stat in enumerate(self.layer.statistics)
         )
 
     @cached_property
     def output(self) -> Scalar:
-        function = self._compile(self.layer.output, _xi, *self.statistics, epsilon, *self._parameter_symbols)
+        function = self._compile(
+            self.layer.output, _xi, *self.statistics, epsilon, *self._parameter_symbols, *self._indicator_symbols[i]
+        )
         return Scalar(function, scaling.degree_of(self.layer, self.layer.output, "the output"))
 
     @cached_property
@@ -108,12 +123,43 @@ class Compiled:
     @cached_property
     def entry(self) -> Scalar:
         expr = jacobian.entry(self.layer)
-        function = self._compile(expr, _xi, _xk, _delta, *self.statistics, epsilon, n, *self._parameter_symbols)
+        function = self._compile(
+            expr,
+            _xi,
+            _xk,
+            _delta,
+            *self.statistics,
+            epsilon,
+            n,
+            *self._parameter_symbols,
+            *self._indicator_symbols[i],
+            *self._indicator_symbols[k],
+        )
         return Scalar(function, scaling.degree_of(self.layer, expr, "J_ik"))
 
     @cached_property
     def degenerate_entry(self) -> Any:
         return self._compile(jacobian.at_degenerate(self.layer), _delta, *self.statistics, epsilon, n)
+
+    @cached_property
+    def restricted(self) -> tuple[int | None, ...]:
+        """Per statistic, the position of an indicator that is a factor of its summand (the
+        summand is 0 outside that subset, derived), else None: numeric evaluates such a
+        summand at x with the entries outside set to 0, so that none of them can overflow it."""
+        out: list[int | None] = []
+        for stat in self.layer.statistics:
+            factors = [
+                m for m, base in enumerate(self.indicators) if sp.expand(stat.summand.xreplace({base[j]: 0})) == 0
+            ]
+            out.append(factors[0] if factors else None)
+        return tuple(out)
+
+    @cached_property
+    def spread_indicators(self) -> tuple[int, ...]:
+        """Positions (among `indicators`) of the indicators the spread statistic is a mean over."""
+        (stat,) = [s for s in self.layer.statistics if s.symbol == self.layer.spread]
+        bases = {e.base for e in stat.summand.atoms(sp.Indexed)}
+        return tuple(m for m, base in enumerate(self.indicators) if base in bases)
 
     @cached_property
     def spread(self) -> int:
@@ -181,13 +227,13 @@ class Compiled:
         """
         row = row_symbol("x")
         vectors = tuple(base for base in ARGUMENTS if any(e.has(base) for e in results))
-        bases = (*vectors, *(base for _, base in self.layer.parameters))
+        bases = (*vectors, *(base for _, base in self.layer.parameters), *self.indicators)
         symbols = [row_symbol(str(base.label)) for base in bases]
         raw_mean = RowMean(row)
         at = row - raw_mean if self.centered else row
         entries: dict[sp.Basic, sp.Basic] = {x[index]: at for index in (i, j, k, p)}
         for base, symbol in zip(bases, symbols, strict=True):
-            entries.update({base[index]: symbol for index in (i, k, p)})
+            entries.update({base[index]: symbol for index in (i, j, k, p)})
         values: dict[sp.Basic, sp.Basic] = {}
         for stat in self.layer.statistics:
             if stat.symbol in self.shifted:

@@ -99,41 +99,78 @@ class NumericLayer:
             lambda e: np.broadcast_to(scalar.function(e), np.shape(e)), scalar.degree, self._c.epsilon_degree, epsilon
         )
 
-    def _of_statistics(self, scalar: Any, x: Any, epsilon: Any) -> Any:
-        array, e, stats, dtype, m = self._prepare(x, epsilon)
+    def _of_statistics(self, scalar: Any, x: Any, epsilon: Any, **named: Any) -> Any:
+        array, e, stats, dtype, m = self._prepare(x, epsilon, named)
         batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
         value = _rescale.times_power(scalar.function(*stats, e, array.shape[-1]), m, scalar.degree)
         return _validate.output(np.broadcast_to(value, batch)[..., 0], dtype)
 
     # --- statistics, validation and rescaling -----------------------------
 
-    def _statistics(self, values: np.ndarray) -> list[np.ndarray]:
-        """Each statistic: the mean of its lambdified summand over the last axis, or its value."""
+    def _statistics(self, values: np.ndarray, parameters: Any = ()) -> list[np.ndarray]:
+        """Each statistic: the mean of its lambdified summand over the last axis, or its value.
+
+        ``parameters`` are those `_parameters` returns: a subset's indicator among them
+        (after the layer's own) enters the summands of partial means.
+        """
         stats: list[np.ndarray] = []
         size = values.shape[-1]
-        for stat, summand in zip(self.definition.statistics, self._c.summands, strict=True):
+        indicators = list(parameters)[len(self._c.parameter_names) :] if self._c.indicators else []
+        for stat, summand, within in zip(self.definition.statistics, self._c.summands, self._c.restricted, strict=True):
             if stat.mean:
-                terms = np.broadcast_to(summand(values, *stats, size), values.shape)
+                seen = values if within is None else np.where(indicators[within] == 0, 0.0, values)
+                # At a scale set by a subset, a statistic of the other entries may overflow (to inf,
+                # as its true value does); what uses it says so in its own value.
+                with np.errstate(over="ignore"):
+                    terms = np.broadcast_to(summand(seen, *indicators, *stats, size), values.shape)
                 stats.append(np.mean(terms, axis=-1, keepdims=True))
             else:
-                stats.append(np.broadcast_to(summand(values, *stats, size), stats[-1].shape))
+                stats.append(np.broadcast_to(summand(values, *indicators, *stats, size), stats[-1].shape))
         return stats
 
     def epsilon_root(self, e: Any) -> Any:
         """The length scale epsilon sets: sqrt(epsilon), or epsilon where it is added to a deviation."""
         return _rescale.epsilon_root(e, self._c.epsilon_degree)
 
-    def _prepare(self, values: Any, eps: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
-        """Validated x and epsilon, rescaled by m (returned last) along the last axis."""
+    def _prepare(
+        self, values: Any, eps: Any, named: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
+        """Validated x and epsilon, rescaled by m (returned last) along the last axis; ``named``
+        holds the keywords of the layer's subsets (and nothing else)."""
         array, e, dtype, _ = _rescale.validated(values, eps)
-        scaled, e_scaled, m = _rescale.normalized(array, e[..., None], self._c.epsilon_degree, self._c.centered)
-        return scaled, e_scaled, self._statistics(scaled), dtype, m
+        params = [None] * len(self._c.parameter_names) + self._indicators(dict(named or {}), array.shape, strict=True)
+        scaled, e_scaled, m = _rescale.normalized(
+            array, e[..., None], self._c.epsilon_degree, self._c.centered, self.weights(params)
+        )
+        return scaled, e_scaled, self._statistics(scaled, params), dtype, m
+
+    def weights(self, parameters: Any) -> np.ndarray | None:
+        """The entries the spread is a mean over, where a subset picks them (`_rescale.normalized`):
+        the product of its indicators among ``parameters`` (as `_parameters` returns them), else None."""
+        picked = self._c.spread_indicators
+        if not picked:
+            return None
+        indicators = list(parameters)[len(self._c.parameter_names) :]
+        return np.prod([indicators[m] for m in picked], axis=0)
+
+    def _indicators(self, named: dict[str, Any], shape: tuple[int, ...], strict: bool = False) -> list[np.ndarray]:
+        """Each subset's indicator, from its keyword in ``named`` (taken out of it) or its default,
+        broadcast to ``shape``; with ``strict``, any other keyword is refused."""
+        out = []
+        for subset in self.definition.subsets:
+            value = named.pop(subset.keyword, subset.default)
+            out.append(np.broadcast_to(np.asarray(subset.entries(shape[-1], value), dtype=np.float64), shape))
+        if strict and named:
+            raise ValueError(f"{next(iter(named))} is not an argument of {self.key}")
+        return out
 
     def _parameters(
         self, array: np.ndarray, given: tuple[Any, ...], named: dict[str, Any], defaults: dict[str, Any] | None = None
     ) -> list[np.ndarray]:
         """The layer's parameters by position or name (or from ``defaults``, for one the
         result does not depend on), each real, finite and broadcast to x's shape."""
+        named = dict(named)
+        indicators = self._indicators(named, array.shape)
         names = self._c.parameter_names
         if len(given) > len(names):
             raise ValueError(f"{self.key} takes parameters {list(names)}, got {len(given)} positional")
@@ -148,7 +185,7 @@ class NumericLayer:
         missing = [name for name in names if name not in values]
         if missing:
             raise ValueError(f"{missing[0]} is required by {self.key}")
-        return [_validate.parameter(values[name], name, array.shape) for name in names]
+        return [_validate.parameter(values[name], name, array.shape) for name in names] + indicators
 
     # --- forward and Jacobian ------------------------------------------------
 
@@ -169,10 +206,15 @@ class NumericLayer:
         output = self._c.output
 
         def safe(index: np.ndarray) -> list[np.ndarray]:
+            here = [_at(q, index) for q in params]
             scaled, e_scaled, m = _rescale.normalized(
-                rows[index].astype(np.float64), eps_rows[index], self._c.epsilon_degree, self._c.centered
+                rows[index].astype(np.float64),
+                eps_rows[index],
+                self._c.epsilon_degree,
+                self._c.centered,
+                self.weights(here),
             )
-            value = output.function(scaled, *self._statistics(scaled), e_scaled, *(_at(q, index) for q in params))
+            value = output.function(scaled, *self._statistics(scaled, here), e_scaled, *here)
             return [_rescale.times_power(value, m, output.degree)]
 
         (out,) = self._fused(self._c.fused_output, rows, eps_rows, [], params, dtype, safe)
@@ -237,8 +279,9 @@ class NumericLayer:
 
     def jacobian_from_entry(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """The Jacobian from the derived entry J_ik directly (the route for non-symmetric layers)."""
-        array, e, stats, dtype, m = self._prepare(x, epsilon)
+        array, e, _, dtype, m = self._prepare(x, epsilon)
         params = self._parameters(array, parameters, named)
+        stats = self._statistics(array, params)
         entries = _assemble.from_entry(self._c, array, stats, e, params)
         return _validate.output(_rescale.times_power(entries, m[..., None], self._c.entry.degree), dtype)
 
@@ -394,9 +437,9 @@ class NumericLayer:
         """The compiled eigenpairs: direction, eigenvalue function, multiplicity."""
         return self._c.eigen
 
-    def eigen_by_direction(self, x: Any, epsilon: Any) -> dict[str, np.ndarray]:
+    def eigen_by_direction(self, x: Any, epsilon: Any, **named: Any) -> dict[str, np.ndarray]:
         """Each derived eigenvalue by the name of its direction, shape (...)."""
-        array, e, stats, _, m = self._prepare(x, epsilon)
+        array, e, stats, _, m = self._prepare(x, epsilon, named)
         batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
         degree = self._c.eigen_degree
         return {
@@ -423,9 +466,11 @@ class NumericLayer:
         ]
         return _validate.output(np.sort(np.concatenate(columns, axis=-1), axis=-1), dtype)
 
-    def statistics(self, x: np.ndarray) -> dict[sp.Symbol, float]:
+    def statistics(self, x: np.ndarray, **named: Any) -> dict[sp.Symbol, float]:
         """The layer's statistics of one input vector, by symbol, as floats."""
-        values = self._statistics(_validate.vector(x))
+        array = _validate.vector(x)
+        indicators = self._indicators(dict(named), array.shape, strict=True)
+        values = self._statistics(array, [None] * len(self._c.parameter_names) + indicators)
         return {symbol: float(np.ravel(v)[0]) for symbol, v in zip(self._c.statistics, values, strict=True)}
 
     def direction(self, direction: Direction, x: np.ndarray) -> np.ndarray:
@@ -455,11 +500,14 @@ class _Function:
         self.__name__ = self.__qualname__ = numeric
         self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified."
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **named: Any) -> Any:
         wanted = _ARGUMENTS[self._strategy]
         if len(args) != len(wanted):
             raise TypeError(f"{self.__name__}() takes ({', '.join(wanted)}); got {len(args)} arguments")
-        return self._strategy(self._layer, self._scalar, *args)
+        if named and self._strategy is not NumericLayer._of_statistics:
+            # Only a function of x takes a subset's keyword; t and epsilon alone are on a pattern.
+            raise ValueError(f"{next(iter(named))} is not an argument of {self.__name__}")
+        return self._strategy(self._layer, self._scalar, *args, **named)
 
     def __repr__(self) -> str:
         return f"<function numeric.{self._layer.key}.{self.__name__}>"

@@ -52,9 +52,9 @@ class NumericRegimes(_layer.NumericLayer):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return self._checked(super().eigenvalues(x, epsilon), "x")
 
-    def eigen_by_direction(self, x: Any, epsilon: Any) -> dict[str, np.ndarray]:
+    def eigen_by_direction(self, x: Any, epsilon: Any, **named: Any) -> dict[str, np.ndarray]:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            found = super().eigen_by_direction(x, epsilon)
+            found = super().eigen_by_direction(x, epsilon, **named)
         for value in found.values():
             self._checked(value, "x")
         return found

@@ -73,7 +73,7 @@ def rescaled(amplitude: np.ndarray, e: np.ndarray, degree: int) -> tuple[np.ndar
 
 
 def normalized(
-    array: np.ndarray, e: np.ndarray, degree: int, centered: bool
+    array: np.ndarray, e: np.ndarray, degree: int, centered: bool, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x and epsilon brought to size at most 1, and the scale M with x = M * scaled.
 
@@ -84,11 +84,17 @@ def normalized(
     offset, sets the scale.  A constant input thus has scale root(epsilon),
     and an offset of 1e15 keeps an O(1) signal.  Returns (scaled x, scaled
     epsilon, M), epsilon and M with a trailing axis of length 1.
+
+    ``weights`` (0/1, a subset's indicator) picks the entries the spread is a
+    mean over, where that is not all of them (partial RMSNorm): their size sets
+    the scale, so that the spread and epsilon stay in range even where other
+    entries are far larger (which then grow, as the output does).
     """
     root = epsilon_root(e, degree)
+    seen = np.abs(array) if weights is None else np.abs(array) * weights
     # A power of two at least max(|x|, root): dividing by it is exact, so the
     # centering below subtracts exactly what the input holds.
-    _, exponent = np.frexp(np.maximum(np.max(np.abs(array), axis=-1, keepdims=True), root))
+    _, exponent = np.frexp(np.maximum(np.max(seen, axis=-1, keepdims=True), root))
     m = np.ldexp(1.0, np.minimum(exponent, 1023))  # 2**1024 is not a float64
     values = array / m
     relative_root = root / m
@@ -110,12 +116,12 @@ def normalized(
 
 
 def balanced(
-    array: np.ndarray, e: np.ndarray, degree: int, centered: bool
+    array: np.ndarray, e: np.ndarray, degree: int, centered: bool, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Like `normalized`, but at the geometric mean of the input's own scale and the root of
     epsilon: where the two are more than the float range apart (x ~ 1e-300, epsilon ~ 1e-120),
     scaling by either one loses the other; halfway, x and epsilon are both inside the range."""
-    own, _, m_own = normalized(array, np.zeros_like(e), degree, centered)
+    own, _, m_own = normalized(array, np.zeros_like(e), degree, centered, weights)
     root = epsilon_root(e, degree)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         m = np.where(m_own > 0, np.sqrt(m_own) * np.sqrt(root), root)

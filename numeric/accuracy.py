@@ -36,8 +36,10 @@ SIZES = (2, 3, 16)
 
 def layer_keys() -> tuple[str, ...]:
     """The layers measured: those with a symmetric Jacobian, whose every function is derived,
-    of x and epsilon alone (no scalar such as ScaleNorm's gain)."""
-    return tuple(key for key in symmetric() if not LAYERS[key].scalars)
+    and those whose partial means run over a subset (at its default), of x and epsilon alone
+    (no scalar such as ScaleNorm's gain)."""
+    chosen = set(symmetric()) | {key for key, layer in LAYERS.items() if layer.subsets}
+    return tuple(key for key in LAYERS if key in chosen and not LAYERS[key].scalars)
 
 
 def scalar_functions(key: str) -> dict[str, int]:
@@ -55,7 +57,8 @@ def vector_functions(key: str) -> tuple[str, ...]:
     function of the statistics (eigenvalues by direction, the spectral norm, the second moment)."""
     # An identically zero quantity (J 1 = 0) has no relative error to measure.
     statistics = [name for name in _by_strategy(key, "of_statistics") if _derived(key, name) != 0]
-    return (*_by_strategy(key, "applied", "entrywise"), "eigenvalues", *statistics)
+    spectrum = ("eigenvalues",) if key in symmetric() else ()  # assembled from the eigenpairs of a symmetric J
+    return (*_by_strategy(key, "applied", "entrywise"), *spectrum, *statistics)
 
 
 def backward_functions(key: str) -> tuple[str, ...]:
@@ -161,21 +164,44 @@ def scalar(key: str, name: str, dtype: DTypeLike, ts: np.ndarray, epsilons: np.n
 _xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
 
 
+def _indicators(key: str, index: sp.Symbol) -> dict[sp.Expr, sp.Symbol]:
+    """Each subset's indicator entry at ``index``, as the symbol it is lambdified as."""
+    return {
+        subset.indicator[index]: sp.Symbol(f"{subset.indicator.label}_{index}", real=True)
+        for subset in LAYERS[key].subsets
+    }
+
+
+def _indicator_values(key: str, size: int) -> list[list[Any]]:
+    """Each subset's indicator entries at ``size`` entries, at its default: one list per entry."""
+    columns = [subset.entries(size, subset.default) for subset in LAYERS[key].subsets]
+    return [[mpmath.mpf(column[m]) for column in columns] for m in range(size)]
+
+
 @cache
 def _vector_reference(key: str) -> dict[str, Any]:
     """mpmath functions for the statistics and the derived entry-wise forms of one layer."""
     layer = LAYERS[key]
     stats = [stat.symbol for stat in layer.statistics]
-    entries = {x[i]: _xi, x[j]: _xj, x[k]: _xk}
+    at_i, at_k = _indicators(key, i), _indicators(key, k)
+    entries = {x[i]: _xi, x[j]: _xj, x[k]: _xk, **at_i, **at_k}
 
     def compile(expr: sp.Expr, *args: sp.Basic) -> Any:
         return sp.lambdify(args, expr.xreplace(entries), modules="mpmath")
 
     delta = sp.Symbol("delta")
     return {
-        "applied": compile(layer.output, _xi, *stats, epsilon),
+        "applied": compile(layer.output, _xi, *at_i.values(), *stats, epsilon),
         "entrywise": compile(
-            jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta), _xi, _xk, delta, *stats, epsilon, n
+            jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta),
+            _xi,
+            _xk,
+            *at_i.values(),
+            *at_k.values(),
+            delta,
+            *stats,
+            epsilon,
+            n,
         ),
         "degenerate": compile(
             jacobian.at_degenerate(layer).subs(sp.KroneckerDelta(i, k), delta), delta, *stats, epsilon, n
@@ -194,8 +220,9 @@ def _vector_reference(key: str) -> dict[str, Any]:
 def _summands(key: str) -> list[Any]:
     layer = LAYERS[key]
     stats = [stat.symbol for stat in layer.statistics]
+    at_j = _indicators(key, j)
     return [
-        sp.lambdify((_xj, *stats[:m], n), s.summand.xreplace({x[j]: _xj}), modules="mpmath")
+        sp.lambdify((_xj, *at_j.values(), *stats[:m], n), s.summand.xreplace({x[j]: _xj, **at_j}), modules="mpmath")
         for m, s in enumerate(layer.statistics)
     ]
 
@@ -204,9 +231,12 @@ def _statistics(key: str, xs: list[Any]) -> list[Any]:
     """The layer's statistics of the mpmath entries ``xs``, each mean by an exact-rounding sum."""
     stats: list[Any] = []
     size = len(xs)
+    marks = _indicator_values(key, size)
     for stat, summand in zip(LAYERS[key].statistics, _summands(key), strict=True):
         value = (
-            summand(xs[0], *stats, size) if not stat.mean else mpmath.fsum(summand(v, *stats, size) for v in xs) / size
+            summand(xs[0], *marks[0], *stats, size)
+            if not stat.mean
+            else mpmath.fsum(summand(v, *mark, *stats, size) for v, mark in zip(xs, marks, strict=True)) / size
         )
         stats.append(value)
     return stats
@@ -217,7 +247,7 @@ def _product_reference(key: str, name: str) -> tuple[Any, Any]:
     """The derived product ``name`` for mpmath, and its derived limit at the degenerate input."""
     layer = LAYERS[key]
     quantity, item = quantities.names(layer)[name]
-    bases = (x, g, v, *(base for _, base in layer.parameters))
+    bases = (x, g, v, *(base for _, base in layer.parameters), *(subset.indicator for subset in layer.subsets))
     symbols = [sp.Symbol(f"{base.label}_k", real=True) for base in bases]
     stats = [stat.symbol for stat in layer.statistics]
 
@@ -248,6 +278,7 @@ def _product_at(key: str, name: str, xs: list[Any], e: Any, extra: list[np.ndarr
         xs = [value - center for value in xs]
     stats = _statistics(key, xs)
     at = list(zip(xs, *([mpmath.mpf(float(value)) for value in vector] for vector in extra), strict=True))
+    at = [(*point, *mark) for point, mark in zip(at, _indicator_values(key, size), strict=True)]
     (entry, monomials), limit = _product_reference(key, name)
     if limit is not None and stats[layer.statistics.index(_spread(layer))] == 0:
         entry, monomials = limit
@@ -301,14 +332,15 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np
     reference = _vector_reference(key)
     stats = _statistics(key, xs)
     strategy = _strategy(key, name)
+    marks = _indicator_values(key, size)
     if strategy == "applied":
-        return [reference["applied"](v, *stats, e) for v in xs]
+        return [reference["applied"](v, *mark, *stats, e) for v, mark in zip(xs, marks, strict=True)]
     if strategy == "entrywise" and reference["degenerate"] is not None and stats[reference["spread"]] == 0:
         # The entry divides by the spread; where it is 0 the derived limit is J.
         return [reference["degenerate"](int(r == c), *stats, e, size) for r in range(size) for c in range(size)]
     if strategy == "entrywise":
         return [
-            reference["entrywise"](a, b, int(r == c), *stats, e, size)
+            reference["entrywise"](a, b, *marks[r], *marks[c], int(r == c), *stats, e, size)
             for r, a in enumerate(xs)
             for c, b in enumerate(xs)
         ]

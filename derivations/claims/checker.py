@@ -27,7 +27,7 @@ from derivations.claims import bounded, sampling
 from derivations.claims.language import ClaimError, Relation
 from derivations.claims.proof import describe_n, prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
-from derivations.sums import PowerSum
+from derivations.sums import Indicator, PowerSum
 from derivations.symbols import epsilon, gamma_max, mu, n, q, t, x
 
 VERDICTS = ("proved", "refuted", "supported", "error")
@@ -165,7 +165,8 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
             entry = value.entry if isinstance(value, (Vector, Matrix)) else value
             if isinstance(entry, sp.Expr) and entry.xreplace(substitutions).has(sp.zoo, sp.nan):
                 raise ClaimError("a side of the claim is undefined (a division by zero) under the assumptions")
-    mapping = _statistics_map(layers)
+    # A claim that names no statistic (the patterns' quantities alone) needs no common coordinates.
+    mapping = _statistics_map(layers) if usage.general or usage.vectors else {}
     if len(usage.patterns) > 1:
         raise ClaimError("quantities of two different input patterns cannot share one input")
     if usage.patterns and (usage.general or usage.vectors):
@@ -177,6 +178,10 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     elif usage.patterns:
         (setting.pattern,) = usage.patterns.values()
     setting.inputs = (usage.general and _needs_vectors(lhs, rhs, usage)) or bool(usage.vectors)
+    if usage.general and any(layer.subsets for layer in layers):
+        # A partial mean and a full one are not independent coordinates (k r_k <= n r):
+        # sampled as explicit inputs, whose statistics are consistent by construction.
+        setting.inputs = True
     if setting.inputs and usage.gains:
         usage.vectors |= {"gamma", "beta"}
     # The statistics first (a mean square r becomes q + mu**2), then what the assumptions fix.
@@ -267,6 +272,9 @@ def _statistics_map(layers: list[Layer]) -> dict[sp.Basic, sp.Expr]:
 
 def _canonical_mean(summand: sp.Expr) -> sp.Expr:
     """mean over j of a polynomial in x[j], in the raw moments mean(x) = mu, mean(x^2) = q + mu^2."""
+    if any(e.base != x for e in summand.atoms(sp.Indexed)):
+        # A partial mean (over a subset's indicator) is not a function of mean(x) and mean(x**2).
+        raise ClaimError("statistics of several layers meet only through mean(x) and mean(x**2)")
     polynomial = sp.Poly(sp.expand(summand), x[sp.Symbol("j", integer=True, nonnegative=True)])
     moments = {0: sp.Integer(1), 1: mu, 2: q + mu**2}
     total = sp.Integer(0)
@@ -329,6 +337,11 @@ def _substitute(value: Any, replace: dict) -> Any:
 def _quantifier(setting: _Setting, claim: Claim) -> str:
     usage = setting.usage
     extra = [f"{name} in R^n" for name in sorted(usage.vectors - {"gamma", "beta"})]
+    extra += [
+        f"{subset.keyword} = {subset.default} ({subset.meaning})"
+        for key in sorted(usage.layers or {claim.layer})
+        for subset in LAYERS[key].subsets
+    ]
     if usage.gains:
         extra.append("gamma, beta in R^n with gamma_max = max|gamma_i|")
     extra += [f"{name} in R" for name in sorted(usage.scalars)]
@@ -487,12 +500,18 @@ def _gain_consistent(point: dict) -> bool:
 
 def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    subsets: dict[str, dict[int, int]] = {}
     for symbol, value in point.items():
+        if isinstance(symbol, sp.Indexed) and isinstance(symbol.base, Indicator):
+            subsets.setdefault(str(symbol.base), {})[int(symbol.indices[0])] = int(value)
+            continue
         name = str(symbol.base) if isinstance(symbol, sp.Indexed) else str(symbol)
         if value.is_number:
             out[name] = sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value)
     for symbol, value in setting.fixed.items():
         out.setdefault(str(symbol), sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value))
+    for name, entries in subsets.items():  # a subset's indicator, as the 0/1 vector it is
+        out[name] = [entries[m] for m in sorted(entries)]
     if inputs is not None:
         out["x"] = [float(e) for e in inputs.x]
         if inputs.gain:

@@ -35,6 +35,10 @@ def emit(key: str, target: str) -> str:
         # The emitted signature is (x, epsilon, per-feature parameters); a scalar input is not one.
         names = ", ".join(name for name, _ in layer.scalars)
         raise ValueError(f"layer {key} takes the scalar {names}, which the emitted code does not take")
+    if layer.subsets:
+        # The emitted signature has no keyword that picks the entries a partial mean runs over.
+        names = ", ".join(f"{subset.keyword} ({subset.meaning})" for subset in layer.subsets)
+        raise ValueError(f"layer {key} takes {names}, which the emitted code does not take")
     return TARGETS[target](program(layer))
 
 

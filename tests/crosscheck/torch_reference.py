@@ -10,7 +10,9 @@ any difference exceeds the tolerance.
 from __future__ import annotations
 
 import importlib
+import math
 import sys
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -46,6 +48,17 @@ def rmsnorm_reference(x: torch.Tensor, eps: float) -> torch.Tensor:
     return x / (rms + eps)
 
 
+def partial_rmsnorm(x: torch.Tensor, eps: float, p: float) -> torch.Tensor:
+    # Partial RMSNorm as the issue defines it (no library ships it): the mean square of the
+    # first k = ceil(p n) entries, eps inside the root; p as the decimal it prints as.
+    k = math.ceil(Fraction(str(p)) * x.shape[-1])
+    return x * torch.rsqrt(x[..., :k].pow(2).mean(-1, keepdim=True) + eps)
+
+
+# The p of partial RMSNorm checked in `check_partial`: the paper's 6.25 %, others, the whole row.
+PARTIAL_PS = (0.0625, 0.3, 0.5, 1.0)
+
+
 def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tensor):
     return {
         "layernorm": lambda x: F.layer_norm(x, (n,), eps=eps),
@@ -67,6 +80,8 @@ def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tens
         # ScaleNorm as its authors' code writes it, with gain the one scalar g:
         # x * (g / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)).
         "scalenorm": lambda x: x * (gain / torch.norm(x, dim=-1, keepdim=True).clamp(min=eps)),
+        # At numeric's default p = 1/16; `check_partial` takes other p.
+        "prmsnorm": lambda x: partial_rmsnorm(x, eps, 0.0625),
     }[key]
 
 
@@ -149,7 +164,7 @@ def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
     worst = 0.0
     print(f"\n{'emitted torch':<22}{'n':>5}{'epsilon':>9}{'max rel |grad diff|':>21}")
     for key in keys:
-        if LAYERS[key].scalars:  # the emitted code takes no scalar gain
+        if LAYERS[key].scalars or LAYERS[key].subsets:  # the emitted code takes no scalar gain, no p
             continue
         # A layer applied block by block: the base's code on each block, as `codegen` tells users.
         definition = LAYERS[key]
@@ -327,13 +342,55 @@ def check_kinks(rng: np.random.Generator, keys: list[str]) -> float:
                     got = module.hvp(x, eps, dy, v, **named)
                     # Inside the clamp the layer is linear: both Hessian products are exactly zero.
                     second = relative(got, want) if want.abs().max() > 0 else float(np.abs(got).max())
-                    diff = max(forward, jac, back, ahead, second)
-                    worst = max(worst, diff)
-                    flag = "" if diff <= TOLERANCE else "   FAIL"
-                    print(
-                        f"{key:<22}{n:>5}{eps:>9g}{side:>8g}{forward:>10.1e}{jac:>10.1e}{back:>10.1e}"
-                        f"{ahead:>10.1e}{second:>10.1e}{flag}"
-                    )
+                    head = f"{key:<22}{n:>5}{eps:>9g}{side:>8g}"
+                    worst = _gated(worst, head, (forward, jac, back, ahead, second))
+    return worst
+
+
+def _gated(worst: float, head: str, differences: tuple[float, ...]) -> float:
+    """Print one row of differences after ``head``, flagged beyond the tolerance; the new worst."""
+    flag = "" if max(differences) <= TOLERANCE else "   FAIL"
+    print(head + "".join(f"{d:>10.1e}" for d in differences) + flag)
+    return max(worst, *differences)
+
+
+def check_partial(rng: np.random.Generator, keys: list[str]) -> float:
+    """Each layer with a subset (partial RMSNorm) at several p: forward, Jacobian (jacrev), vjp
+    (autograd backward), jvp and hvp (forward over reverse), worst normwise relative difference."""
+    from torch.func import grad, jvp
+
+    from derivations import LAYERS
+
+    def relative(a: np.ndarray, b: torch.Tensor) -> float:
+        scale = float(b.abs().max())
+        return float(np.abs(np.asarray(a) - b.detach().numpy()).max()) / scale if scale else 0.0
+
+    worst = 0.0
+    columns = "".join(f"{name:>10}" for name in ("forward", "J", "vjp", "jvp", "hvp"))
+    print(f"\n{'partial, by p':<22}{'n':>5}{'epsilon':>9}{'p':>8}{columns}")
+    for key in keys:
+        if not LAYERS[key].subsets:
+            continue
+        module = importlib.import_module(f"numeric.{key}")
+        for n in SIZES:
+            for eps in EPSILONS:
+                for p in PARTIAL_PS:
+                    x = rng.standard_normal((3, n)) * rng.uniform(0.1, 10) + rng.standard_normal()
+                    dy, v = rng.standard_normal((3, n)), rng.standard_normal((3, n))
+                    tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
+
+                    def function(a: torch.Tensor, e: float = eps, q: float = p) -> torch.Tensor:
+                        return partial_rmsnorm(a, e, q)
+
+                    forward = relative(module.forward(x, eps, p=p), function(tx))
+                    jac = max(relative(module.jacobian(x[r], eps, p=p), jacrev(function)(tx[r])) for r in range(3))
+                    leaf = tx.clone().requires_grad_()
+                    (function(leaf) * tdy).sum().backward()
+                    back = relative(module.vjp(x, eps, dy, p=p), leaf.grad)
+                    ahead = relative(module.jvp(x, eps, v, p=p), jvp(function, (tx,), (tv,))[1])
+                    inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
+                    second = relative(module.hvp(x, eps, dy, v, p=p), jvp(inner, (tx,), (tv,))[1])
+                    worst = _gated(worst, f"{key:<22}{n:>5}{eps:>9g}{p:>8g}", (forward, jac, back, ahead, second))
     return worst
 
 
@@ -376,6 +433,7 @@ def main() -> int:
     worst = max(worst, check_emitted_torch(rng, selected))
     worst = max(worst, check_numeric_backward(rng, selected))
     worst = max(worst, check_kinks(rng, selected))
+    worst = max(worst, check_partial(rng, selected))
     print(f"\nworst difference {worst:.2e}; tolerance {TOLERANCE:.0e} (float64, torch {torch.__version__})")
     return 0 if worst <= TOLERANCE else 1
 

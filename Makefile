@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 derive: $(STAMP)
 	$(PY) -m derivations
 
-# Both cores: the suite is CPU-bound SymPy and NumPy work, one test per worker.
+# Both cores: the suite is CPU-bound SymPy and NumPy work, one test per worker;
+# loadgroup runs the tests of one xdist_group on one worker (a shared module fixture).
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # Verification runs first inside `python -m figures`; a failure writes no PNG.
 figures: $(STAMP)
@@ -31,7 +32,7 @@ check: $(STAMP)
 	$(PY) -m ruff check derivations numeric figures tests
 	$(PY) -m ruff format --check derivations numeric figures tests
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # PyTorch's CPU build and JAX (CPU), pinned, by name from the package index, only for this check.
 crosscheck: $(STAMP)

@@ -15,10 +15,9 @@ $(STAMP): pyproject.toml
 derive: $(STAMP)
 	$(PY) -m derivations
 
-# Both cores: the suite is CPU-bound SymPy and NumPy work, one test per worker;
-# loadgroup runs the tests of one xdist_group on one worker (a shared module fixture).
+# Both cores: the suite is CPU-bound SymPy and NumPy work, one test per worker.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2
 
 # Verification runs first inside `python -m figures`; a failure writes no PNG.
 figures: $(STAMP)
@@ -32,7 +31,7 @@ check: $(STAMP)
 	$(PY) -m ruff check derivations numeric figures tests
 	$(PY) -m ruff format --check derivations numeric figures tests
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2
 
 # PyTorch's CPU build and JAX (CPU), pinned, by name from the package index, only for this check.
 crosscheck: $(STAMP)

@@ -26,8 +26,6 @@ def written(tmp_path_factory):
     return cli.main(["--out", str(folder)]), folder
 
 
-# The tests that read the written figures share one run of the command (xdist_group: on one worker).
-@pytest.mark.xdist_group("written figures")
 def test_every_figure_is_written_at_its_size(written):
     status, folder = written
     assert status == 0
@@ -108,7 +106,6 @@ def test_bad_arguments_print_one_line_and_exit_2(capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-@pytest.mark.xdist_group("written figures")
 def test_report_holds_every_formula_figure_check_and_version(written, tmp_path):
     from derivations import LAYERS, formulas
     from figures import report

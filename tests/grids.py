@@ -20,6 +20,11 @@ ROW_LAYERS = tuple(key for key, layer in LAYERS.items() if not isinstance(layer,
 SYMMETRIC_LAYERS = tuple(key for key in symmetric() if key in ROW_LAYERS and not LAYERS[key].scalars)
 # The layers whose statistic has a kink at the degenerate input.
 KINKED_LAYERS = tuple(key for key in SYMMETRIC_LAYERS if LAYERS[key].approach)
+# The layers whose derivations are their own.  A wrapper derived as another layer
+# (`Layer.derived_as`: groups, a batch, Gemma's 1 + w) prints that layer's formulas
+# restated, compared formula by formula in test_grouped and test_reparametrized, so a
+# proof run for it would repeat its base's.
+DERIVED_LAYERS = tuple(key for key, layer in LAYERS.items() if layer.derived_as is layer)
 
 
 def module(key: str) -> ModuleType:

@@ -3,11 +3,16 @@
 import numpy as np
 import pytest
 
+from derivations import LAYERS
 from numeric import accuracy, layernorm
+from numeric._layer import facade
 
 DTYPES = (np.float64, np.float32)
 
-
+# A layer derived as another (a layer applied block by block: groups, a batch) is measured
+# through its base: test_the_wrapper_returns_its_base_s_values_bit_for_bit_on_the_grid shows that
+# on one block it returns the base's values, so the base's measurement against mpmath is its own.
+REWRAPPED = [key for key in accuracy.LAYERS if LAYERS[key].derived_as is not LAYERS[key]]
 SCALAR = [(key, name) for key in accuracy.layer_keys() for name in accuracy.scalar_functions(key)]
 
 
@@ -22,7 +27,9 @@ def test_scalar_functions_within_their_ulp_bound(key, name, dtype):
     assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
 
 
-VECTOR = [(key, name) for key in accuracy.layer_keys() for name in accuracy.vector_functions(key)]
+VECTOR = [
+    (key, name) for key in accuracy.layer_keys() if key not in REWRAPPED for name in accuracy.vector_functions(key)
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -72,7 +79,7 @@ def test_the_accuracy_measure_can_fail(monkeypatch):
     assert result.worst > 40
 
 
-BACKWARD = [(key, name) for key in accuracy.LAYERS for name in accuracy.backward_functions(key)]
+BACKWARD = [(key, name) for key in accuracy.LAYERS if key not in REWRAPPED for name in accuracy.backward_functions(key)]
 
 
 def _backward_grid(dtype):
@@ -114,3 +121,66 @@ def test_the_measured_span_is_what_the_grid_skips():
     layer = accuracy.facade("layernorm_std_eps")
     assert accuracy._apart(np.array([1e-300, -2e-300]), 1e60, layer)
     assert not accuracy._apart(np.array([1.0, -2.0]), 1e-8, layer)
+
+
+def _grid_inputs(dtype):
+    """Every x and epsilon the grids above measure in ``dtype`` (x drawn as `accuracy.vector` draws it)."""
+    small = np.dtype(dtype) == np.float32
+    grids = [
+        ("scaled", accuracy.exponents(dtype, 20 if small else 100), accuracy.exponents(dtype, 30 if small else 200))
+    ]
+    if not small:
+        grids += [("constant", np.array([-300, 0, 300]), np.array([-300, -5, 300]))]
+        grids += [(family, np.array([4, 15]), np.array([-300, -5, 300])) for family in ("offset", "integer offset")]
+    for family, powers, exponents in grids:
+        rng = np.random.default_rng(0)
+        for size in accuracy.SIZES:
+            z = rng.standard_normal(size)
+            for power in powers:
+                for inputs, _ in accuracy._inputs(family, z, int(power), dtype):
+                    for eps in (10.0**exponents).astype(dtype):
+                        yield inputs, eps
+
+
+def _value_or_refusal(function, *args):
+    try:
+        value = function(*args)
+    except ValueError as refused:
+        return f"ValueError: {refused}"
+    return [np.ravel(part) for part in value] if isinstance(value, tuple) else np.ravel(value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "key", [key for key in REWRAPPED if key in accuracy.layer_keys() or accuracy.backward_functions(key)]
+)
+def test_the_wrapper_returns_its_base_s_values_bit_for_bit_on_the_grid(key, dtype):
+    base = LAYERS[key].derived_as.key
+    assert base not in REWRAPPED
+    assert accuracy.vector_functions(key) == accuracy.vector_functions(base)
+    assert accuracy.backward_functions(key) == accuracy.backward_functions(base)
+    layer, reference = facade(key), facade(base)
+    vectors = np.random.default_rng(1).standard_normal((2, max(accuracy.SIZES))).astype(dtype)
+    compared = 0
+    for inputs, eps in _grid_inputs(dtype):
+        products = [  # the first-order products, as test_first_order_products_within_8n_ulp measures them
+            (name, vectors[:, : len(inputs)][: len(layer._c.product(name).vectors)])
+            for name in accuracy.backward_functions(key)
+            if name != "hvp"
+        ]
+        for name, args in [*((name, ()) for name in accuracy.vector_functions(key)), *products]:
+            found = _value_or_refusal(getattr(layer, name), inputs, eps, *args)
+            expected = _value_or_refusal(getattr(reference, name), inputs, eps, *args)
+            where = f"{key}.{name} at x = {inputs}, epsilon = {eps}"
+            if isinstance(expected, str) or isinstance(found, str):
+                assert found == expected, where
+                continue
+            for part, wanted in zip(
+                found if isinstance(found, list) else [found],
+                expected if isinstance(expected, list) else [expected],
+                strict=True,
+            ):
+                assert part.dtype == wanted.dtype, where
+                np.testing.assert_array_equal(part, wanted, err_msg=where, strict=True)
+            compared += 1
+    assert compared > 100

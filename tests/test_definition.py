@@ -2,8 +2,6 @@
 
 import dataclasses
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -139,36 +137,36 @@ def test_a_rewritten_built_in_layer_computes_bit_for_bit_the_same(key, tmp_path,
         assert np.array_equal(getattr(user, name)(*args), getattr(built_in, name)(*args)), name
 
 
-def test_the_command_line_prints_a_rewritten_layer_as_the_built_in(tmp_path):
-    def derive(*options: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "derivations", *options], capture_output=True, text=True, cwd=ROOT, check=True
-        )
-        return done.stdout
+def _printed(capsys, argv: list[str], status: int = 0) -> str:
+    """What ``python -m derivations`` prints for ``argv``, run in this process (a real process:
+    tests/test_outputs.py); its status and an empty stderr are checked."""
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out
 
-    user = derive("--definition", str(_renamed("rmsnorm", tmp_path)), "--format", "json")
-    assert user.replace("rmsnorm_toml", "rmsnorm") == derive("--layer", "rmsnorm", "--format", "json")
+
+def test_the_command_line_prints_a_rewritten_layer_as_the_built_in(tmp_path, capsys):
+    user = _printed(capsys, ["--definition", str(_renamed("rmsnorm", tmp_path)), "--format", "json"])
+    assert user.replace("rmsnorm_toml", "rmsnorm") == _printed(capsys, ["--layer", "rmsnorm", "--format", "json"])
 
 
 # --- the command line ---------------------------------------------------------
 
 
-def test_check_decides_claims_about_a_defined_layer():
-    done = subprocess.run(
-        [sys.executable, "-m", "derivations", "check", "--definition", str(EXAMPLE), "--claims", "/dev/stdin"],
-        input='[[claim]]\nid = "a"\nlayer = "l4norm"\nclaim = "slope_at_zero == epsilon**(-1/4)"\n'
+def test_check_decides_claims_about_a_defined_layer(tmp_path, capsys):
+    claims = tmp_path / "claims.toml"
+    claims.write_text(
+        '[[claim]]\nid = "a"\nlayer = "l4norm"\nclaim = "slope_at_zero == epsilon**(-1/4)"\n'
         '[[claim]]\nid = "b"\nlayer = "l4norm"\nclaim = "J @ x == eigen_x * x"\n'
-        '[[claim]]\nid = "c"\nlayer = "l4norm"\nclaim = "slope_at_zero == 1/sqrt(epsilon)"\n',
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+        '[[claim]]\nid = "c"\nlayer = "l4norm"\nclaim = "slope_at_zero == 1/sqrt(epsilon)"\n'
     )
-    assert [line.split()[:2] for line in done.stdout.splitlines() if line.startswith("[")] == [
+    out = _printed(capsys, ["check", "--definition", str(EXAMPLE), "--claims", str(claims)], status=1)
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith("[")] == [
         ["[a]", "proved:"],
         ["[b]", "proved:"],
         ["[c]", "refuted:"],
     ]
-    assert done.returncode == 1, done.stderr
 
 
 def _error_line(capsys, argv: list[str], status: int) -> str:
@@ -264,11 +262,11 @@ def test_a_pathological_definition_is_stopped_by_the_time_budget(tmp_path, capsy
         'output = "x[i] * exp(-r) / ((r + epsilon)**(1/3) + (r + epsilon)**(1/5) + (r + epsilon)**(1/7))**9"\n'
         '[statistics]\nr = "mean(x[j]**2)"\n'
     )
-    line = _error_line(capsys, ["--definition", str(path), "--timeout", "2"], 1)
-    assert line.endswith("slow: not derived within 2 s")
+    line = _error_line(capsys, ["--definition", str(path), "--timeout", "1"], 1)
+    assert line.endswith("slow: not derived within 1 s")
     catalog.unregister("slow")  # the command registers, then derives in a child
-    with pytest.raises(ValueError, match="slow: not derived within 2 s"):
-        numeric.from_definition(path, timeout=2)
+    with pytest.raises(ValueError, match="slow: not derived within 1 s"):
+        numeric.from_definition(path, timeout=1)
     assert "slow" not in LAYERS  # nothing half-made is registered
 
 

@@ -19,12 +19,20 @@ SIZES = {
 }
 
 
-def test_every_figure_is_written_at_its_size(tmp_path):
-    assert cli.main(["--out", str(tmp_path)]) == 0
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """`python -m figures --out FOLDER` run once for the tests that read what it writes: (status, FOLDER)."""
+    folder = tmp_path_factory.mktemp("figures")
+    return cli.main(["--out", str(folder)]), folder
+
+
+def test_every_figure_is_written_at_its_size(written):
+    status, folder = written
+    assert status == 0
     for module in FIGURES:
-        image = plt.imread(tmp_path / module.FILENAME)
+        image = plt.imread(folder / module.FILENAME)
         assert image.shape[:2] == SIZES[module.FILENAME]
-    assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+    assert not list(folder.glob(".*"))  # no temporary file left behind
 
 
 def test_no_png_when_verification_fails(tmp_path, monkeypatch, capsys):
@@ -99,11 +107,13 @@ def test_bad_arguments_print_one_line_and_exit_2(capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-def test_report_holds_every_formula_figure_check_and_version(tmp_path):
+def test_report_holds_every_formula_figure_check_and_version(written, tmp_path):
     from derivations import LAYERS, formulas
     from figures import report
 
-    assert cli.main(["--out", str(tmp_path / "figures")]) == 0
+    status, folder = written
+    assert status == 0
+    (tmp_path / "figures").symlink_to(folder, target_is_directory=True)
     sheet = report.build(tmp_path / "report.md", tmp_path / "figures").read_text()
     for key in LAYERS:
         for f in formulas(key):

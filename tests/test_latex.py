@@ -77,25 +77,30 @@ def test_issue_examples_print_in_the_readers_form(name, expected):
     assert formula(name).latex() == expected
 
 
-EVERY = [f for key in LAYERS for f in formulas(key)]
 BACKWARD = {q.stem for q in QUANTITIES if q.evaluate == "backward"}
-STATED = [f for f in EVERY if f.name in LAYERS[f.layer].stated]
 
 
-@pytest.mark.parametrize("f", STATED, ids=[f.qualified for f in STATED])
-def test_a_proved_stated_form_is_what_is_printed(f):
-    assert f.proof, f"{f.qualified} states a form but records no proof"
-    stated = LAYERS[f.layer].stated[f.name]
-    # Products with g and v are stated in x and mu and printed in the statements'
-    # notation (c_k = x_k - mu), like every other formula's right-hand side.
-    shown = backward._shown(LAYERS[f.layer], stated) if f.name in BACKWARD else stated
-    assert ReaderPrinter(DEFAULT).doprint(shown) in f.latex()
+# One test per layer, not per formula: the ids need no derivation at collection,
+# so each xdist worker derives only the layers its own tests reach.
+@pytest.mark.parametrize("key", [key for key, layer in LAYERS.items() if layer.stated])
+def test_a_proved_stated_form_is_what_is_printed(key):
+    layer = LAYERS[key]
+    stated_formulas = [f for f in formulas(key) if f.name in layer.stated]
+    assert stated_formulas, f"{key} states forms but prints none of them"
+    for f in stated_formulas:
+        assert f.proof, f"{f.qualified} states a form but records no proof"
+        stated = layer.stated[f.name]
+        # Products with g and v are stated in x and mu and printed in the statements'
+        # notation (c_k = x_k - mu), like every other formula's right-hand side.
+        shown = backward._shown(layer, stated) if f.name in BACKWARD else stated
+        assert ReaderPrinter(DEFAULT).doprint(shown) in f.latex(), f.qualified
 
 
-@pytest.mark.parametrize("f", EVERY, ids=[f.qualified for f in EVERY])
-def test_no_logical_and_and_no_plus_minus_pair(f):
-    assert r"\wedge" not in f.latex()
-    assert "+ -" not in f.latex()
+@pytest.mark.parametrize("key", list(LAYERS))
+def test_no_logical_and_and_no_plus_minus_pair(key):
+    for f in formulas(key):
+        assert r"\wedge" not in f.latex(), f.qualified
+        assert "+ -" not in f.latex(), f.qualified
 
 
 def _latex_blocks(out: str) -> list[str]:
@@ -171,8 +176,9 @@ def test_bad_latex_options_are_one_line_and_exit_2(argv, line, capsys):
 
 @needs_pdflatex
 def test_every_formula_compiles_as_display_math_with_pdflatex():
-    body = FORMATS["latex"]([f.row() for f in EVERY])
-    assert body.count(r"\label{eq:") == len(EVERY)
+    every = [f for key in LAYERS for f in formulas(key)]
+    body = FORMATS["latex"]([f.row() for f in every])
+    assert body.count(r"\label{eq:") == len(every)
     assert body.count(r"\begin{multline}") >= 1  # the long second-order formulas are broken
     compiled = _pdflatex.compile_pdf(standalone(body))  # raises on an error or an overfull box
     assert compiled.pdf.startswith(b"%PDF")

@@ -96,3 +96,23 @@ def test_readme_blocks_are_generated_from_the_derivations():
     for name in ("conventions", "sample", "latex"):
         assert readme.block(name).search(text), f"README has no {name} block"
     assert readme.update(text) == text, "README blocks are stale: run make golden"
+
+
+def test_claims_are_read_from_a_pipe():
+    """``--claims /dev/stdin``: a file that is not a regular one, read whole (a real process: its stdin)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "derivations", "check", "--claims", "/dev/stdin"],
+        input='[[claim]]\nid = "a"\nclaim = "slope_at_zero == 1/sqrt(epsilon)"\n'
+        '[[claim]]\nid = "b"\nclaim = "slope_at_zero == 1/epsilon"\n',
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert [line.split()[:2] for line in done.stdout.splitlines() if line.startswith("[")] == [
+        ["[a]", "proved:"],
+        ["[b]", "refuted:"],
+    ]
+    assert done.returncode == 1, done.stderr

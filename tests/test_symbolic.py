@@ -217,7 +217,7 @@ def test_the_output_at_a_constant_input_is_the_derived_one(key):
     assert not value.free_symbols & {stat.symbol for stat in layer.statistics}  # evaluated, not named
 
 
-@pytest.mark.parametrize("key", sorted(key for key in LAYERS if LAYERS[key].derived_as is LAYERS[key]))
+@pytest.mark.parametrize("key", DERIVED_LAYERS)
 def test_a_degree_read_off_the_tree_is_the_simplified_ratios(key):
     """`scaling._structural` must agree with simplifying f(m x, m**e eps) / f(x, eps) on every value
     (of each layer that derives its own: the others restate a base's)."""

@@ -29,6 +29,7 @@ DEFINITIONS = (
     "batchnorm_train",
     "l2norm_clamped",
     "scalenorm",
+    "dyt",
 )
 
 LAYERS: dict[str, Layer] = {

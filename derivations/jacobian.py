@@ -103,6 +103,9 @@ def _matrix(layer: Layer, element: sp.Expr) -> sp.MatrixExpr:
         rest, at_i = part.as_independent(i, as_Add=False)
         scalar, at_k = rest.as_independent(k, as_Add=False)
         if delta in scalar.free_symbols:
+            if at_i != 1 or at_k != 1:
+                # delta_ik f(x_i) is diag(f(x)), not a multiple of I: no term of this form.
+                raise DerivationError(f"{layer.key}: J has a diagonal term {part} that is not a multiple of I")
             key = (delta, delta)
             scalar = scalar / delta
         else:

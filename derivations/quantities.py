@@ -17,6 +17,7 @@ these rows; none of them spells a quantity's name.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from derivations import backward, eigen, grouped, jacobian, moments, regimes, re
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
-from derivations.symbols import beta, gamma, w_gemma
+from derivations.symbols import beta, epsilon, gamma, w_gemma
 
 
 def _always(layer: Layer, item: Any) -> bool:
@@ -488,10 +489,24 @@ def formulas(layer: Layer) -> list[Formula]:
     """Every formula `make derive` prints for ``layer``, in order."""
     source = layer.derived_as
     return [
-        layer.restate(quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item)))
+        _without_epsilon(
+            layer,
+            layer.restate(
+                quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item))
+            ),
+        )
         for quantity, item in rows(layer)
         if quantity.formula
     ]
+
+
+def _without_epsilon(layer: Layer, formula: Formula) -> Formula:
+    """A layer without epsilon (Dynamic Tanh) assumes its scalar inputs real instead of epsilon > 0."""
+    if layer.output.has(epsilon):
+        return formula
+    own = [f"{symbol} real" for _, symbol in layer.scalars]
+    kept = [a for a in formula.assumptions if a != "epsilon > 0"]
+    return dataclasses.replace(formula, assumptions=(*kept, *(a for a in own if a not in kept)))
 
 
 def columns(layer: Layer) -> dict[str, str]:

@@ -21,6 +21,8 @@ sigma_b = sp.Symbol("sigma_b", nonnegative=True)
 # and the one scalar gain of ScaleNorm.
 norm_x = sp.Symbol("norm_x", nonnegative=True)
 g_s = sp.Symbol("g_s", real=True)
+# The one learnable scalar of Dynamic Tanh, tanh(alpha x): no epsilon, 1/alpha sets the scale.
+alpha = sp.Symbol("alpha", real=True)
 # The parameter of a path that reaches the degenerate input as tau -> 0+.
 tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)

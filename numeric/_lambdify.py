@@ -47,6 +47,10 @@ class RowMean(sp.Function):
 class _Printer(NumPyPrinter):
     """NumPy printer that spells small integer and half-integer powers out, and row means."""
 
+    def _print_sech(self, expr: sp.sech) -> str:
+        # 1/cosh: cosh overflows to inf only where sech is below the float range, and 1/inf is 0.
+        return f"(1/{self._module}.cosh({self._print(expr.args[0])}))"
+
     def _print_RowMean(self, expr: RowMean) -> str:
         return f"{self._module}.mean({self._print(expr.args[0])}, axis=-1, keepdims=True)"
 

@@ -259,6 +259,12 @@ def _at_infinity_by_sign(expr: sp.Expr, side: int) -> sp.Expr | None:
     return None
 
 
+@response.slope.register
+def _(layer: Elementwise, pattern: object = None) -> sp.Expr:
+    # d/dt of the response with 1 - tanh**2 as sech**2, as in J: no cancellation at large |t|.
+    return _in_sech(sp.diff(response.response(layer, pattern), response.t))
+
+
 @response.asymptote.register
 def _(layer: Elementwise, pattern: object = None) -> tuple[sp.Expr, sp.Expr]:
     value = response.response(layer, pattern)

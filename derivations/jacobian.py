@@ -175,6 +175,12 @@ def explicit_equal(layer: Layer, size: int, pairs: Iterable[tuple[sp.Expr, sp.Ex
         return content**power.exp * root ** (2 * power.exp)
 
     def rational(expr: sp.Expr) -> sp.Expr:
+        # An even power of sech (an elementwise layer's derivative) as the polynomial in tanh
+        # that differentiating tanh gives on the explicit side: 1 - tanh**2 per sech**2.
+        expr = expr.replace(
+            lambda e: e.is_Pow and isinstance(e.base, sp.sech) and e.exp.is_even,
+            lambda e: (1 - sp.tanh(e.base.args[0]) ** 2) ** (e.exp / 2),
+        )
         return expr.replace(is_root, name)
 
     for general, direct, what in pairs:

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import quantities
+from derivations import quantities, scaling
 from derivations.elementwise import Elementwise, ElementwiseAffine, Largest, diagonal
 from derivations.symbols import beta, g, gamma, gamma_max, t, v, x
-from numeric import _layer, _validate
+from numeric import _layer, _rescale, _validate
 from numeric._lambdify import compile
 
 # Symbols standing for one entry of each vector, and for the parameter at the pattern's coordinate.
@@ -42,6 +42,12 @@ def _symbol(name: str) -> sp.Symbol:
 def _entries(expr: sp.Expr) -> sp.Expr:
     """Every indexed entry (x_k, g_k, gamma_2, ...) as the plain symbol of its vector."""
     return expr.replace(lambda e: isinstance(e, sp.Indexed) and e.base in _ENTRY, lambda e: _symbol(_ENTRY[e.base]))
+
+
+def _scale(alpha: Any) -> np.ndarray:
+    """The power of two m with |alpha m| in [1/2, 1) (1 where alpha is 0)."""
+    _, exponent = np.frexp(np.asarray(alpha, dtype=np.float64))
+    return np.ldexp(1.0, np.clip(-exponent, -1022, 1023))
 
 
 class NumericElementwise:
@@ -67,6 +73,10 @@ class NumericElementwise:
         """The public function names, in registry order."""
         return (*self._rows, "eigenvalues")
 
+    def function(self, numeric: str) -> Callable[..., Any] | None:
+        """The function a registry row names ``numeric``, or None where the layer has none."""
+        return getattr(self, numeric) if numeric in self._rows else None
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._rows:
             raise AttributeError(f"numeric.{self.key} has no function {name!r}")
@@ -88,9 +98,28 @@ class NumericElementwise:
     # --- compiling -------------------------------------------------------------
 
     def _compile(self, expr: sp.Expr, *names: str) -> Callable[..., Any]:
-        """``expr`` as a NumPy function of t or the entries named, then the scalar parameter."""
+        """``expr`` as a NumPy function of t or the entries named, then the scalar parameter.
+
+        Evaluated by the derived homogeneity f(x, alpha) = m**p f(x / m, alpha m)
+        (`derivations.scaling`) at the power of two m that brings |alpha m| into
+        [1/2, 1): x / m and alpha m are exact, and no intermediate (alpha**2 in the
+        Hessian product, say) overflows or underflows where the result does not.
+        """
         symbols = [t if name == "t" else _symbol(name) for name in names]
-        return compile(_entries(expr), [*symbols, self.scalar])
+        function = compile(_entries(expr), [*symbols, self.scalar])
+        degree = scaling.degree_of(self.definition, expr, "numeric")
+        amplitude = bool(names) and names[0] in ("x", "t")
+
+        def rescaled(*args: Any) -> Any:
+            *values, a = args
+            m = _scale(a)
+            if amplitude:
+                values[0] = values[0] / m
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                out = function(*values, a * m)
+            return _rescale.times_power(out, m, degree)
+
+        return rescaled
 
     def _value(self, full: str) -> sp.Expr:
         return quantities.value(self.definition, full)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import quantities, scaling
+from derivations import formula, quantities, scaling
 from derivations.elementwise import Elementwise, ElementwiseAffine, Largest, diagonal
 from derivations.symbols import beta, g, gamma, gamma_max, t, v, x
 from numeric import _layer, _rescale, _validate
@@ -73,6 +73,11 @@ class NumericElementwise:
         """The public function names, in registry order."""
         return (*self._rows, "eigenvalues")
 
+    def epsilon_root(self, alpha: Any) -> Any:
+        """The length scale the scalar in epsilon's place sets: 1/|alpha| (inf at alpha = 0)."""
+        with np.errstate(divide="ignore"):
+            return 1 / np.abs(self._parameter(alpha))
+
     def function(self, numeric: str) -> Callable[..., Any] | None:
         """The function a registry row names ``numeric``, or None where the layer has none."""
         return getattr(self, numeric) if numeric in self._rows else None
@@ -92,6 +97,8 @@ class NumericElementwise:
         function = make(full, quantity)
         function.__name__ = function.__qualname__ = name
         function.__doc__ = f"{quantity.meaning} ({self.key}.{full}), derived and lambdified."
+        if quantity.formula is not None:  # LaTeX of the derived formula's right-hand side, for labels
+            function.latex = formula(full, self.key).value_latex()  # type: ignore[attr-defined]
         setattr(self, name, function)
         return function
 

@@ -28,7 +28,7 @@ import sympy as sp
 
 from derivations import eigen, jacobian, response, spectral
 from derivations._formula import Established, Formula
-from derivations._layer import Direction, Layer
+from derivations._layer import Direction, Layer, Pattern
 from derivations._proof import DerivationError, equal, nonnegative
 from derivations.affine import Affine
 from derivations.symbols import gamma, gamma_max, i, k, n, norm_J, x
@@ -206,7 +206,7 @@ def supremum(layer: Elementwise) -> tuple[sp.Expr, str]:
 
 @spectral.bound_formula.register
 def _(layer: Elementwise, _: object, name: str) -> Formula:
-    top, how = supremum(layer)
+    _, how = supremum(layer)
     shown, proof = layer.proved(name, spectral.bound_value(layer))
     assumptions = ("n >= 2", "gamma real") if layer.parameters else ("n >= 2",)
     return Formula(
@@ -260,13 +260,13 @@ def _at_infinity_by_sign(expr: sp.Expr, side: int) -> sp.Expr | None:
 
 
 @response.slope.register
-def _(layer: Elementwise, pattern: object = None) -> sp.Expr:
+def _(layer: Elementwise, pattern: Pattern | None = None) -> sp.Expr:
     # d/dt of the response with 1 - tanh**2 as sech**2, as in J: no cancellation at large |t|.
     return _in_sech(sp.diff(response.response(layer, pattern), response.t))
 
 
 @response.asymptote.register
-def _(layer: Elementwise, pattern: object = None) -> tuple[sp.Expr, sp.Expr]:
+def _(layer: Elementwise, pattern: Pattern | None = None) -> tuple[sp.Expr, sp.Expr]:
     value = response.response(layer, pattern)
     found = [_at_infinity_by_sign(value, side) for side in (1, -1)]
     if any(f is None for f in found):

@@ -148,8 +148,7 @@ class NumericElementwise:
             batch = np.broadcast_shapes(a.shape, array.shape[:-1])
         except ValueError:
             raise ValueError(
-                f"{self.scalar_name} of shape {a.shape} does not broadcast with the batch shape "
-                f"{array.shape[:-1]} of x"
+                f"{self.scalar_name} of shape {a.shape} does not broadcast with the batch shape {array.shape[:-1]} of x"
             ) from None
         if len(given) < len(vectors):
             takes = ", ".join(("x", self.scalar_name, *vectors))
@@ -230,7 +229,9 @@ class NumericElementwise:
         """The gain and bias at the pattern's coordinate: real numbers, 1 and 0 where not given."""
         unknown = [name for name in named if name not in self.parameter_names]
         if unknown:
-            raise ValueError(f"{unknown[0]} is not a parameter of {self.key} (parameters: {list(self.parameter_names)})")
+            raise ValueError(
+                f"{unknown[0]} is not a parameter of {self.key} (parameters: {list(self.parameter_names)})"
+            )
         out = []
         for name in needed:
             value = named.get(name)
@@ -281,7 +282,9 @@ class NumericElementwise:
 
         def bound(alpha: Any, gain: Any = None) -> Any:
             a = self._parameter(alpha)
-            largest = np.float64(1.0) if gain is None else np.max(np.abs(_validate.parameter(gain, "gain", ())), axis=-1)
+            largest = (
+                np.float64(1.0) if gain is None else np.max(np.abs(_validate.parameter(gain, "gain", ())), axis=-1)
+            )
             try:
                 shape = np.broadcast_shapes(a.shape, np.shape(largest))
             except ValueError:

@@ -23,8 +23,8 @@ import sympy as sp
 from numpy.typing import DTypeLike
 
 from derivations import LAYERS, eigen, jacobian, quantities, scaling, symmetric
-from derivations.sums import Mean, p
 from derivations.elementwise import Largest
+from derivations.sums import Mean, p
 from derivations.symbols import g, i, j, k, n, t, v, x
 from numeric._layer import facade
 

@@ -79,7 +79,9 @@ class _Evaluator:
         if not definition.has_epsilon:
             given = {"gain": "gamma", "bias": "beta"}
             names = [name for name, _ in definition.parameters]
-            return {name: float(self.example[given[name]]) for name in names if on_pattern and given[name] in self.example}
+            return {
+                name: float(self.example[given[name]]) for name in names if on_pattern and given[name] in self.example
+            }
         missing = [str(symbol) for _, symbol in definition.scalars if str(symbol) not in self.example]
         if missing:
             raise _Unsupported(f"the counterexample gives no {missing[0]}")
@@ -114,8 +116,8 @@ class _Evaluator:
                 self.how.append(f"numeric.{key}.{numeric}({called})")
                 return float(function(second, **self.scalars(definition, on_pattern=True)))
             given = () if definition.has_epsilon else self.parameters(layer)
-            value = np.asarray(function(self.need_x(), second, *given, **self.scalars(definition)), dtype=np.float64)
-            value = float(value) if value.ndim == 0 else value
+            found = np.asarray(function(self.need_x(), second, *given, **self.scalars(definition)), dtype=np.float64)
+            value = float(found) if found.ndim == 0 else found
             self.how.append(f"numeric.{key}.{numeric}(x, {called})")
             if quantity.reference == "norm2_of_jacobian":
                 matrix = layer.jacobian(self.need_x(), second, *given)

@@ -8,11 +8,9 @@ wider grids; ``python -m numeric.verify`` runs the pre-figure set.
 from __future__ import annotations
 
 import sys
-
-import numpy as np
-
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from derivations import LAYERS, cli, eigen, quantities, scaling, symmetric

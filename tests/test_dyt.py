@@ -197,7 +197,9 @@ def test_products_and_gradients_match_differences(size, a, rng):
     # The Hessian product: differences of vjp along w.
     ahead, behind = DYT.vjp(rows + h * w, a, dy, gain, bias)[0], DYT.vjp(rows - h * w, a, dy, gain, bias)[0]
     scale = np.abs(a) ** 2 * np.abs(gain).max()
-    assert_agree(DYT.hvp(rows, a, dy, w, gain, bias), (ahead - behind) / (2 * h), rtol=1e-5, atol=1e-7 * scale, what="hvp")
+    assert_agree(
+        DYT.hvp(rows, a, dy, w, gain, bias), (ahead - behind) / (2 * h), rtol=1e-5, atol=1e-7 * scale, what="hvp"
+    )
     # The parameters' gradients, summed over the batch: differences of <dy, y> in gain and bias.
     for parameter, given, value in (("gain", gain, dgain), ("bias", bias, dbias)):
         direction = rng.standard_normal(size)
@@ -244,7 +246,9 @@ def test_dyt_is_measured_by_the_accuracy_machinery():
 def test_the_slope_keeps_its_digits_where_sech_is_ill_conditioned():
     # alpha t = -109, rounded in float64: sech**2 amplifies its rounding by 2 |alpha t| tanh, about
     # 200 ulp, unless the product is taken exactly (cosh_of_product).
-    result = accuracy.scalar("dyt", "slope", np.float64, np.array([-1.09e102, 8.92e296, 3.0]), np.array([1e-100, 1e-300]))
+    result = accuracy.scalar(
+        "dyt", "slope", np.float64, np.array([-1.09e102, 8.92e296, 3.0]), np.array([1e-100, 1e-300])
+    )
     assert result.points >= 3
     assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
 

@@ -184,7 +184,8 @@ def at(value: Any, point: Mapping[sp.Basic, sp.Expr], inputs: Explicit | None = 
         expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
         # The largest value over the entries (an elementwise layer's norm, max_k |J_kk|), entry by entry.
         expr = expr.replace(
-            lambda e: isinstance(e, Largest), lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size)))
+            lambda e: isinstance(e, Largest),
+            lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size))),
         )
     expr = expr.xreplace(dict(point))
     if inputs is not None:

@@ -23,8 +23,8 @@ import sympy as sp
 from derivations import Layer, NotApplicable, jacobian, quantities, scaling
 from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
-from derivations.elementwise import Largest
 from derivations.claims.language import MAX_EXPONENT, Built, ClaimError, _Builder, _describe, _where
+from derivations.elementwise import Largest
 from derivations.sums import PowerSum, over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 

@@ -394,9 +394,7 @@ def check_without_epsilon(rng: np.random.Generator, keys: list[str]) -> float:
                     return dyt_reference(a, al, g, b)
 
                 forward = relative(module.forward(x, alpha, gain, bias), function(tx))
-                jac = max(
-                    relative(module.jacobian(x[r], alpha, gain, bias), jacrev(function)(tx[r])) for r in range(3)
-                )
+                jac = max(relative(module.jacobian(x[r], alpha, gain, bias), jacrev(function)(tx[r])) for r in range(3))
                 leaf = tx.clone().requires_grad_()
                 want = torch.autograd.grad(function(leaf), [leaf, tg, tb], tdy)
                 got = module.vjp(x, alpha, dy, gain, bias)

@@ -30,7 +30,7 @@ from derivations import backward, eigen, grouped, jacobian, moments, regimes, re
 from derivations._formula import Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
-from derivations.symbols import beta, epsilon, gamma, w_gemma
+from derivations.symbols import beta, gamma, w_gemma
 
 
 def _always(layer: Layer, item: Any) -> bool:
@@ -502,7 +502,7 @@ def formulas(layer: Layer) -> list[Formula]:
 
 def _without_epsilon(layer: Layer, formula: Formula) -> Formula:
     """A layer without epsilon (Dynamic Tanh) assumes its scalar inputs real instead of epsilon > 0."""
-    if layer.output.has(epsilon):
+    if layer.has_epsilon:
         return formula
     own = [f"{symbol} real" for _, symbol in layer.scalars]
     kept = [a for a in formula.assumptions if a != "epsilon > 0"]

@@ -19,6 +19,7 @@ every digit where |u| is large.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -58,13 +59,15 @@ class NumericElementwise:
         self.key = definition.key
         (self.scalar_name, self.scalar), *_ = definition.scalars
         self.parameter_names = tuple(name for name, _ in definition.parameters)
-        self._rows = {
-            numeric: (name, quantity)
-            for quantity, item in quantities.rows(definition)
+
+    @cached_property
+    def _rows(self) -> dict[str, tuple[str, Any]]:
+        """numeric name -> (full name, registry row), found on first use: `import numeric` derives nothing."""
+        return {
+            numeric: (quantity.name(item), quantity)
+            for quantity, item in quantities.rows(self.definition)
             if (numeric := quantity.numeric_name(item)) and quantity.evaluate is not None
-            for name in [quantity.name(item)]
         }
-        self._compiled: dict[str, Callable[..., Any]] = {}
 
     def __repr__(self) -> str:
         return f"<numeric.{self.key}>"

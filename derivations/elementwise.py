@@ -103,11 +103,6 @@ def elementwise_affine(base: Elementwise, key: str, title: str, **keywords: obje
     return ElementwiseAffine(**values, parameter=base.parameter, name=base.name)
 
 
-def is_elementwise(layer: Layer) -> bool:
-    """Whether ``layer`` is applied entry by entry (a registry row's ``applies``)."""
-    return isinstance(layer, Elementwise)
-
-
 def _in_sech(expr: sp.Expr) -> sp.Expr:
     """1 - tanh(u)**2 written sech(u)**2: positive by SymPy's assumptions, and computed
     without the cancellation 1 - tanh(u)**2 suffers where |u| is large."""

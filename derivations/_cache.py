@@ -81,10 +81,10 @@ def _update(digest: Any, part: bytes) -> None:
     digest.update(part)
 
 
-def tree(root: Path) -> bytes:
-    """The SHA-256 of every file under ``root`` (bytecode aside), by path and bytes."""
+def tree(root: Path, pattern: str = "*") -> bytes:
+    """The SHA-256 of every file under ``root`` matching ``pattern`` (bytecode aside), by path and bytes."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
+    for path in sorted(root.rglob(pattern)):
         relative = path.relative_to(root)
         if "__pycache__" in relative.parts or path.suffix == ".pyc" or not path.is_file():
             continue

@@ -13,7 +13,7 @@ import sympy as sp
 from derivations._formula import Formula
 from derivations._proof import DerivationError, equal
 from derivations.sums import Indicator, Mean, in_statistics, over_entries, power_sum_values, reduce_sums
-from derivations.symbols import i, j, k, n, x
+from derivations.symbols import epsilon, i, j, k, n, x
 
 R = TypeVar("R", bound="Rewrapped")
 
@@ -131,6 +131,12 @@ class Layer:
     def scalars(self) -> tuple[tuple[str, sp.Symbol], ...]:
         """Scalar inputs besides x and epsilon, by argument name (ScaleNorm's one gain)."""
         return ()
+
+    @property
+    def has_epsilon(self) -> bool:
+        """Whether epsilon enters the output.  One that it does not (Dynamic Tanh) has no epsilon
+        to sample, scale or pass: its numeric functions take its scalar parameter in its place."""
+        return self.output.has(epsilon)
 
     @property
     def named_symbols(self) -> dict[str, sp.Expr]:

@@ -95,7 +95,9 @@ def _(layer: Affine) -> sp.MatrixExpr:
 
 @jacobian.proof.register
 def _(layer: Affine, name: str) -> str:
-    return factorization(layer)
+    # A stated J is proved entry by entry as any layer's is, after the factorization.
+    stated = jacobian.proof.dispatch(Layer)(layer, name)
+    return _with(factorization(layer), stated)
 
 
 @spectral.bound_value.register
@@ -144,7 +146,10 @@ def _(layer: Affine, name: str) -> str:
 def _(layer: Affine, name: str) -> str:
     scaled = backward.times_entrywise(backward.hvp(layer.base), g, gamma)
     how = equal(backward.hvp(layer), scaled, f"{layer.key}.{name} = H_base(gain g) v")
-    return _with(f"H(g) = H_{layer.base.key}(gain * g): {how}", backward.symmetry(layer))
+    # A stated H is proved too; only then is it what is printed.
+    stated = backward.prove_stated(layer, name, backward.hvp(layer))
+    proved = f"H(g) = H_{layer.base.key}(gain * g): {how}" + (f"; H as stated: {stated}" if stated else "")
+    return _with(proved, backward.symmetry(layer))
 
 
 @backward.gradient_proof.register

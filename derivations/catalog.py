@@ -31,6 +31,7 @@ DEFINITIONS = (
     "batchnorm_train",
     "l2norm_clamped",
     "scalenorm",
+    "dyt",
 )
 
 

@@ -107,6 +107,9 @@ def _matrix(layer: Layer, element: sp.Expr) -> sp.MatrixExpr:
         rest, at_i = part.as_independent(i, as_Add=False)
         scalar, at_k = rest.as_independent(k, as_Add=False)
         if delta in scalar.free_symbols:
+            if at_i != 1 or at_k != 1:
+                # delta_ik f(x_i) is diag(f(x)), not a multiple of I: no term of this form.
+                raise DerivationError(f"{layer.key}: J has a diagonal term {part} that is not a multiple of I")
             key = (delta, delta)
             scalar = scalar / delta
         else:
@@ -182,6 +185,12 @@ def explicit_equal(layer: Layer, size: int, pairs: Iterable[tuple[sp.Expr, sp.Ex
         return content**power.exp * root ** (2 * power.exp)
 
     def rational(expr: sp.Expr) -> sp.Expr:
+        # An even power of sech (an elementwise layer's derivative) as the polynomial in tanh
+        # that differentiating tanh gives on the explicit side: 1 - tanh**2 per sech**2.
+        expr = expr.replace(
+            lambda e: e.is_Pow and isinstance(e.base, sp.sech) and e.exp.is_even,
+            lambda e: (1 - sp.tanh(e.base.args[0]) ** 2) ** (e.exp / 2),
+        )
         return expr.replace(is_root, name)
 
     for general, direct, what in pairs:

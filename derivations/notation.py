@@ -9,7 +9,7 @@ optional subscript, so that nothing a user passes can inject LaTeX.
 >>> Notation.parse(["m=d"])
 Traceback (most recent call last):
 ...
-ValueError: notation: unknown symbol 'm'; one of n, epsilon, t, s, q, r, mu, sigma, sigma_u, sigma_b
+ValueError: notation: unknown symbol 'm'; one of n, epsilon, t, s, q, r, mu, sigma, sigma_u, sigma_b, alpha
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import sympy as sp
 
-from derivations.symbols import LATEX_NAMES, epsilon, mu, n, q, r, s, sigma, sigma_b, sigma_u, t
+from derivations.symbols import LATEX_NAMES, alpha, epsilon, mu, n, q, r, s, sigma, sigma_b, sigma_u, t
 
 # The symbols a reader may rename, by the name an option gives them.
 RENAMABLE: dict[str, sp.Symbol] = {
@@ -33,6 +33,7 @@ RENAMABLE: dict[str, sp.Symbol] = {
     "sigma": sigma,
     "sigma_u": sigma_u,
     "sigma_b": sigma_b,
+    "alpha": alpha,  # Dynamic Tanh's scalar, where the others have epsilon
 }
 
 # Names the printed formulas already use for something else: a new name must not take one.

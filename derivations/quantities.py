@@ -17,6 +17,7 @@ these rows; none of them spells a quantity's name.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -505,10 +506,24 @@ def formulas(layer: Layer) -> list[Formula]:
     """Every formula `make derive` prints for ``layer``, in order."""
     source = layer.derived_as
     return [
-        layer.restate(quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item)))
+        _without_epsilon(
+            layer,
+            layer.restate(
+                quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item))
+            ),
+        )
         for quantity, item in rows(layer)
         if quantity.formula
     ]
+
+
+def _without_epsilon(layer: Layer, formula: Formula) -> Formula:
+    """A layer without epsilon (Dynamic Tanh) assumes its scalar inputs real instead of epsilon > 0."""
+    if layer.has_epsilon:
+        return formula
+    own = [f"{symbol} real" for _, symbol in layer.scalars]
+    kept = [a for a in formula.assumptions if a != "epsilon > 0"]
+    return dataclasses.replace(formula, assumptions=(*kept, *(a for a in own if a not in kept)))
 
 
 def columns(layer: Layer) -> dict[str, list[tuple[str, str]]]:

@@ -106,13 +106,22 @@ def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
     return degrees
 
 
+def scale_parameter(layer: Layer) -> sp.Symbol:
+    """The scalar that sets the layer's length scale: epsilon where the output holds it, else
+    the layer's one scalar input that does (Dynamic Tanh's alpha, which sets 1/alpha)."""
+    held = [symbol for _, symbol in layer.scalars if layer.output.has(symbol)]
+    return held[0] if len(held) == 1 and not layer.output.has(epsilon) else epsilon
+
+
 @singledispatch
 @derived
 def epsilon_degree(layer: Layer) -> int:
     """How epsilon must scale with x for the output to be homogeneous: as a variance
-    (m**2, epsilon inside the root) or as a standard deviation (m, epsilon added to sigma)."""
-    # A variance, a standard deviation, then the higher power means a user may define.
-    for candidate in (2, 1, *range(3, 9)):
+    (m**2, epsilon inside the root) or as a standard deviation (m, epsilon added to sigma).
+    For a layer without epsilon, how its scale parameter must (alpha of tanh(alpha x): m**-1)."""
+    # A variance, a standard deviation, then the higher power means a user may define,
+    # then an inverse length (a parameter multiplying x).
+    for candidate in (2, 1, *range(3, 9), -1):
         try:
             _power_of_m(layer.output.xreplace(_scaled(layer, candidate)) / layer.output, "the output")
         except DerivationError:
@@ -148,7 +157,7 @@ def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
     # x at p is the entry inside a mean (of g x, say), which takes the factor out.
     values: dict[sp.Basic, sp.Expr] = {
         **{x[index]: m * x[index] for index in (i, k, p)},
-        epsilon: m**eps_degree * epsilon,
+        scale_parameter(layer): m**eps_degree * scale_parameter(layer),
         t: m * t,
     }
     values.update({s: m**d * s for s, d in statistic_degrees(layer).items()})
@@ -180,15 +189,21 @@ def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
     f = sp.Function("f")
     e = epsilon_degree(layer)
     statement = ", ".join(f"{q}: p = {d}" for q, d in found.items())
-    root = {1: "epsilon", 2: "sqrt(epsilon)"}.get(e, f"epsilon**(1/{e})")
+    scale = scale_parameter(layer)
+    if scale == epsilon:
+        root = {1: "epsilon", 2: "sqrt(epsilon)"}.get(e, f"epsilon**(1/{e})")
+        evaluated = f"; numeric evaluates at m = max(|x|, {root})"
+        assumptions: tuple[str, ...] = ("m > 0", "epsilon > 0", "n >= 2")
+    else:
+        evaluated, assumptions = "", ("m > 0", f"{scale} real", "n >= 2")
     return Formula(
         name,
-        f"Scaling x by m and epsilon by m**{e} scales each result by m**p "
-        f"({statement}); numeric evaluates at m = max(|x|, {root}).",
-        sp.Eq(f(m * x[i], m**e * epsilon), m ** sp.Symbol("p") * f(x[i], epsilon)),
-        ("m > 0", "epsilon > 0", "n >= 2"),
+        f"Scaling x by m and {scale} by m**{e} scales each result by m**p ({statement}){evaluated}.",
+        sp.Eq(f(m * x[i], m**e * scale), m ** sp.Symbol("p") * f(x[i], scale)),
+        assumptions,
         Established.ALL_N,
-        "f(m x, m**e eps) / f(x, eps) simplified to m**p",
+        f"f(m x, m**e {'eps' if scale == epsilon else scale}) / f(x, {'eps' if scale == epsilon else scale}) "
+        "simplified to m**p",
         "",
         layer.key,
     )

@@ -107,6 +107,7 @@ def bound_value(layer: Layer) -> sp.Expr:
     return bound(layer)[0]
 
 
+@singledispatch
 def norm_formula(layer: Layer, _: object, name: str) -> Formula:
     norm = spectral_norm(layer)
     stated = layer.stated.get(name)

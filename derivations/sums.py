@@ -130,6 +130,8 @@ def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:
     """Solve equations that are linear in power sums for those power sums."""
     equations = list(equations)
     unknowns = sorted(set().union(*(e.atoms(PowerSum) for e in equations)), key=sp.default_sort_key)
+    if not unknowns:
+        return {}  # a layer without statistics fixes no power sum
     # The definitions are linear in the power sums (the statistics enter as
     # known symbols), so a unique solution exists exactly when they fix them.
     solutions = sp.linsolve(equations, unknowns)

@@ -27,6 +27,9 @@ g_s = sp.Symbol("g_s", real=True)
 r_k = sp.Symbol("r_k", nonnegative=True)
 kappa = sp.Symbol("kappa", positive=True)
 k_p = sp.Symbol("k_p", integer=True, positive=True)
+
+# The one learnable scalar of Dynamic Tanh, tanh(alpha x): no epsilon, 1/alpha sets the scale.
+alpha = sp.Symbol("alpha", real=True)
 # The parameter of a path that reaches the degenerate input as tau -> 0+.
 tau = sp.Symbol("tau", positive=True)
 s = sp.Symbol("s", positive=True)

@@ -34,7 +34,8 @@ _SETTINGS = ("MATPLOTLIBRC", "MPLCONFIGDIR", "MPLBACKEND", "XDG_CONFIG_HOME", "H
 def _key() -> bytes:
     """The bytes that, with the derivation cache's own key, name the drawn set."""
     root = Path(__file__).resolve().parent.parent
-    parts = [_cache.tree(root / folder) for folder in ("numeric", "figures")]
+    # The code that computes and draws, not what it wrote (figures/png holds copies of the set).
+    parts = [_cache.tree(root / folder, "*.py") for folder in ("numeric", "figures")]
     for name in _PACKAGES:
         try:
             parts.append(f"{name} {metadata.version(name)}".encode())

@@ -13,6 +13,8 @@ from figures._output import display_math
 
 FILENAME = "conventions.png"
 EPSILON = 0.1
+# A layer without epsilon (Dynamic Tanh) is drawn at the initial alpha of its paper, gain 1 and bias 0.
+ALPHA = 0.5
 COLORS = ("#0072b2", "#d55e00", "#56b4e9", "#009e73", "#cc79a7", "#e69f00")
 # Within a row, conventions that coincide on (-t, 0, t), whose mean is 0
 # (LayerNorm and RMSNorm), are drawn thinner and dashed on top of each other.
@@ -24,10 +26,17 @@ GROUPS = (
     ("inside", r"$\varepsilon$ under the square root"),
     ("added", r"$\varepsilon$ added to a deviation (a standard deviation, a root mean square)"),
     ("floor", r"$\varepsilon$ as a floor on the norm: two regimes, and a kink where the norm reaches $\varepsilon$"),
+    (
+        "none",
+        rf"no $\varepsilon$ and no statistics: $1/\alpha$ sets the scale; drawn at $\alpha = \alpha_0 = {ALPHA:g}$, "
+        r"$\gamma = 1$, $\beta = 0$",
+    ),
 )
 
 
 def _group(key: str) -> str:
+    if not LAYERS[key].has_epsilon:
+        return "none"
     if is_regimes(LAYERS[key]):
         return "floor"
     return "inside" if getattr(numeric, key).LAYER.epsilon_root(4.0) == 2.0 else "added"
@@ -40,10 +49,15 @@ def draw() -> Figure:
         if isinstance(layer, Grouped):
             blocked.setdefault(layer.base.key, []).append(key)
     # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone; one
-    # whose partial mean runs over a subset (partial RMSNorm) is drawn at its default, as derived.
+    # whose partial mean runs over a subset (partial RMSNorm) is drawn at its default, as derived;
+    # one without epsilon (Dynamic Tanh) has a response of t and its scalar, drawn at ALPHA.
     chosen = set(symmetric()) | {key for key, layer in LAYERS.items() if layer.subsets}
     drawn = [
-        key for key in LAYERS if key in chosen and not isinstance(LAYERS[key], Grouped) and not LAYERS[key].scalars
+        key
+        for key in LAYERS
+        if key in chosen
+        and not isinstance(LAYERS[key], Grouped)
+        and (not LAYERS[key].scalars or not LAYERS[key].has_epsilon)
     ]
     rows = [(name, title, [key for key in drawn if _group(key) == name]) for name, title in GROUPS]
     rows = [row for row in rows if row[2]]
@@ -55,19 +69,22 @@ def draw() -> Figure:
     fig.text(
         0.5,
         1 - 0.6 / fig.get_figheight(),
-        rf"Input $(-t, 0, t)$, third coordinate, $\varepsilon = {EPSILON:g}$",
+        rf"Input $(-t, 0, t)$, third coordinate, $\varepsilon = {EPSILON:g}$"
+        + (rf"; Dynamic Tanh at $\alpha = {ALPHA:g}$" if any(r[0] == "none" for r in rows) else ""),
         ha="center",
     )
     t = np.linspace(-2, 2, 801)
-    for (_, title, keys), (forward, slope) in zip(rows, axes, strict=True):
+    for (group, title, keys), (forward, slope) in zip(rows, axes, strict=True):
         for position, key in enumerate(keys):
             module = getattr(numeric, key)
             color, style = COLORS[position % len(COLORS)], ("-", "--", ":", "-.")[position % 4]
             also = f"\nalso {', '.join(blocked[key])}, per block" if key in blocked else ""
+            second = ALPHA if group == "none" else EPSILON
+            value = f" = {float(module.slope_at_zero(second)):g}" if group == "none" else ""
             at = "".join(f" at {subset.keyword} = {subset.default}" for subset in LAYERS[key].subsets)
-            label = rf"{key}{at}: slope at 0 = ${display_math(module.slope_at_zero.latex)}${also}"
-            forward.plot(t, module.response(t, EPSILON), color=color, ls=style, lw=2.4 - 0.5 * position, label=label)
-            slope.plot(t, module.slope(t, EPSILON), color=color, ls=style, lw=2.4 - 0.5 * position)
+            label = rf"{key}{at}: slope at 0 = ${display_math(module.slope_at_zero.latex)}${value}{also}"
+            forward.plot(t, module.response(t, second), color=color, ls=style, lw=2.4 - 0.5 * position, label=label)
+            slope.plot(t, module.slope(t, second), color=color, ls=style, lw=2.4 - 0.5 * position)
         forward.set_title(title, loc="left", fontsize=10.5)
         forward.set(xlim=(-2, 2), xlabel="input amplitude t", ylabel=r"response $u_3(t)$")
         slope.set(xlim=(-2, 2), ylim=(0, None), xlabel="input amplitude t", ylabel=r"slope $du_3/dt$")

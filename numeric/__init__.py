@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from derivations import LAYERS, catalog
-from numeric import _affine, _grouped, _regimes, _reparametrized  # noqa: F401 - register the wrappers' facades
+from numeric import _affine, _elementwise, _grouped, _regimes, _reparametrized  # noqa: F401 - register the facades
 from numeric._compiled import compiled
 from numeric._layer import NumericLayer, facade
 

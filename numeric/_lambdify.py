@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
@@ -49,6 +50,19 @@ class RowMean(sp.Function):
 class _Printer(NumPyPrinter):
     """NumPy printer that spells small integer and half-integer powers out, and row means."""
 
+    def _cosh(self, sech: sp.Expr) -> str:
+        """The cosh whose reciprocal ``sech`` (a sech or a `SechOfProduct`) is."""
+        if isinstance(sech, SechOfProduct):
+            return f"cosh_of_product({self._print(sech.args[0])}, {self._print(sech.args[1])})"
+        return f"{self._module}.cosh({self._print(sech.args[0])})"
+
+    def _print_sech(self, expr: sp.sech) -> str:
+        # 1/cosh: cosh overflows to inf only where sech is below the float range, and 1/inf is 0.
+        return f"(1/{self._cosh(expr)})"
+
+    def _print_SechOfProduct(self, expr: SechOfProduct) -> str:
+        return f"(1/{self._cosh(expr)})"
+
     def _print_RowMean(self, expr: RowMean) -> str:
         # numpy.mean's own steps (the pairwise sum, then a division by the count, the n every
         # fused program takes), without its Python wrapper around each block.
@@ -56,6 +70,17 @@ class _Printer(NumPyPrinter):
         return f"({summed}/{self._print(n)})"
 
     def _print_Mul(self, expr: sp.Mul) -> str:
+        # c * sech(u)**m as c / cosh(u) / ... / cosh(u): sech(u)**m alone underflows where
+        # c * sech(u)**m is still a normal number (alpha = 1e100, alpha t = 468).
+        kinds = (sp.sech, SechOfProduct)
+        sech = [f for f in expr.args if isinstance(f, kinds) or (f.is_Pow and isinstance(f.base, kinds))]
+        if sech and all(not f.is_Pow or (f.exp.is_Integer and f.exp > 0) for f in sech):
+            rest = sp.Mul(*(f for f in expr.args if f not in sech))
+            tex = self.parenthesize(rest, sp.printing.precedence.PRECEDENCE["Mul"])
+            for f in sech:
+                power, base = (int(f.exp), f.base) if f.is_Pow else (1, f)
+                tex += f"/{self._cosh(base)}" * power
+            return tex
         # Per-row factors multiplied together first: a block is then
         # multiplied once by their product, not once by each of them.
         wide = [f for f in expr.args if is_wide(f)]
@@ -130,7 +155,63 @@ def _shared_subexpressions(expr: Any) -> tuple[list[tuple[sp.Symbol, sp.Expr]], 
     return replacements, reduced
 
 
+class SechOfProduct(sp.Function):
+    """sech(a b), kept as one node so that `sympy.cse` does not name the rounded product a b."""
+
+    nargs = 2
+
+
+def _split(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Veltkamp: value = high + low, each with at most 26 significant bits.
+    scaled = 134217729.0 * value
+    high = scaled - (scaled - value)
+    return high, value - high
+
+
+def cosh_of_product(a: Any, b: Any) -> Any:
+    """cosh(a b) with the product taken exactly (Dekker's two-product, a b = p + e).
+
+    cosh is ill-conditioned in its argument: a relative error d in a b moves
+    cosh(a b) by |a b| tanh|a b| d, hundreds of ulp where |a b| is hundreds.
+    The rounding e is put back to first order, cosh(p + e) = cosh(p) (1 + tanh(p) e),
+    which is exact to the format (e is at most half an ulp of p).  Where the
+    split overflows (|a| or |b| beyond 1e300) e is dropped.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    product = a * b
+    with np.errstate(all="ignore"):
+        (a_high, a_low), (b_high, b_low) = _split(a), _split(b)
+        error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
+        error = np.where(np.isfinite(error), error, 0.0)
+        return np.cosh(product) * (1 + np.tanh(product) * error)
+
+
+def _exact_products(expr: sp.Expr) -> sp.Expr:
+    """Each sech of a product of two factors as `SechOfProduct`, printed through `cosh_of_product`."""
+
+    def two_factors(e: sp.Basic) -> bool:
+        if not isinstance(e, sp.sech) or not e.args[0].is_Mul:
+            return False
+        coefficient, rest = e.args[0].as_coeff_Mul()
+        return abs(coefficient) == 1 and len(sp.Mul.make_args(rest)) == 2
+
+    def exact(e: sp.sech) -> sp.Expr:
+        # sech is even: a sign in front of the product does not matter.
+        first, second = sp.Mul.make_args(e.args[0].as_coeff_Mul()[1])
+        return SechOfProduct(first, second)
+
+    return expr.replace(two_factors, exact)
+
+
 def compile(expr: sp.Expr | list[sp.Expr], args: Sequence[sp.Symbol]) -> Callable[..., Any]:
     """``lambdify(args, expr)`` for NumPy, with common subexpressions shared; a list of
     expressions gives a function returning the list of their values."""
-    return sp.lambdify(args, expr, modules="numpy", printer=_Printer, cse=_shared_subexpressions, docstring_limit=None)
+    exprs = [_exact_products(e) for e in expr] if isinstance(expr, list) else _exact_products(expr)
+    return sp.lambdify(
+        args,
+        exprs,
+        modules=[{"cosh_of_product": cosh_of_product}, "numpy"],
+        printer=_Printer,
+        cse=_shared_subexpressions,
+        docstring_limit=None,
+    )

@@ -23,8 +23,9 @@ import sympy as sp
 from numpy.typing import DTypeLike
 
 from derivations import LAYERS, eigen, jacobian, quantities, scaling, symmetric
+from derivations.elementwise import Largest
 from derivations.sums import Mean, p
-from derivations.symbols import epsilon, g, i, j, k, n, t, v, x
+from derivations.symbols import g, i, j, k, n, t, v, x
 from numeric._layer import facade
 
 DIGITS = 50
@@ -37,9 +38,32 @@ SIZES = (2, 3, 16)
 def layer_keys() -> tuple[str, ...]:
     """The layers measured: those with a symmetric Jacobian, whose every function is derived,
     and those whose partial means run over a subset (at its default), of x and epsilon alone
-    (no scalar such as ScaleNorm's gain)."""
+    (no scalar such as ScaleNorm's gain), or, for a layer without epsilon (Dynamic Tanh), of x and
+    the scalar parameter that takes its place."""
     chosen = set(symmetric()) | {key for key, layer in LAYERS.items() if layer.subsets}
-    return tuple(key for key in LAYERS if key in chosen and not LAYERS[key].scalars)
+    return tuple(key for key in LAYERS if key in chosen and (not LAYERS[key].scalars or not LAYERS[key].has_epsilon))
+
+
+def parameter(key: str) -> sp.Symbol:
+    """The second argument of the layer's functions: epsilon, or the scalar in its place (alpha)."""
+    return scaling.scale_parameter(LAYERS[key])
+
+
+def parameter_values(key: str, epsilons: np.ndarray) -> np.ndarray:
+    """The grid of the second argument: epsilon's, or for a real parameter in its place
+    (alpha, of either sign) the same magnitudes with both signs."""
+    values = np.asarray(epsilons)
+    return values if LAYERS[key].has_epsilon else np.concatenate([values, -values])
+
+
+def _defaults(key: str, expr: sp.Expr) -> sp.Expr:
+    """``expr`` at the parameters a function uses when none are given: a layer without
+    epsilon takes gain 1 and bias 0 (a layer with epsilon and parameters is measured through
+    its backward products alone, which are given them)."""
+    if LAYERS[key].has_epsilon:
+        return expr
+    ones = {base: sp.Integer(1) if name == "gain" else sp.Integer(0) for name, base in LAYERS[key].parameters}
+    return expr.replace(lambda e: isinstance(e, sp.Indexed) and e.base in ones, lambda e: ones[e.base])
 
 
 def scalar_functions(key: str) -> dict[str, int]:
@@ -65,7 +89,7 @@ def backward_functions(key: str) -> tuple[str, ...]:
     """The backward products of the layer measured normwise: vjp, jvp and hvp (a parameter's
     gradient, returned by vjp, is g times the output or g itself).  A layer with a scalar input
     (ScaleNorm's gain) has none here: its products are its base's, measured, times c(gain)."""
-    if LAYERS[key].scalars:
+    if LAYERS[key].scalars and LAYERS[key].has_epsilon:
         return ()
     if LAYERS[key].derived_as is not LAYERS[key] and LAYERS[key].parameters:
         return ()  # a reparametrized layer's products are its base's at other parameters, measured there
@@ -133,14 +157,14 @@ def _derived(key: str, numeric: str) -> sp.Expr:
 
 @cache
 def _reference(key: str, name: str) -> Any:
-    return sp.lambdify((t, epsilon), _derived(key, name), modules="mpmath")
+    return sp.lambdify((t, parameter(key)), _defaults(key, _derived(key, name)), modules="mpmath")
 
 
 def scalar(key: str, name: str, dtype: DTypeLike, ts: np.ndarray, epsilons: np.ndarray) -> Result:
     """Relative error of ``response`` or ``slope`` against mpmath, over every (t, epsilon) pair."""
     info = np.finfo(dtype)
     function = getattr(facade(key), name)
-    tt, ee = np.meshgrid(ts, epsilons)
+    tt, ee = np.meshgrid(ts, parameter_values(key, epsilons))
     computed = np.asarray(function(tt, ee), dtype=np.float64)
     reference = _reference(key, name)
     worst, where, silent, points = 0.0, "", 0, 0
@@ -157,7 +181,7 @@ def scalar(key: str, name: str, dtype: DTypeLike, ts: np.ndarray, epsilons: np.n
             else:
                 error = float(abs((mpmath.mpf(float(value)) - true) / true)) / float(info.eps)
             if error > worst:
-                worst, where = error, f"t = {tt[index]:.3g}, epsilon = {ee[index]:.3g}"
+                worst, where = error, f"t = {tt[index]:.3g}, {parameter(key)} = {ee[index]:.3g}"
     return Result(f"{key}.{name}", str(np.dtype(dtype)), worst, where, scalar_functions(key)[name], points, silent)
 
 
@@ -185,13 +209,27 @@ def _vector_reference(key: str) -> dict[str, Any]:
     stats = [stat.symbol for stat in layer.statistics]
     at_i, at_k = _indicators(key, i), _indicators(key, k)
     entries = {x[i]: _xi, x[j]: _xj, x[k]: _xk, **at_i, **at_k}
+    e = parameter(key)
 
     def compile(expr: sp.Expr, *args: sp.Basic) -> Any:
-        return sp.lambdify(args, expr.xreplace(entries), modules="mpmath")
+        return sp.lambdify(args, _defaults(key, expr).xreplace(entries), modules="mpmath")
+
+    def of_statistics(expr: sp.Expr) -> Any:
+        # A value at entry k (an elementwise layer's eigenvalue J_kk) is taken at every entry,
+        # and a largest value over the entries (its norm) is that maximum: a list either way.
+        if not expr.has(x[k]):
+            single = compile(expr, *stats, e, n)
+            return lambda xs, *rest: [single(*rest)]
+        (largest,) = expr.atoms(Largest) or {None}
+        inner = compile(largest.args[0] if largest else expr, _xk, *stats, e, n)
+        outside = compile(expr.xreplace({largest: 1}), *stats, e, n) if largest else None
+        if outside is None:
+            return lambda xs, *rest: [inner(value, *rest) for value in xs]
+        return lambda xs, *rest: [outside(*rest) * max(inner(value, *rest) for value in xs)]
 
     delta = sp.Symbol("delta")
     return {
-        "applied": compile(layer.output, _xi, *at_i.values(), *stats, epsilon),
+        "applied": compile(layer.output, _xi, *at_i.values(), *stats, e),
         "entrywise": compile(
             jacobian.entry(layer).subs(sp.KroneckerDelta(i, k), delta),
             _xi,
@@ -200,19 +238,15 @@ def _vector_reference(key: str) -> dict[str, Any]:
             *at_k.values(),
             delta,
             *stats,
-            epsilon,
+            e,
             n,
         ),
-        "degenerate": compile(
-            jacobian.at_degenerate(layer).subs(sp.KroneckerDelta(i, k), delta), delta, *stats, epsilon, n
-        )
+        "degenerate": compile(jacobian.at_degenerate(layer).subs(sp.KroneckerDelta(i, k), delta), delta, *stats, e, n)
         if layer.approach
         else None,
-        "spread": stats.index(layer.spread),
-        "eigenpairs": [(compile(p.value, *stats, epsilon, n), p.multiplicity) for p in eigen.eigenpairs(layer)],
-        "of_statistics": {
-            name: compile(_derived(key, name), *stats, epsilon, n) for name in _by_strategy(key, "of_statistics")
-        },
+        "spread": stats.index(layer.spread) if layer.spread in stats else None,
+        "eigenpairs": [(of_statistics(p.value), p.multiplicity) for p in eigen.eigenpairs(layer)],
+        "of_statistics": {name: of_statistics(_derived(key, name)) for name in _by_strategy(key, "of_statistics")},
     }
 
 
@@ -257,7 +291,7 @@ def _product_reference(key: str, name: str) -> tuple[Any, Any]:
         here = {base[k]: s for base, s in zip(bases, symbols, strict=True)}
         there = {base[p]: s for base, s in zip(bases, symbols, strict=True)}
         entry = sp.lambdify(
-            [*symbols, *stats, epsilon, n, *names],
+            [*symbols, *stats, parameter(key), n, *names],
             expr.xreplace(dict(zip(means, names, strict=True))).xreplace(here),
             modules="mpmath",
         )
@@ -309,18 +343,28 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.nd
     """
     previous: list[Any] | None = None
     agree = False
+    exact = _structural_zeros(key, name, len(inputs))
     for digits in (DIGITS * 2**power for power in range(8)):
         with mpmath.workdps(digits):
             values = _true_at(key, name, inputs, eps, extra or [])
         agree = previous is not None and all(
             abs(a - b) <= mpmath.mpf(10) ** -30 * max(abs(a), abs(b)) for a, b in zip(values, previous, strict=True)
         )
-        if agree and all(v != 0 for v in values):
+        if agree and all(v != 0 for m, v in enumerate(values) if m not in exact):
             return values
         previous = values
     if agree and previous is not None:
         return previous
     raise ArithmeticError(f"no stable reference for {key}.{name} at {inputs}, {eps}")
+
+
+@cache
+def _structural_zeros(key: str, name: str, size: int) -> frozenset[int]:
+    """Positions of the flattened result that are zero by the derivation, not by cancellation:
+    the entries off the diagonal of a Jacobian whose every term carries delta_ik."""
+    if _strategy(key, name) != "entrywise" or jacobian.entry(LAYERS[key]).subs(sp.KroneckerDelta(i, k), 0) != 0:
+        return frozenset()
+    return frozenset(r * size + c for r in range(size) for c in range(size) if r != c)
 
 
 def _true_at(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.ndarray]) -> list[Any]:
@@ -345,8 +389,13 @@ def _true_at(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np
             for c, b in enumerate(xs)
         ]
     if name in reference["of_statistics"]:
-        return [reference["of_statistics"][name](*stats, e, size)]
-    values = [f(*stats, e, size) for f, mult in reference["eigenpairs"] for _ in range(int(mult.subs(n, size)))]
+        return reference["of_statistics"][name](xs, *stats, e, size)
+    values = [
+        value
+        for f, mult in reference["eigenpairs"]
+        for _ in range(int(mult.subs(n, size)))
+        for value in f(xs, *stats, e, size)
+    ]
     return sorted(values)
 
 
@@ -391,18 +440,19 @@ def vector(
     rng = np.random.default_rng(seed)
     others = np.random.default_rng(seed + 1)  # dy, v and the parameters: x's draws stay as they were
     backward = _strategy(key, name) == "backward"
-    second = backward and len(layer._c.product(name).vectors) == 2
+    takes = _takes(key, name) if backward else ()
+    second = len(takes) == 2
     worst, bound, where, silent, points = 0.0, 0.0, "", 0, 0
     for size in SIZES:
         z = rng.standard_normal(size)
         extra = [others.standard_normal(size).astype(dtype) for _ in range(2 + len(LAYERS[key].parameters))]
-        args = [extra[_VECTORS[taken]] for taken in layer._c.product(name).vectors] if backward else []
+        args = [extra[_VECTORS[taken]] for taken in takes]
         args += extra[2:] if backward else []
         for power in powers:
             for inputs, shown in _inputs(family, z, int(power), dtype):
                 if not np.isfinite(inputs).all() or (family == "scaled" and (inputs == 0).any()):
                     continue
-                for eps in np.asarray(epsilons, dtype=dtype):
+                for eps in np.asarray(parameter_values(key, epsilons), dtype=dtype):
                     if second and _apart(inputs, eps, layer):
                         continue  # beyond SECOND_ORDER_SPAN: stated in the README, pinned by a test
                     try:
@@ -435,7 +485,7 @@ def vector(
                     # The bound is 8 n ulp: the worst case is the one closest to its own bound.
                     if not bound or error / (VECTOR_BOUND_PER_FEATURE * size) > worst / bound:
                         worst, bound = error, VECTOR_BOUND_PER_FEATURE * size
-                        where = f"n = {size}, {shown}, epsilon = {eps:.3g}"
+                        where = f"n = {size}, {shown}, {parameter(key)} = {eps:.3g}"
     label = f"{key}.{name}" if family == "scaled" else f"{key}.{name} [{family}]"
     return Result(label, str(np.dtype(dtype)), worst, where, bound, points, silent)
 
@@ -447,7 +497,15 @@ def vector(
 SECOND_ORDER_SPAN = 2.0**500
 
 
+def _takes(key: str, name: str) -> tuple[str, ...]:
+    """The vectors the backward product ``name`` takes after x, by argument name, in order."""
+    value = _derived(key, name)
+    return tuple(taken for base, taken in ((g, "dy"), (v, "v")) if value.has(base))
+
+
 def _apart(inputs: np.ndarray, eps: Any, layer: Any) -> bool:
+    if not layer.definition.has_epsilon:
+        return False  # no epsilon: no scale for the input to be apart from
     c = layer._c
     values = np.asarray(inputs, dtype=np.float64)
     spread = float(np.max(np.abs(values - np.mean(values) if c.centered else values)))
@@ -458,6 +516,8 @@ def _apart(inputs: np.ndarray, eps: Any, layer: Any) -> bool:
 def _no_value_at(layer: Any, name: str, inputs: np.ndarray) -> bool:
     """Whether ``inputs`` is the degenerate input (constant, or zero) of a layer whose product
     ``name`` has no limit there (the layer is not twice differentiable there)."""
+    if not layer.definition.approach:
+        return False
     c = layer._c
     if not c.layer.approach or c.product(name).degenerate is not None:
         return False

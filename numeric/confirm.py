@@ -62,8 +62,26 @@ class _Evaluator:
             bias[coordinate] = float(self.example.get("beta", 0.0))
         return gain, bias
 
-    def scalars(self, definition: Any) -> dict[str, float]:
-        """A layer's scalar inputs (ScaleNorm's gain) by argument name, from the counterexample."""
+    def second(self, definition: Any) -> tuple[float, str]:
+        """The second argument of the layer's functions, and its name: epsilon, or for a layer
+        without it (Dynamic Tanh) the scalar parameter in its place, from the counterexample."""
+        if definition.has_epsilon:
+            return self.eps, "epsilon"
+        ((name, symbol),) = definition.scalars
+        if str(symbol) not in self.example:
+            raise _Unsupported(f"the counterexample gives no {symbol}")
+        return float(self.example[str(symbol)]), name
+
+    def scalars(self, definition: Any, on_pattern: bool = False) -> dict[str, float]:
+        """A layer's scalar inputs (ScaleNorm's gain) by argument name, from the counterexample.
+        A layer without epsilon takes its one scalar as the second argument (`second`); a function
+        of t or of that scalar alone takes the gain and bias at the pattern's coordinate."""
+        if not definition.has_epsilon:
+            given = {"gain": "gamma", "bias": "beta"}
+            names = [name for name, _ in definition.parameters]
+            return {
+                name: float(self.example[given[name]]) for name in names if on_pattern and given[name] in self.example
+            }
         missing = [str(symbol) for _, symbol in definition.scalars if str(symbol) not in self.example]
         if missing:
             raise _Unsupported(f"the counterexample gives no {missing[0]}")
@@ -87,16 +105,23 @@ class _Evaluator:
             function = layer.function(numeric) if numeric else None
             if function is None:
                 raise _Unsupported(f"no numeric function for {identifier}")
+            second, called = self.second(definition)
             if quantity.evaluate == "of_t":
-                self.how.append(f"numeric.{key}.{numeric}(t, epsilon)")
-                return float(function(self.t, self.eps, **self.scalars(definition)))
+                self.how.append(f"numeric.{key}.{numeric}(t, {called})")
+                return float(function(self.t, second, **self.scalars(definition, on_pattern=True)))
             if quantity.evaluate == "of_epsilon":
-                self.how.append(f"numeric.{key}.{numeric}(epsilon)")
-                return float(function(self.eps, **self.scalars(definition)))
-            value = float(function(self.need_x(), self.eps, **self.scalars(definition)))
-            self.how.append(f"numeric.{key}.{numeric}(x, epsilon)")
+                if quantity.numeric == "bound" and not definition.has_epsilon and definition.parameters:
+                    self.how.append(f"numeric.{key}.{numeric}({called}, gain)")
+                    return float(function(second, self.parameters(layer)[0]))
+                self.how.append(f"numeric.{key}.{numeric}({called})")
+                return float(function(second, **self.scalars(definition, on_pattern=True)))
+            given = () if definition.has_epsilon else self.parameters(layer)
+            found = np.asarray(function(self.need_x(), second, *given, **self.scalars(definition)), dtype=np.float64)
+            value = float(found) if found.ndim == 0 else found
+            self.how.append(f"numeric.{key}.{numeric}(x, {called})")
             if quantity.reference == "norm2_of_jacobian":
-                independent = float(np.linalg.norm(layer.jacobian(self.need_x(), self.eps), 2))
+                matrix = layer.jacobian(self.need_x(), second, *given)
+                independent = float(np.linalg.norm(matrix, 2))
                 if not np.isclose(value, independent, rtol=1e-9, atol=0):
                     raise _Unsupported(f"{identifier} {value} disagrees with numpy.linalg.norm {independent}")
                 self.how.append("numpy.linalg.norm(J, 2)")
@@ -109,7 +134,7 @@ class _Evaluator:
             if identifier not in self.example:
                 raise _Unsupported(f"the counterexample gives no {identifier}")
             return np.asarray(self.example[identifier], dtype=np.float64)
-        stats = layer.statistics(self.need_x())
+        stats = layer.statistics(self.need_x()) if definition.statistics else {}
         named = {str(symbol): value for symbol, value in stats.items()}
         if identifier in named:
             return named[identifier]
@@ -120,18 +145,23 @@ class _Evaluator:
                 return float(compile(expr, symbols)(*stats.values(), self.eps))
         if identifier in ("gamma", "beta", "gamma_max") and identifier in self.example:
             return float(self.example[identifier])
+        if identifier == "gamma_max" and "gain" in self.example:
+            return float(np.max(np.abs(np.asarray(self.example["gain"], dtype=np.float64))))
+        if identifier in {str(symbol) for _, symbol in definition.scalars} and identifier in self.example:
+            return float(self.example[identifier])
         raise _Unsupported(f"no numeric value for {identifier}")
 
     def vector(self, identifier: str, key: str, layer: NumericLayer) -> np.ndarray:
         x = self.need_x()
         if identifier == "c":
             return x - np.mean(x)
+        second, _ = self.second(layer.definition)
         if identifier == "y":
             self.how.append(f"numeric.{key}.forward")
-            return np.asarray(layer.forward(x, self.eps, *self.parameters(layer), **self.scalars(layer.definition)))
+            return np.asarray(layer.forward(x, second, *self.parameters(layer), **self.scalars(layer.definition)))
         if identifier == "J":
             self.how.append(f"numeric.{key}.jacobian")
-            return np.asarray(layer.jacobian(x, self.eps, *self.parameters(layer), **self.scalars(layer.definition)))
+            return np.asarray(layer.jacobian(x, second, *self.parameters(layer), **self.scalars(layer.definition)))
         return x
 
     def need_x(self) -> np.ndarray:

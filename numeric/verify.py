@@ -8,20 +8,37 @@ wider grids; ``python -m numeric.verify`` runs the pre-figure set.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
+import sympy as sp
 
-from derivations import LAYERS, cli, eigen, quantities, symmetric
+from derivations import LAYERS, cli, eigen, quantities, scaling, symmetric
 from derivations.symbols import epsilon as eps_symbol
-from derivations.symbols import t
+from derivations.symbols import k, t
+from derivations.symbols import x as x_base
 from numeric._layer import NumericLayer, facade
 from numeric.agreement import AgreementError, assert_agree, exact
 
 
 def symmetric_layers() -> tuple[NumericLayer, ...]:
     """The layers whose Jacobian is symmetric and whose functions take x and epsilon alone,
-    so that every check applies (from the catalog)."""
-    return tuple(facade(key) for key in symmetric() if not LAYERS[key].scalars)
+    or, without epsilon (Dynamic Tanh), x and the scalar in its place, so that every check
+    applies (from the catalog)."""
+    return tuple(facade(key) for key in symmetric() if not LAYERS[key].scalars or not LAYERS[key].has_epsilon)
+
+
+def _second(layer: Any) -> sp.Symbol:
+    """The symbol of the functions' second argument: epsilon, or the scalar in its place (alpha)."""
+    return scaling.scale_parameter(layer.definition)
+
+
+def _at_defaults(layer: Any, expr: sp.Expr) -> sp.Expr:
+    """``expr`` at the parameters a layer without epsilon uses when none are given: gain 1, bias 0."""
+    if layer.definition.has_epsilon:
+        return expr
+    ones = {base: sp.Integer(1 if name == "gain" else 0) for name, base in layer.definition.parameters}
+    return expr.replace(lambda e: isinstance(e, sp.Indexed) and e.base in ones, lambda e: ones[e.base])
 
 
 def subset_layers() -> tuple[NumericLayer, ...]:
@@ -60,10 +77,11 @@ def scalar_against_symbolic(layer: NumericLayer, name: str, ts: np.ndarray, epsi
     found = quantities.by_numeric(layer.definition, name)
     assert found is not None, f"{layer.key} has no function {name}"
     _, quantity, item = found
-    expr = quantity.derive(layer.definition, item)
+    expr = _at_defaults(layer, quantity.derive(layer.definition, item))
     function = getattr(layer, name)
     tt, ee = np.meshgrid(ts, epsilons)
-    expected = np.array([exact(expr, {t: a, eps_symbol: b}) for a, b in zip(tt.ravel(), ee.ravel(), strict=True)])
+    second = _second(layer)
+    expected = np.array([exact(expr, {t: a, second: b}) for a, b in zip(tt.ravel(), ee.ravel(), strict=True)])
     return assert_agree(function(tt.ravel(), ee.ravel()), expected, rtol=1e-13, what=f"{name} vs symbolic")
 
 
@@ -78,13 +96,14 @@ def derivative_against_differences(layer: NumericLayer, name: str, of: str, ts: 
     """
     derivative, primitive = getattr(layer, name), getattr(layer, of)
     peak = derivative(0.0, epsilon)
-    width = layer.asymptotes()[0] / peak
+    upper = layer.asymptotes()[0] if layer.definition.has_epsilon else float(layer.asymptote(epsilon))
+    width = abs(upper / peak)
     h = _ROOT_STEP * np.maximum(np.abs(ts), width)
     differences = (primitive(ts + h, epsilon) - primitive(ts - h, epsilon)) / (2 * h)
     # The slope never exceeds its value at 0; the absolute part of the
     # tolerance is relative to that.
     return assert_agree(
-        differences, derivative(ts, epsilon), rtol=1e-7, atol=1e-8 * peak, what=f"{name} vs differences of {of}"
+        differences, derivative(ts, epsilon), rtol=1e-7, atol=1e-8 * abs(peak), what=f"{name} vs differences of {of}"
     )
 
 
@@ -122,6 +141,8 @@ def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.r
     """
     jac = layer.jacobian(x, epsilon)
     tol = {"rtol": 1e-10, "atol": 1e-13 * layer.bound(epsilon)}
+    if not layer.definition.statistics:
+        return _diagonal_eigenstructure(layer, x, epsilon, jac, tol)
     count = assert_agree(layer.eigenvalues(x, epsilon), np.linalg.eigvalsh(jac), **tol, what="eigenvalues vs eigvalsh")
     count += assert_agree(
         layer.spectral_norm(x, epsilon), np.linalg.norm(jac, 2), **tol, what="spectral_norm vs numpy.linalg.norm"
@@ -141,6 +162,22 @@ def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.r
         else:
             v = explicit[pair.direction.name]
         count += assert_agree(jac @ v, value * v, **tol, what=f"J v along {pair.direction.name}")
+    return count
+
+
+def _diagonal_eigenstructure(layer: Any, x: np.ndarray, alpha: float, jac: np.ndarray, tol: dict) -> int:
+    """An elementwise layer (Dynamic Tanh): J e_k = J_kk e_k for every coordinate vector, J_kk
+    the derived eigenvalue evaluated exactly; the eigenvalues and the norm vs numpy.linalg."""
+    count = assert_agree(layer.eigenvalues(x, alpha), np.linalg.eigvalsh(jac), **tol, what="eigenvalues vs eigvalsh")
+    count += assert_agree(
+        layer.spectral_norm(x, alpha), np.linalg.norm(jac, 2), **tol, what="spectral_norm vs numpy.linalg.norm"
+    )
+    (pair,) = eigen.eigenpairs(layer.definition)
+    value = _at_defaults(layer, pair.value)
+    for m in range(x.shape[-1]):
+        e = np.eye(x.shape[-1])[m]
+        expected = exact(value.xreplace({x_base[k]: x_base[m]}), {x_base[m]: float(x[m]), _second(layer): alpha})
+        count += assert_agree(jac @ e, expected * e, **tol, what=f"J e_{m}")
     return count
 
 

@@ -14,7 +14,10 @@ SIZES = (2, 3, 7, 64)
 # applied block by block (groups, a batch) is its base layer per block, tested in test_grouped.
 # A layer whose parameters are stored as functions of others (Gemma's 1 + w) is its base
 # at those parameters, tested in test_reparametrized.
-ROW_LAYERS = tuple(key for key, layer in LAYERS.items() if not isinstance(layer, (Grouped, Reparametrized)))
+# A layer without epsilon (Dynamic Tanh: alpha in its place) is tested in its own file, tests/test_dyt.py.
+ROW_LAYERS = tuple(
+    key for key, layer in LAYERS.items() if not isinstance(layer, (Grouped, Reparametrized)) and layer.has_epsilon
+)
 # Every such layer whose Jacobian is symmetric, so that its eigenstructure is derived,
 # and whose functions take x and epsilon alone (ScaleNorm's gain: tests/test_regimes.py).
 SYMMETRIC_LAYERS = tuple(key for key in symmetric() if key in ROW_LAYERS and not LAYERS[key].scalars)

@@ -23,7 +23,7 @@ def test_a_recalled_set_is_byte_identical_to_one_drawn_now(tmp_path, capsys):
 def test_a_changed_source_or_package_names_another_entry(monkeypatch):
     before = cli._key()
     real = _cache.tree
-    monkeypatch.setattr(_cache, "tree", lambda root: real(root) + (b"edit" if root.name == "numeric" else b""))
+    monkeypatch.setattr(_cache, "tree", lambda root, *a: real(root, *a) + (b"edit" if root.name == "numeric" else b""))
     assert cli._key() != before
     monkeypatch.setattr(_cache, "tree", real)
     monkeypatch.setattr(cli.metadata, "version", lambda name: "9.9" if name == "matplotlib" else "1.0")

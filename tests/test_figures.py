@@ -14,7 +14,7 @@ from numeric.agreement import AgreementError
 
 SIZES = {
     "layer-normalization-epsilon-response.png": (410, 860),
-    "conventions.png": (900, 1280),
+    "conventions.png": (1160, 1280),
     "spectrum.png": (480, 720),
 }
 

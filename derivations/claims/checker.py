@@ -346,17 +346,18 @@ def _quantifier(setting: _Setting, claim: Claim) -> str:
         extra.append("gamma, beta in R^n with gamma_max = max|gamma_i|")
     extra += [f"{name} in R" for name in sorted(usage.scalars)]
     eps = ", ".join(setting.notes) if setting.notes else "epsilon > 0"
+    if not usage.epsilon and not any(LAYERS[key].has_epsilon for key in usage.layers or {claim.layer}):
+        eps = ""  # a layer without epsilon (Dynamic Tanh): nothing to quantify over
     assumed = [a for a in claim.assumptions if not a.replace(" ", "").startswith(("n>=", "n==", "d>=", "epsilon=="))]
     tail = "".join(f", {a}" for a in assumed)
     if setting.notes_where:
         tail += ", where " + " and ".join(setting.notes_where)
     if setting.pattern is not None:
-        return (
-            f"for all t in R, {eps}{''.join(', ' + e for e in extra)}, at x = {setting.pattern} (n = "
-            f"{len(setting.pattern.values)}){tail}"
-        )
+        over = ", ".join(filter(None, ["t in R", eps, *extra]))
+        return f"for all {over}, at x = {setting.pattern} (n = {len(setting.pattern.values)}){tail}"
     if usage.general or usage.vectors or usage.gains:
-        return f"for all x in R^n, {describe_n(setting.allowed)}, {eps}{''.join(', ' + e for e in extra)}{tail}"
+        over = ", ".join(filter(None, ["x in R^n", describe_n(setting.allowed), eps, *extra]))
+        return f"for all {over}{tail}"
     free = sorted(
         {str(s) for side in (setting.lhs, setting.rhs) if isinstance(side, sp.Expr) for s in side.free_symbols}
     )

@@ -22,6 +22,7 @@ import mpmath
 import sympy as sp
 
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, g, v
+from derivations.elementwise import Largest
 from derivations.sums import PowerSum
 from derivations.symbols import beta, epsilon, gamma, gamma_max, i, k, n, x
 
@@ -181,6 +182,11 @@ def at(value: Any, point: Mapping[sp.Basic, sp.Expr], inputs: Explicit | None = 
     if inputs is not None:
         expr = expr.replace(lambda e: isinstance(e, PowerSum), lambda e: inputs.power_sum(e.args[0], _index(e.args[0])))
         expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
+        # The largest value over the entries (an elementwise layer's norm, max_k |J_kk|), entry by entry.
+        expr = expr.replace(
+            lambda e: isinstance(e, Largest),
+            lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size))),
+        )
     expr = expr.xreplace(dict(point))
     if inputs is not None:
         expr = expr.xreplace(inputs.entries())

@@ -24,6 +24,7 @@ from derivations import Layer, NotApplicable, jacobian, quantities, scaling
 from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.language import MAX_EXPONENT, Built, ClaimError, _Builder, _describe, _where
+from derivations.elementwise import Largest
 from derivations.sums import PowerSum, over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
@@ -79,6 +80,7 @@ class Usage:
     gains: bool = False
     scalars: set[str] = field(default_factory=set)  # a layer's scalar inputs named (ScaleNorm's g_s)
     limit_epsilon: bool = False
+    epsilon: bool = False  # epsilon named (or its limit taken)
     limit_over_statistics: bool = False  # epsilon -> 0 of something the statistics enter
     matrices: dict[str, Matrix] = field(default_factory=dict)  # held by OpaqueNorm
     divisors: list[sp.Expr] = field(default_factory=list)  # may vanish: the claim is where they do not
@@ -118,8 +120,17 @@ class Builder(_Builder):
                 raise ClaimError(str(error)) from None
             if value is None:
                 raise ClaimError(f"{layer_key} has no {identifier}: {quantity.meaning} is not derived for it")
+            # A largest value over the entries (max_k |J_kk|) is one number; an entry at k is not.
+            outside = value.replace(lambda e: isinstance(e, Largest), lambda e: sp.Dummy())
+            if quantity.kind == "scalar" and any(k in e.indices for e in outside.atoms(sp.Indexed)):
+                # J e_k = J_kk e_k of an elementwise layer: one eigenvalue per entry, not one number.
+                raise ClaimError(
+                    f"{identifier} of {layer_key} is one value per entry k ({quantity.meaning}), not one number "
+                    "at an input; state the claim with J, norm(J, 2) or spectral_norm"
+                )
             self.usage.layers.add(layer_key)
             self.usage.quantities.append((layer_key, identifier))
+            self._scalars_in(value, layer)
             if quantity.over == "pattern":
                 self.usage.patterns[(item.values, item.coordinate)] = item
             else:
@@ -152,12 +163,21 @@ class Builder(_Builder):
         if identifier == "y":
             if layer.parameters:
                 self.usage.gains = True
+            self._scalars_in(layer.output, layer)
             return Vector(layer.output)
         if identifier == "J":
             if layer.parameters:
                 self.usage.gains = True
+            self._scalars_in(layer.output, layer)
             return Matrix(jacobian.entry(layer), jacobian_of=layer.key)
         return None
+
+    def _scalars_in(self, value: sp.Expr, layer: Layer) -> None:
+        """A layer's scalar inputs a value depends on (ScaleNorm's g_s, Dynamic Tanh's alpha) are
+        quantified over even where the claim does not name them."""
+        for _, symbol in layer.scalars:
+            if value.has(symbol):
+                self.usage.scalars.add(str(symbol))
 
     def symbol(self, identifier: str, layer: Layer) -> sp.Expr | None:
         names: dict[str, sp.Expr] = {"t": t, "epsilon": epsilon, "n": n, "d": n, "oo": sp.oo}
@@ -170,6 +190,8 @@ class Builder(_Builder):
         value = names.get(identifier)
         if value is None:
             return None
+        if identifier == "epsilon":
+            self.usage.epsilon = True
         if identifier in {str(stat.symbol) for stat in layer.statistics} or identifier == "s":
             self.usage.general = True
             self.usage.layers.add(layer.key)
@@ -327,7 +349,7 @@ class Builder(_Builder):
 
     def limit(self, node: ast.Call) -> sp.Expr:
         if len(node.args) == 3 and isinstance(node.args[1], ast.Name) and node.args[1].id == "epsilon":
-            self.usage.limit_epsilon = True
+            self.usage.limit_epsilon = self.usage.epsilon = True
             point = self.build(node.args[2])
             if point != 0:
                 raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 only")
@@ -398,6 +420,14 @@ def build(text: str, key: str) -> tuple[Value, str, Value, Usage]:
     usage = Usage()
     builder = Builder(text.strip(), key, usage)
     lhs, rhs = builder.build(body.left), builder.build(body.comparators[0])
+    about = sorted(usage.layers or {key})
+    if usage.epsilon and not any(LAYERS[name].has_epsilon for name in about):
+        # A layer without epsilon (Dynamic Tanh): a claim in epsilon would be about a symbol
+        # none of its results holds, and its verdict about nothing the layer does.
+        scale = ", ".join(str(symbol) for name in about for _, symbol in LAYERS[name].scalars)
+        raise ClaimError(
+            f"epsilon: {', '.join(about)} has no epsilon" + (f" (its scale is set by {scale})" if scale else "")
+        )
     symbol = _SYMBOLS[op]
     lhs, rhs = _zero_as(lhs, rhs), _zero_as(rhs, lhs)
     if isinstance(lhs, Row) or isinstance(rhs, Row):

@@ -1,8 +1,9 @@
 """``make crosscheck``: every layer against PyTorch, forward and Jacobian, in float64.
 
 The references are PyTorch's own ``layer_norm`` and ``rms_norm`` and, for
-the two conventions PyTorch does not ship, a few lines of torch written as
-their reference implementations write them.  Jacobians come from
+the conventions PyTorch does not ship, a few lines of torch written as
+their reference implementations write them (Dynamic Tanh, which no
+framework ships, as its paper defines it: ``gamma * tanh(alpha * x) + beta``).  Jacobians come from
 ``torch.func.jacrev`` of the same functions.  Prints a table and exits 1 if
 any difference exceeds the tolerance.
 """
@@ -17,13 +18,15 @@ from fractions import Fraction
 import numpy as np
 import torch
 import torch.nn.functional as F
-from exact import exact_gradients
+from exact import exact_gradients, exact_without_epsilon
 from torch.func import jacrev
 
 from derivations.grouped import Grouped
 
 SIZES = (2, 3, 7, 64, 768)
 EPSILONS = (1e-8, 1e-5, 0.25)
+# Dynamic Tanh's alpha in epsilon's place: the paper's initial 0.5, smaller and larger, and negative.
+ALPHAS = (-1.5, 0.05, 0.5, 2.0, 40.0)
 TOLERANCE = 1e-12
 
 
@@ -57,6 +60,18 @@ def partial_rmsnorm(x: torch.Tensor, eps: float, p: float) -> torch.Tensor:
 
 # The p of partial RMSNorm checked in `check_partial`: the paper's 6.25 %, others, the whole row.
 PARTIAL_PS = (0.0625, 0.3, 0.5, 1.0)
+
+
+def dyt_reference(x: torch.Tensor, alpha: float, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    # Dynamic Tanh as "Transformers without Normalization" (Zhu et al. 2025) defines it; no framework
+    # ships it, so this torch expression of the definition is the peer numeric is compared with.
+    return gamma * torch.tanh(alpha * x) + beta
+
+
+def without_epsilon(key: str) -> bool:
+    from derivations import LAYERS
+
+    return not LAYERS[key].has_epsilon
 
 
 def reference(key: str, n: int, eps: float, gain: torch.Tensor, bias: torch.Tensor):
@@ -164,7 +179,7 @@ def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
     worst = 0.0
     print(f"\n{'emitted torch':<22}{'n':>5}{'epsilon':>9}{'max rel |grad diff|':>21}")
     for key in keys:
-        if LAYERS[key].scalars or LAYERS[key].subsets:  # the emitted code takes no scalar gain, no p
+        if LAYERS[key].scalars or LAYERS[key].subsets:  # the emitted code takes no scalar (gain, alpha), no p
             continue
         # A layer applied block by block: the base's code on each block, as `codegen` tells users.
         definition = LAYERS[key]
@@ -233,6 +248,8 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
     worst = 0.0
     print(f"\n{'numeric backward':<22}{'n':>5}{'epsilon':>9}{'vjp':>11}{'jvp':>11}{'hvp':>11}")
     for key in keys:
+        if without_epsilon(key):  # check_without_epsilon
+            continue
         module = importlib.import_module(f"numeric.{key}")
         wrapped = takes_gain_and_bias(key)
         for n in SIZES:
@@ -394,6 +411,92 @@ def check_partial(rng: np.random.Generator, keys: list[str]) -> float:
     return worst
 
 
+def check_without_epsilon(rng: np.random.Generator, keys: list[str]) -> float:
+    """A layer without epsilon (Dynamic Tanh) against its torch definition, for each alpha in
+    ALPHAS: forward; the Jacobian of each row by jacrev; vjp with dgain and dbias by autograd
+    (summed over the batch, as numeric returns them); jvp; hvp as forward-over-reverse.
+    Each difference is normwise relative, max |numeric - torch| / max |torch|.
+
+    Autograd differentiates tanh as 1 - tanh(u)**2, which cancels where |u| = |alpha x| is
+    large (tanh(20) is 1 - 8.5e-18): where every entry of a row is saturated, torch's
+    derivatives keep few digits or none.  Where the two differ beyond the tolerance, both are
+    measured against the derived values in 60-digit mpmath (`exact.exact_without_epsilon`):
+    the row is pinned, and gated on numeric's own error."""
+    from torch.func import grad, jvp
+
+    def relative(a: np.ndarray, b: torch.Tensor) -> float:
+        b = b.detach()
+        scale = float(b.abs().max())
+        return float(np.abs(np.asarray(a) - b.numpy()).max()) / scale if scale else float(np.abs(a).max())
+
+    worst = 0.0
+    print(
+        f"\n{'without epsilon':<22}{'n':>5}{'alpha':>7}{'forward':>10}{'J':>10}{'vjp':>10}{'dgain':>10}{'dbias':>10}"
+        f"{'jvp':>10}{'hvp':>10}"
+    )
+    for key in keys:
+        if not without_epsilon(key):
+            continue
+        module = importlib.import_module(f"numeric.{key}")
+        for n in SIZES:
+            for alpha in ALPHAS:
+                # Entries from well inside the linear part to deep in the saturated tails.
+                x = rng.standard_normal((3, n)) * rng.uniform(0.1, 10) + rng.standard_normal()
+                dy, v = rng.standard_normal((3, n)), rng.standard_normal((3, n))
+                gain, bias = rng.normal(0, 2, n), rng.standard_normal(n)
+                tx, tdy, tv = (torch.from_numpy(a) for a in (x, dy, v))
+                tg, tb = (torch.from_numpy(a).requires_grad_() for a in (gain, bias))
+
+                def function(a, g=tg, b=tb, al=alpha):
+                    return dyt_reference(a, al, g, b)
+
+                forward = relative(module.forward(x, alpha, gain, bias), function(tx))
+                jac = max(relative(module.jacobian(x[r], alpha, gain, bias), jacrev(function)(tx[r])) for r in range(3))
+                leaf = tx.clone().requires_grad_()
+                want = torch.autograd.grad(function(leaf), [leaf, tg, tb], tdy)
+                got = module.vjp(x, alpha, dy, gain, bias)
+                back, dgain, dbias = (relative(a, b) for a, b in zip(got, want, strict=True))
+                ahead = relative(module.jvp(x, alpha, v, gain, bias), jvp(function, (tx,), (tv,))[1])
+                inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
+                second = relative(module.hvp(x, alpha, dy, v, gain, bias), jvp(inner, (tx,), (tv,))[1])
+                diff = max(forward, jac, back, dgain, dbias, ahead, second)
+                row = (
+                    f"{key:<22}{n:>5}{alpha:>7g}{forward:>10.1e}{jac:>10.1e}{back:>10.1e}{dgain:>10.1e}"
+                    f"{dbias:>10.1e}{ahead:>10.1e}{second:>10.1e}"
+                )
+                if diff > TOLERANCE:
+                    exact = exact_without_epsilon(key, x, alpha, gain, bias, dy, v)
+                    mine = {
+                        "forward": module.forward(x, alpha, gain, bias),
+                        "jacobian": module.jacobian(x, alpha, gain, bias),
+                        **dict(zip(("vjp", "dgain", "dbias"), got, strict=True)),
+                        "jvp": module.jvp(x, alpha, v, gain, bias),
+                        "hvp": module.hvp(x, alpha, dy, v, gain, bias),
+                    }
+                    theirs = {
+                        "forward": function(tx),
+                        "jacobian": torch.stack([jacrev(function)(tx[r]) for r in range(3)]),
+                        **dict(zip(("vjp", "dgain", "dbias"), want, strict=True)),
+                        "jvp": jvp(function, (tx,), (tv,))[1],
+                        "hvp": jvp(inner, (tx,), (tv,))[1],
+                    }
+
+                    def error(a: np.ndarray, name: str, e: dict = exact) -> float:
+                        scale = float(np.abs(e[name]).max())
+                        return float(np.abs(np.asarray(a) - e[name]).max()) / scale if scale else 0.0
+
+                    ours = max(error(mine[name], name) for name in exact)
+                    torch_error = max(error(theirs[name].detach().numpy(), name) for name in exact)
+                    worst = max(worst, ours)
+                    flag = "" if ours <= TOLERANCE else "   FAIL"
+                    print(f"{row}   pinned: vs mpmath numeric {ours:.1e}, torch {torch_error:.1e}{flag}")
+                    continue
+                worst = max(worst, diff)
+                flag = "" if diff <= TOLERANCE else "   FAIL"
+                print(f"{row}{flag}")
+    return worst
+
+
 def main() -> int:
     from derivations import LAYERS
 
@@ -410,6 +513,8 @@ def main() -> int:
     worst = 0.0
     print(f"{'layer':<22}{'n':>5}{'epsilon':>9}{'max |forward diff|':>21}{'max |J diff|':>15}")
     for key in selected:
+        if without_epsilon(key):  # alpha in epsilon's place: check_without_epsilon
+            continue
         module = importlib.import_module(f"numeric.{key}")
         for n in SIZES:
             for eps in EPSILONS:
@@ -434,6 +539,7 @@ def main() -> int:
     worst = max(worst, check_numeric_backward(rng, selected))
     worst = max(worst, check_kinks(rng, selected))
     worst = max(worst, check_partial(rng, selected))
+    worst = max(worst, check_without_epsilon(rng, selected))
     print(f"\nworst difference {worst:.2e}; tolerance {TOLERANCE:.0e} (float64, torch {torch.__version__})")
     return 0 if worst <= TOLERANCE else 1
 

@@ -232,6 +232,21 @@ def _(layer: ElementwiseAffine) -> sp.Expr:
     return value
 
 
+def _limit(expr: sp.Expr, side: int) -> sp.Expr:
+    """sp.limit as t -> side * oo, term by term and with factors free of t taken out (a sum of finite
+    limits is the limit of the sum); the whole expression where a term's limit is not finite."""
+    t = response.t
+    terms = sp.Add.make_args(expr)
+    found = []
+    for term in terms:
+        constant, varying = term.as_independent(t, as_Add=False)
+        value = constant * (varying if varying == 1 else sp.limit(varying, t, side * sp.oo))
+        if not value.is_finite:
+            return sp.limit(expr, t, side * sp.oo)
+        found.append(value)
+    return sp.Add(*found)
+
+
 def _at_infinity_by_sign(expr: sp.Expr, side: int) -> sp.Expr | None:
     """Limit as t -> side * oo where SymPy needs the sign of a real parameter: taken for
     the parameter positive, negative and zero, and written with sign() where that is exact."""
@@ -243,9 +258,9 @@ def _at_infinity_by_sign(expr: sp.Expr, side: int) -> sp.Expr | None:
     for symbol in unknown:
         positive = sp.Dummy(positive=True)
         try:
-            above = sp.limit(expr.xreplace({symbol: positive}), t, side * sp.oo).xreplace({positive: symbol})
-            below = sp.limit(expr.xreplace({symbol: -positive}), t, side * sp.oo).xreplace({positive: -symbol})
-            at_zero = sp.limit(expr.xreplace({symbol: 0}), t, side * sp.oo)
+            above = _limit(expr.xreplace({symbol: positive}), side).xreplace({positive: symbol})
+            below = _limit(expr.xreplace({symbol: -positive}), side).xreplace({positive: -symbol})
+            at_zero = _limit(expr.xreplace({symbol: 0}), side)
         except NotImplementedError:
             continue
         centre, half = sp.expand((above + below) / 2), sp.expand((above - below) / 2)

@@ -29,7 +29,7 @@ FUSED_BLOCK = 1 << 16
 def _per_row(parameter: np.ndarray, size: int) -> np.ndarray:
     """A parameter broadcast to x's shape as rows (..., n) -> (rows, n), without copying
     one that is the same in every row: that one becomes shape (1, n)."""
-    if parameter.ndim == 1 or not any(parameter.strides[:-1]):
+    if parameter.ndim == 1 or (parameter.size and not any(parameter.strides[:-1])):
         return parameter[(0,) * (parameter.ndim - 1)].reshape(1, size)
     return parameter.reshape(-1, size)
 
@@ -258,7 +258,7 @@ class NumericLayer:
                 scale = _rescale.epsilon_root(stats[c.spread], degree)
                 ok = _rescale.fits(scale, [stats[m] for m in shifted], root[block], here, compute)
                 refused.append(start + np.flatnonzero(~ok))
-        index = np.concatenate(refused)
+        index = np.concatenate(refused) if refused else np.empty(0, dtype=np.intp)  # no rows: no block
         if index.size:
             for out, value in zip(results, safe(index), strict=True):
                 out[index] = value

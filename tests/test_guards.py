@@ -364,3 +364,31 @@ def test_decide_takes_an_irrational_difference_by_its_value_not_by_another_expre
     assert decide(sp.sqrt(2), "<", sp.Integer(2), {}) is True
     assert decide(sp.sqrt(2), ">", sp.Integer(2), {}) is False
     assert decide(sp.sqrt(3), "<=", sp.Integer(2), {}) is True
+
+
+def test_a_refutation_its_numeric_recheck_does_not_confirm_is_no_verdict():
+    """A counterexample stands only where an independent evaluation fails too: otherwise "error"."""
+    claim = Claim("slope_at_zero == 2/sqrt(epsilon)")
+    assert check(claim, confirm).verdict == "refuted"
+    verdict = check(claim, lambda c, example: "NOT confirmed numerically (a stand-in): lhs = 2, rhs = 2")
+    assert verdict.verdict == "error"
+    assert verdict.detail.startswith("undecided: fails at")
+
+
+@pytest.mark.parametrize(
+    ("layer", "text"), [("prmsnorm", "norm(J, 2) >= slope"), ("dyt", "spectral_norm >= abs(slope)")]
+)
+def test_pattern_quantities_are_not_mixed_with_independently_sampled_inputs(layer, text):
+    """True at x = (-t, 0, t) (J has eigenvalue 1/s >= slope; sech**2 is largest at 0): sampling x
+    apart from t refuted them at t = 0 and x = (-1, 0, 1).  Undecided, never refuted."""
+    verdict = check(Claim(text, layer), confirm)
+    assert verdict.verdict == "error"
+    assert "cannot be combined" in verdict.detail
+
+
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm", "prmsnorm"])
+def test_an_empty_batch_gives_an_empty_result(key):
+    module = getattr(__import__("numeric"), key)
+    empty = np.zeros((0, 3))
+    assert module.forward(empty, 0.1).shape == (0, 3)
+    assert module.vjp(empty, 0.1, empty).shape == (0, 3)

@@ -182,6 +182,13 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
         # A partial mean and a full one are not independent coordinates (k r_k <= n r):
         # sampled as explicit inputs, whose statistics are consistent by construction.
         setting.inputs = True
+    if setting.inputs and setting.pattern is not None and usage.patterns:
+        # Explicit inputs are sampled apart from t: the pattern's quantities would be taken at
+        # another input than the rest.  Undecided here, never decided at inconsistent inputs.
+        raise ClaimError(
+            "quantities at the input pattern cannot be combined here with ones that need an explicit input "
+            f"({', '.join(sorted(layer.key for layer in layers))}); state the claim at the pattern or for a general x"
+        )
     if setting.inputs and usage.gains:
         usage.vectors |= {"gamma", "beta"}
     # The statistics first (a mean square r becomes q + mu**2), then what the assumptions fix.
@@ -422,7 +429,11 @@ def _sample(
             example = _example(point, inputs, setting)
             detail = f"fails at {_shown(example)} (claimed {quantifier}): lhs = {_brief(left)}, rhs = {_brief(right)}"
             if confirm is not None:
-                detail += "; " + confirm(claim, example)
+                confirmation = confirm(claim, example)
+                detail += "; " + confirmation
+                if confirmation.startswith("NOT confirmed"):
+                    # A refutation stands only where an independent evaluation fails too.
+                    return Verdict(claim, "error", f"undecided: {detail}", quantities=used, quantifier=quantifier)
             return Verdict(claim, "refuted", detail, example, quantities=used, quantifier=quantifier)
     if checked == 0:
         return Verdict(

@@ -439,11 +439,17 @@ def _sample(
         return Verdict(
             claim, "error", f"no admissible point where both sides are defined, {quantifier}", quantities=used
         )
+    sampled = (
+        f"explicit inputs x of {', '.join(map(str, _sizes(setting)))} entries, up to {sampling.MAX_EXPLICIT} points, "
+        "the other symbols at simple and seeded random values"
+        if setting.inputs
+        else "0, tiny and huge values, 1e-300 .. 1e300, included"
+    )
     return Verdict(
         claim,
         "supported",
-        f"not proved; no violation at {checked} sampled points {quantifier} (0, tiny and huge values, "
-        "1e-300 .. 1e300, included; each decided exactly or at up to 240 digits)",
+        f"not proved; no violation at {checked} sampled points {quantifier} ({sampled}; "
+        "each decided exactly or at up to 240 digits)",
         quantities=used,
         quantifier=quantifier,
     )
@@ -472,8 +478,13 @@ def _points(setting: _Setting, claim: Claim):
         yield point, None
 
 
+def _sizes(setting: _Setting) -> list[int]:
+    """The sizes n of the explicit inputs sampled."""
+    return [size for size in (2, 3, 4, 5) if size in setting.allowed] or [int(setting.allowed.inf)]
+
+
 def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
-    sizes = [size for size in (2, 3, 4, 5) if size in setting.allowed] or [int(setting.allowed.inf)]
+    sizes = _sizes(setting)
     layers = [LAYERS[key] for key in sorted(setting.usage.layers)] or [LAYERS[claim.layer]]
     stats = {stat.symbol for layer in layers for stat in layer.statistics}
     given = {gamma_max} if setting.usage.gains else set()

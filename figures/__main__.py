@@ -10,6 +10,7 @@ they were drawn after a verification that passed on the same sources.
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import pickle
@@ -91,13 +92,20 @@ def _drawn() -> tuple[int, dict[str, bytes]] | None:
     return count, files
 
 
+def _folder(text: str) -> Path:
+    # An empty --out would be the current folder: say "." for that.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, not be empty")
+    return Path(text)
+
+
 def _writer(data: bytes) -> Writer:
     return lambda file: file.write(data)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--out", type=Path, default=BUILD, help=f"output folder (default: {BUILD})")
+    parser.add_argument("--out", type=_folder, default=BUILD, help=f"output folder (default: {BUILD})")
     parser.add_cache_option()
     args = parser.parse_args(argv)
     extra = _key() if _cache.enabled() else b""

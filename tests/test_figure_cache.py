@@ -53,3 +53,13 @@ def test_an_entry_that_is_not_a_verified_set_is_drawn_again(tmp_path, monkeypatc
     assert cli.main(["--out", str(tmp_path / "again")]) == 0
     assert len(drawn) == 4
     assert cli._recalled(extra) is not None
+
+
+def test_an_empty_out_is_refused_in_one_line(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--out", ""])
+    assert stop.value.code == 2
+    expected = "python -m figures: error: argument --out: must name a folder, not be empty"
+    assert capsys.readouterr().err.strip() == expected

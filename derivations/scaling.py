@@ -192,7 +192,9 @@ def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
     scale = scale_parameter(layer)
     if scale == epsilon:
         root = {1: "epsilon", 2: "sqrt(epsilon)"}.get(e, f"epsilon**(1/{e})")
-        evaluated = f"; numeric evaluates at m = max(|x|, {root})"
+        # A partial mean's layer is rescaled by the entries its spread is a mean over.
+        over = "".join(f" over {subset.meaning}" for subset in layer.subsets)
+        evaluated = f"; numeric evaluates at m = max(|x|{over}, {root})"
         assumptions: tuple[str, ...] = ("m > 0", "epsilon > 0", "n >= 2")
     else:
         evaluated, assumptions = "", ("m > 0", f"{scale} real", "n >= 2")

@@ -172,12 +172,14 @@ class NumericLayer:
         named = dict(named)
         indicators = self._indicators(named, array.shape)
         names = self._c.parameter_names
+        # A subset's keyword (partial RMSNorm's p) is named only, never positional.
+        keywords = "".join(f"; keyword {subset.keyword}=" for subset in self.definition.subsets)
         if len(given) > len(names):
-            raise ValueError(f"{self.key} takes parameters {list(names)}, got {len(given)} positional")
+            raise ValueError(f"{self.key} takes parameters {list(names)}{keywords}, got {len(given)} positional")
         values = dict(zip(names, given, strict=False))
         for name, value in named.items():
             if name not in names:
-                raise ValueError(f"{name} is not a parameter of {self.key} (parameters: {list(names)})")
+                raise ValueError(f"{name} is not a parameter of {self.key} (parameters: {list(names)}{keywords})")
             if name in values:
                 raise ValueError(f"{name} is given both by position and by name")
             values[name] = value

@@ -184,3 +184,11 @@ def test_the_wrapper_returns_its_base_s_values_bit_for_bit_on_the_grid(key, dtyp
                 np.testing.assert_array_equal(part, wanted, err_msg=where, strict=True)
             compared += 1
     assert compared > 100
+
+
+def test_the_scalar_grid_counts_every_normal_true_value_and_skips_only_zero():
+    """Points whose true value is 0 (or not a normal number) are skipped; any other is measured.
+    At t = 3, epsilon = 3 LayerNorm's response is exactly 1 (3 / sqrt(2*9/3 + 3)); at t = 0, exactly 0."""
+    found = accuracy.scalar("layernorm", "response", np.float64, np.array([0.0, 3.0]), np.array([3.0]))
+    assert (found.points, found.silent) == (1, 0)
+    assert found.worst == 0.0

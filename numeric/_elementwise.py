@@ -166,15 +166,7 @@ class NumericElementwise:
 
     def _parameters(self, given: tuple[Any, ...], named: dict[str, Any], shape: tuple[int, ...]) -> dict[str, Any]:
         names = self.parameter_names
-        if len(given) > len(names):
-            raise ValueError(f"{self.key} takes parameters {list(names)}, got {len(given)} positional")
-        values = dict(zip(names, given, strict=False))
-        for name, value in named.items():
-            if name not in names:
-                raise ValueError(f"{name} is not a parameter of {self.key} (parameters: {list(names)})")
-            if name in values:
-                raise ValueError(f"{name} is given both by position and by name")
-            values[name] = value
+        values = _validate.bound(self.key, names, given, named)
         return {
             name: np.full(shape[-1], _DEFAULTS[name])
             if values.get(name) is None

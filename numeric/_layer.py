@@ -174,15 +174,7 @@ class NumericLayer:
         names = self._c.parameter_names
         # A subset's keyword (partial RMSNorm's p) is named only, never positional.
         keywords = "".join(f"; keyword {subset.keyword}=" for subset in self.definition.subsets)
-        if len(given) > len(names):
-            raise ValueError(f"{self.key} takes parameters {list(names)}{keywords}, got {len(given)} positional")
-        values = dict(zip(names, given, strict=False))
-        for name, value in named.items():
-            if name not in names:
-                raise ValueError(f"{name} is not a parameter of {self.key} (parameters: {list(names)}{keywords})")
-            if name in values:
-                raise ValueError(f"{name} is given both by position and by name")
-            values[name] = value
+        values = _validate.bound(self.key, names, given, named, keywords)
         values = {**(defaults or {}), **values}
         missing = [name for name in names if name not in values]
         if missing:

@@ -132,3 +132,20 @@ def output(array: np.ndarray, dtype: np.dtype) -> Any:
         return rounded[()]
     # A broadcast view is read-only and shares memory: hand out an array of its own.
     return rounded if rounded.flags.writeable else rounded.copy()
+
+
+def bound(
+    key: str, names: tuple[str, ...], given: tuple[Any, ...], named: dict[str, Any], also: str = ""
+) -> dict[str, Any]:
+    """The parameters ``names`` of layer ``key`` from positional ``given`` and keyword ``named``
+    (``also`` lists the keywords taken elsewhere, for the messages); a `ValueError` names a wrong one."""
+    if len(given) > len(names):
+        raise ValueError(f"{key} takes parameters {list(names)}{also}, got {len(given)} positional")
+    values = dict(zip(names, given, strict=False))
+    for name, value in named.items():
+        if name not in names:
+            raise ValueError(f"{name} is not a parameter of {key} (parameters: {list(names)}{also})")
+        if name in values:
+            raise ValueError(f"{name} is given both by position and by name")
+        values[name] = value
+    return values

@@ -361,10 +361,27 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.nd
 @cache
 def _structural_zeros(key: str, name: str, size: int) -> frozenset[int]:
     """Positions of the flattened result that are zero by the derivation, not by cancellation:
-    the entries off the diagonal of a Jacobian whose every term carries delta_ik."""
-    if _strategy(key, name) != "entrywise" or jacobian.entry(LAYERS[key]).subs(sp.KroneckerDelta(i, k), 0) != 0:
+    the entries of a Jacobian whose derived form vanishes identically there, for every x and
+    every value of the statistics (off the diagonal of an elementwise layer; the columns a
+    partial statistic leaves out, at the subset's default)."""
+    if _strategy(key, name) != "entrywise":
         return frozenset()
-    return frozenset(r * size + c for r in range(size) for c in range(size) if r != c)
+    entry = jacobian.entry(LAYERS[key])
+    marks = [{**_marks(key, i, r, size), **_marks(key, k, c, size)} for r in range(size) for c in range(size)]
+    return frozenset(
+        r * size + c
+        for r in range(size)
+        for c in range(size)
+        if entry.xreplace({sp.KroneckerDelta(i, k): int(r == c), **marks[r * size + c]}) == 0
+    )
+
+
+def _marks(key: str, index: sp.Symbol, position: int, size: int) -> dict[sp.Expr, sp.Integer]:
+    """Each subset's indicator entry at ``index``, replaced by its value at ``position``."""
+    return {
+        subset.indicator[index]: sp.Integer(subset.entries(size, subset.default)[position])
+        for subset in LAYERS[key].subsets
+    }
 
 
 def _true_at(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.ndarray]) -> list[Any]:
@@ -416,8 +433,8 @@ def _inputs(family: str, z: np.ndarray, power: int, dtype: DTypeLike) -> list[tu
         return [(np.full(z.shape, sign * 10.0**power).astype(dtype), f"x = {sign:+d}e{power} 1") for sign in (1, -1)]
     if not 4 <= power <= 15:
         return []
-    spread = np.rint(3 * z) if family == "integer offset" else z
-    return [((10.0**power + spread).astype(dtype), f"x = 1e{power} + {'rint(3 z)' if family != 'offset' else 'z'}")]
+    spread, shown = (np.rint(3 * z), "rint(3 z)") if family == "integer offset" else (z, "z")
+    return [((10.0**power + spread).astype(dtype), f"x = 1e{power} + {shown}")]
 
 
 def vector(

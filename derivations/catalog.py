@@ -162,7 +162,13 @@ def formula(name: str, key: str | None = None) -> Formula:
 
 
 def _rows(keys: tuple[str, ...], notation: Notation) -> list[dict[str, object]]:
-    return [f.row(notation) for key in keys for f in formulas(key)]
+    return [dict(row) for key in keys for row in _rendered(_known(key), "\n".join(notation.options()))]
+
+
+@derived  # the LaTeX of every row: the other half of a derive run's work, kept for `report` and `check`
+def _rendered(layer: Layer, options: str) -> tuple[dict[str, object], ...]:
+    notation = Notation.parse(options.split("\n") if options else ())
+    return tuple(f.row(notation) for f in _formulas(layer))
 
 
 def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, object]]:

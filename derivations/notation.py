@@ -129,6 +129,10 @@ class Notation:
             names[key.strip()] = value.strip()
         return cls(**names)
 
+    def options(self) -> tuple[str, ...]:
+        """The ``SYMBOL=LATEX`` options `parse` makes this notation from, in a canonical order."""
+        return tuple(f"{key}={value}" for key, value in self._names)
+
     def latex_name(self, key: str) -> str:
         """How the symbol ``key`` prints."""
         return dict(self._names).get(key) or _default(RENAMABLE[key])

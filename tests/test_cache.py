@@ -302,3 +302,19 @@ def test_a_layer_outside_the_catalog_is_not_stored():
     copy = dataclasses.replace(LAYERS["rmsnorm"])
     assert _cache._entry(jacobian.entry, (copy,)) is None
     assert _cache._entry(jacobian.entry, (LAYERS["rmsnorm"],)) == "derivations.jacobian.entry(layer:rmsnorm)"
+
+
+@pytest.mark.parametrize("options", [[], ["n=d", r"epsilon=\epsilon"]])
+def test_rendered_rows_recalled_are_the_rows_rendered_now(options, cache_home):
+    from derivations.catalog import _rendered, rows
+    from derivations.notation import Notation
+
+    notation = Notation.parse(options)
+    _rendered.cache_clear()
+    stored = rows(["layernorm", "rmsnorm_affine"], notation)  # rendered, and written to the empty cache
+    _rendered.cache_clear()
+    recalled = rows(["layernorm", "rmsnorm_affine"], notation)  # read back from the cache
+    assert _entries(cache_home)
+    fresh = [f.row(notation) for key in ("layernorm", "rmsnorm_affine") for f in formulas(key)]
+    assert stored == recalled == fresh
+    assert (recalled != rows(["layernorm", "rmsnorm_affine"])) == bool(options)  # the notation is in the key

@@ -230,10 +230,13 @@ class NumericLayer:
         size = rows.shape[-1]
         degree = c.statistic_degrees[c.statistics[c.spread]]
         shifted = [m for m, symbol in enumerate(c.statistics) if symbol in c.shifted]
-        root = self.epsilon_root(eps_rows)
         eps_compute = eps_rows.astype(compute)
         results = [np.empty(rows.shape, dtype=compute) for _ in range(program.results)]
-        refused = []
+        # What decides whether a row needs the rescaled path, gathered block by block and
+        # checked once for every row: the loop itself only runs the program.
+        spread = np.empty((rows.shape[0], 1), dtype=compute)
+        means = [np.empty((rows.shape[0], 1), dtype=compute) for _ in shifted]
+        tops = [np.empty((rows.shape[0], 1), dtype=compute) for _ in vectors]
         step = max(1, FUSED_BLOCK // size)
         with np.errstate(all="ignore"):
             for start in range(0, rows.shape[0], step):
@@ -249,10 +252,14 @@ class NumericLayer:
                 for r, out in enumerate(results):
                     np.multiply(values[2 * r], values[2 * r + 1], out=out[block])
                 stats = values[2 * program.results :]
-                scale = _rescale.epsilon_root(stats[c.spread], degree)
-                ok = _rescale.fits(scale, [stats[m] for m in shifted], root[block], here, compute)
-                refused.append(start + np.flatnonzero(~ok))
-        index = np.concatenate(refused) if refused else np.empty(0, dtype=np.intp)  # no rows: no block
+                spread[block] = stats[c.spread]
+                for mean, m in zip(means, shifted, strict=True):
+                    mean[block] = stats[m]
+                for top, vector in zip(tops, here, strict=True):
+                    top[block] = _rescale.largest(vector)
+            scale = _rescale.epsilon_root(spread, degree)
+            ok = _rescale.fits(scale, means, self.epsilon_root(eps_rows), tops, compute)
+        index = np.flatnonzero(~ok)
         if index.size:
             for out, value in zip(results, safe(index), strict=True):
                 out[index] = value

@@ -41,22 +41,27 @@ OFFSET = 4.0
 
 
 def fits(
-    spread: np.ndarray, means: list[np.ndarray], root: np.ndarray, vectors: list[np.ndarray], dtype: np.dtype
+    spread: np.ndarray, means: list[np.ndarray], root: np.ndarray, tops: list[np.ndarray], dtype: np.dtype
 ) -> np.ndarray:
     """Which rows a fused program computed without rescaling, shape (rows,).
 
     ``spread`` is the length scale of each row's spread statistic, ``means``
     the raw means of x a centered layer subtracted, ``root`` the root of
-    epsilon; a non-finite value (an entry inf or NaN, an overflow) fails.
+    epsilon, ``tops`` each vector's `largest` entry; a non-finite value (an
+    entry inf or NaN, an overflow) fails.  All of shape (rows, 1).
     """
     low, high = fast_range(dtype)
     ok = (low <= spread) & (spread <= high) & (low <= root) & (root <= high)
     for mean in means:
         ok &= np.abs(mean) <= OFFSET * spread
-    for vector in vectors:
-        top = np.maximum(np.max(vector, axis=-1, keepdims=True), -np.min(vector, axis=-1, keepdims=True))
+    for top in tops:
         ok &= (low <= top) & (top <= high)
     return ok[:, 0]
+
+
+def largest(vector: np.ndarray) -> np.ndarray:
+    """The largest magnitude in each row, shape (rows, 1); NaN where a row holds one."""
+    return np.maximum(np.max(vector, axis=-1, keepdims=True), -np.min(vector, axis=-1, keepdims=True))
 
 
 def epsilon_root(e: Any, degree: int) -> Any:

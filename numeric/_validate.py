@@ -39,10 +39,14 @@ def _real(value: Any, name: str) -> np.ndarray:
 def _finite(array: np.ndarray, name: str) -> None:
     if array.dtype.kind != "f":
         return
-    # A finite sum means every entry is finite (NaN and inf reach the sum): one pass, nothing
-    # written.  Only a sum that is not (a bad entry, or finite entries overflowing) is searched.
+    # A finite sum of squares means every entry is finite (NaN and inf reach it): one pass,
+    # nothing written, by BLAS's dot product where the entries are contiguous (about twice as
+    # fast as a reduction).  Only a sum that is not (a bad entry, or finite entries
+    # overflowing) is searched.
     with np.errstate(all="ignore"):
-        if np.isfinite(np.add.reduce(array, axis=None)):
+        flat = array.reshape(-1) if array.flags.c_contiguous else None
+        total = np.dot(flat, flat) if flat is not None else np.add.reduce(array, axis=None)
+        if np.isfinite(total):
             return
     if not np.isfinite(array).all():
         bad = array[~np.isfinite(array)].flat[0]

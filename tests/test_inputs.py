@@ -2,7 +2,10 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+import numeric
 from numeric import layernorm, response, slope
 
 X = np.array([0.3, -1.2, 2.0])
@@ -103,3 +106,24 @@ def test_large_inputs_are_evaluated_in_chunks_without_changing_a_value():
     np.testing.assert_allclose(response(t, eps), seed_reference.response(t, eps), rtol=1e-14)
     np.testing.assert_allclose(slope(t, eps), seed_reference.slope(t, eps), rtol=1e-13)
     assert response(t, eps).shape == (2, 100_003)
+
+
+@given(
+    rows=st.integers(1, 300),
+    size=st.integers(2, 800),
+    where=st.floats(0, 1, exclude_max=True),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    contiguous=st.booleans(),
+)
+def test_one_non_finite_entry_anywhere_is_refused(rows, size, where, bad, dtype, contiguous):
+    """The finiteness check (a dot product of x with itself, or a sum where x is not contiguous)
+    finds a single NaN or inf at any position of a large batch, and a batch of large finite
+    entries whose squares overflow is not refused."""
+    x = np.random.default_rng(rows * size).standard_normal((rows, 2 * size if not contiguous else size)).astype(dtype)
+    x = x if contiguous else x[:, ::2]
+    x[np.unravel_index(int(where * x.size), x.shape)] = bad
+    with pytest.raises(ValueError, match="x must be finite"):
+        numeric.rmsnorm.forward(x, 1e-5)
+    x = np.clip(np.where(np.isfinite(x), x, 1.0), -1, 1) * (np.finfo(dtype).max / 2)
+    assert np.isfinite(numeric.rmsnorm.forward(x, 1e-5)).all()

@@ -6,40 +6,49 @@ inputs, so autograd differentiates it again: double backward works.
 
 from __future__ import annotations
 
+import functools
+
 import sympy as sp
-from sympy.printing.pycode import PythonCodePrinter
-from sympy.printing.pytorch import TorchPrinter
+from sympy.printing.pycode import AbstractPythonCodePrinter, PythonCodePrinter
 
 from derivations.codegen._program import DY, SIZE, Program, X, half_power, shared
 
 
-class Printer(TorchPrinter):
-    """Torch printer; powers of the row length alone (a Python int) go through ``math``."""
+@functools.cache
+def _printer() -> type[AbstractPythonCodePrinter]:
+    """The printer class.  SymPy's TorchPrinter imports torch where it is installed (1.5 s):
+    only a command that emits torch code pays for it, not every import of this package."""
+    from sympy.printing.pytorch import TorchPrinter
 
-    def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
-        if expr.free_symbols <= {SIZE}:
-            return PythonCodePrinter().doprint(expr)
-        return half_power(self, expr, "torch.sqrt") or super()._print_Pow(expr, rational=rational)
+    class Printer(TorchPrinter):
+        """Torch printer; powers of the row length alone (a Python int) go through ``math``."""
 
-    def _print_Relational(self, expr: sp.core.relational.Relational) -> str:
-        # Operators, not torch.ge: epsilon is a Python float, the statistic a tensor.
-        return f"({self._print(expr.lhs)} {expr.rel_op} {self._print(expr.rhs)})"
+        def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
+            if expr.free_symbols <= {SIZE}:
+                return PythonCodePrinter().doprint(expr)
+            return half_power(self, expr, "torch.sqrt") or super()._print_Pow(expr, rational=rational)
 
-    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
-        # A clamped layer's derivative is given on the open regimes only; on the
-        # boundary it does not exist: NaN, as in the NumPy functions.
-        if expr.args[-1].cond != sp.true:
-            expr = sp.Piecewise(*expr.args, (sp.nan, True))
-        return super()._print_Piecewise(expr)
+        def _print_Relational(self, expr: sp.core.relational.Relational) -> str:
+            # Operators, not torch.ge: epsilon is a Python float, the statistic a tensor.
+            return f"({self._print(expr.lhs)} {expr.rel_op} {self._print(expr.rhs)})"
+
+        def _print_Piecewise(self, expr: sp.Piecewise) -> str:
+            # A clamped layer's derivative is given on the open regimes only; on the
+            # boundary it does not exist: NaN, as in the NumPy functions.
+            if expr.args[-1].cond != sp.true:
+                expr = sp.Piecewise(*expr.args, (sp.nan, True))
+            return super()._print_Piecewise(expr)
+
+    return Printer
 
 
-def _lines(printer: Printer, names: list[str], exprs: list[sp.Expr]) -> list[str]:
+def _lines(printer: AbstractPythonCodePrinter, names: list[str], exprs: list[sp.Expr]) -> list[str]:
     replacements, reduced = shared(exprs)
     out = [f"    {symbol} = {printer.doprint(value)}" for symbol, value in replacements]
     return out + [f"    {name} = {printer.doprint(expr)}" for name, expr in zip(names, reduced, strict=True)]
 
 
-def _statistics(program: Program, printer: Printer) -> list[str]:
+def _statistics(program: Program, printer: AbstractPythonCodePrinter) -> list[str]:
     out = [f"    {SIZE} = {X}.shape[-1]"]
     for step in program.statistics:
         value = printer.doprint(step.expr)
@@ -49,7 +58,7 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
 
 def emit(program: Program) -> str:
     """A self-contained PyTorch module for ``program``."""
-    printer = Printer()
+    printer = _printer()()
     params = "".join(f", {p}" for p in program.parameters)
     names = [name for name, _ in program.gradients]
     returned = ", ".join(names)

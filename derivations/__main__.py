@@ -225,6 +225,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from derivations.cli import run
+    from derivations.cli import finish
 
-    raise SystemExit(run(main, "python -m derivations"))
+    finish(main, "python -m derivations")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from derivations import _cache
-from derivations.cli import OneLineParser, run
+from derivations.cli import OneLineParser, finish
 from figures._output import BUILD, Writer, png, write_all
 
 PROG = "python -m figures"
@@ -125,4 +125,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(main, PROG))
+    finish(main, PROG)

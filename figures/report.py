@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from derivations.catalog import LAYERS, rows
-from derivations.cli import OneLineParser, run
+from derivations.cli import OneLineParser, finish
 from derivations.notation import DEFAULT, RENAMABLE, Notation
 from derivations.render import PACKAGES, Row, equation
 from figures import FIGURES
@@ -266,4 +266,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(main, PROG))
+    finish(main, PROG)

@@ -222,4 +222,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(cli.run(main, PROG))
+    cli.finish(main, PROG)

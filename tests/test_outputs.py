@@ -60,6 +60,11 @@ def _python_m(module, argv, monkeypatch):
     name = f"{module}.__main__" if module in ("derivations", "figures") else module
     monkeypatch.setattr(sys, "argv", [name, *argv])
     monkeypatch.delitem(sys.modules, name, raising=False)  # runpy runs a fresh copy; a loaded one would warn
+
+    def exit_now(code):  # `cli.finish` ends a real process with os._exit: here, end the command alone
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
     try:
         runpy.run_module(name, run_name="__main__", alter_sys=True)
         status = 0

@@ -318,3 +318,24 @@ def test_rendered_rows_recalled_are_the_rows_rendered_now(options, cache_home):
     fresh = [f.row(notation) for key in ("layernorm", "rmsnorm_affine") for f in formulas(key)]
     assert stored == recalled == fresh
     assert (recalled != rows(["layernorm", "rmsnorm_affine"])) == bool(options)  # the notation is in the key
+
+
+def test_a_real_process_prints_its_whole_output_before_it_ends(capsys):
+    """`cli.finish` ends the process with os._exit, which flushes nothing: the whole output, and a
+    usage error's one line, are out before it, with the status."""
+    from derivations.__main__ import main
+
+    home = Path(os.environ["XDG_CACHE_HOME"])  # the test run's own cache
+    argv = ["--layer", "layernorm_std_eps", "--format", "json"]
+    assert main(argv) == 0
+    expected = capsys.readouterr().out
+    whole = _python(["-m", "derivations", *argv], home)
+    assert (whole.returncode, whole.stderr) == (0, "")
+    assert whole.stdout == expected
+    assert len(expected) > 2 * 8192
+    assert len(expected) % 8192
+    wrong = _python(["-m", "derivations", "--format", "nonsense"], home)
+    assert wrong.returncode == 2
+    assert wrong.stdout == ""
+    assert wrong.stderr.count("\n") == 1
+    assert "--format" in wrong.stderr

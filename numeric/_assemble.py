@@ -15,7 +15,7 @@ def _spectrum(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.nda
     """lambda_rest and, per explicit direction, (lambda, u, u.u, vanished): J = lambda_rest I +
     sum_u (lambda - lambda_rest) u u^T / (u.u), proved in `derivations.eigen.spectral_form`."""
     size = array.shape[-1]
-    batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
+    batch = np.broadcast_shapes(array.shape, e.shape)[:-1]
     # lambda_rest: the complement's eigenvalue where the complement exists at
     # this n; a direction that vanishes (a constant input) joins the rest,
     # with its own eigenvalue, which equals the complement's there.
@@ -74,7 +74,7 @@ def from_entry(
     # A subset's indicator (after the parameters) enters at the row i and at the column k.
     indicators = parameters[len(c.parameter_names) :]
     params = [p[..., :, None] for p in parameters] + [m[..., None, :] for m in indicators]
-    shape = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), size, size)
+    shape = (*np.broadcast_shapes(array.shape, e.shape)[:-1], size, size)
     rows, columns, delta = array[..., :, None], array[..., None, :], np.eye(size)
     if not c.layer.approach:
         return np.broadcast_to(c.entry.function(rows, columns, delta, *stacked, e[..., None], size, *params), shape)

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import numeric
+from derivations import LAYERS
 from numeric import layernorm, response, slope
 
 X = np.array([0.3, -1.2, 2.0])
@@ -127,3 +128,19 @@ def test_one_non_finite_entry_anywhere_is_refused(rows, size, where, bad, dtype,
         numeric.rmsnorm.forward(x, 1e-5)
     x = np.clip(np.where(np.isfinite(x), x, 1.0), -1, 1) * (np.finfo(dtype).max / 2)
     assert np.isfinite(numeric.rmsnorm.forward(x, 1e-5)).all()
+
+
+@pytest.mark.parametrize("key", list(LAYERS))
+def test_an_epsilon_per_row_broadcasts_against_one_x_in_the_jacobian(key):
+    """x of shape (n,) and epsilon (or alpha) of shape (3,): three Jacobians, each the one at its
+    own epsilon, whichever way the layer assembles J (eigenstructure or entry)."""
+    layer = getattr(numeric, key)
+    x = np.array([0.3, -1.0, 2.0, 0.5])
+    named = {name: np.linspace(0.5, 1.5, x.size) for name, _ in LAYERS[key].parameters}
+    # A scalar parameter (ScaleNorm's gain) by name; one in epsilon's place (alpha) is the second argument.
+    named |= {name: 1.5 for name, _ in LAYERS[key].scalars if LAYERS[key].has_epsilon}
+    epsilons = np.array([0.1, 1.0, 10.0])
+    together = layer.jacobian(x, epsilons, **named)
+    assert together.shape == (3, x.size, x.size)
+    for row, e in zip(together, epsilons, strict=True):
+        np.testing.assert_array_equal(row, layer.jacobian(x, e, **named))

@@ -28,17 +28,24 @@ if TYPE_CHECKING:
 # are looked up in the derivation cache; any other (a file to read, a new
 # option) takes the whole way.
 _CACHED_OPTIONS = {"--format": 1, "--layer": 1, "--notation": 1, "--standalone": 0}
+# The same for a check of inline claims: the claim itself is the one value without an option.
+_CACHED_CHECK_OPTIONS = {"--latex": 1, "--layer": 1, "--assume": 1, "--format": 1, "--timeout": 1}
 
 
-def _output_entry(argv: list[str]) -> str | None:
-    """The cache entry of a derive run's whole output for ``argv``, or None where it is not cached."""
-    position = 0
+def _output_entry(argv: list[str], command: str = "", options: dict[str, int] = _CACHED_OPTIONS) -> str | None:
+    """The cache entry of a run's whole output for ``argv``, or None where it is not cached."""
+    position, claims = 0, 0
     while position < len(argv):
         option, joined, _ = argv[position].partition("=")
-        if option not in _CACHED_OPTIONS or (joined and not _CACHED_OPTIONS[option]):
+        if command and not option.startswith("-"):
+            claims, position = claims + 1, position + 1  # an inline claim
+            continue
+        if option not in options or (joined and not options[option]):
             return None
-        position += 1 + (0 if joined else _CACHED_OPTIONS[option])
-    return "python -m derivations " + json.dumps(argv)
+        position += 1 + (0 if joined else options[option])
+    if claims > 1:
+        return None
+    return f"python -m derivations{command} " + json.dumps(argv)
 
 
 def _derive(argv: list[str]) -> int:
@@ -105,6 +112,18 @@ def _derive(argv: list[str]) -> int:
 
 
 def _check(argv: list[str]) -> int:
+    # A run whose every verdict was decided (none an error, which may be a time or memory
+    # bound) is stored with its status, keyed also by the code that re-checks a counterexample.
+    entry = _output_entry(argv, " check", _CACHED_CHECK_OPTIONS)
+    extra = _confirming_code() if entry is not None else b""
+    cached = _cache.read(entry, extra) if entry is not None else None
+    if cached is not None:
+        stored_status, _, stored = cached.partition(b"\n")
+        with contextlib.suppress(UnicodeDecodeError, ValueError):
+            status = int(stored_status)
+            sys.stdout.write(stored.decode())
+            return status
+
     from derivations.catalog import CORE, LAYERS
     from derivations.claims.render import VERDICT_FORMATS
 
@@ -151,16 +170,28 @@ def _check(argv: list[str]) -> int:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     stream = STREAMS[args.format]
+    written = [stream.head]
     sys.stdout.write(stream.head)
-    status = 0
+    status, decided = 0, True
     for number, claim in enumerate(claims):
         verdict = check(claim, confirm, timeout=args.timeout)
-        sys.stdout.write((stream.between if number else "") + stream.row(verdict))
+        written.append((stream.between if number else "") + stream.row(verdict))
+        sys.stdout.write(written[-1])
         sys.stdout.flush()
+        decided = decided and verdict.verdict != "error"
         if not verdict.met:
             status = max(status, 2 if verdict.verdict == "error" else 1)
+    written.append(stream.tail)
     sys.stdout.write(stream.tail)
+    if entry is not None and decided:
+        _cache.write(entry, f"{status}\n{''.join(written)}".encode(), extra)
     return status
+
+
+def _confirming_code() -> bytes:
+    """What a verdict depends on besides the derivations: the numeric code that re-checks a
+    counterexample, and NumPy's version (read without importing it)."""
+    return _cache.tree(Path(__file__).resolve().parent.parent / "numeric", "*.py") + _cache.package("numpy")
 
 
 def confirm(claim: Claim, example: dict[str, Any]) -> str:

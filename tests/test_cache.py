@@ -56,13 +56,42 @@ def test_cold_and_warm_derive_print_the_same_bytes_and_the_warm_one_imports_no_s
     assert warm.stdout == cold.stdout
 
 
-def test_cold_and_warm_claims_give_the_same_verdict(tmp_path):
-    argv = ["-m", "derivations", "check", "J @ c == eigen_centered * c", "--layer", "layernorm_std_eps"]
-    cold = _python(argv, tmp_path)
-    warm = _python(argv, tmp_path)
-    assert cold.returncode == warm.returncode == 0, cold.stderr + warm.stderr
-    assert "proved" in cold.stdout
+_WARM_CHECK = _WARM.replace("main(sys.argv[1:])", "main(['check', *sys.argv[1:]])")
+
+
+@pytest.mark.parametrize(
+    ("claim", "status", "verdict"),
+    [("J @ c == eigen_centered * c", 0, "proved"), ("slope_at_zero == 1/sqrt(epsilon)", 1, "refuted")],
+)
+def test_cold_and_warm_claims_give_the_same_verdict_and_status_and_the_warm_one_imports_no_sympy(
+    tmp_path, claim, status, verdict
+):
+    argv = [claim, "--layer", "layernorm_std_eps"]
+    cold = _python(["-m", "derivations", "check", *argv], tmp_path)
+    assert cold.returncode == status, cold.stderr
+    assert verdict in cold.stdout
+    warm = _python(["-c", _WARM_CHECK, *argv], tmp_path)
+    assert (warm.returncode, warm.stderr) == (status, "")
     assert warm.stdout == cold.stdout
+
+
+def test_an_undecided_check_is_not_stored(cache_home, capsys):
+    from derivations.__main__ import main as command
+
+    assert command(["check", "slope_at_zero == "]) == 2  # an error verdict: checked again every time
+    assert "error" in capsys.readouterr().out
+    assert not _entries(cache_home)
+    assert command(["check", "slope_at_zero == 1/sqrt(epsilon)", "--format", "json"]) == 0
+    assert len(_entries(cache_home)) >= 1
+
+
+def test_a_stored_verdict_is_keyed_by_the_numeric_code_that_confirms_it(monkeypatch):
+    from derivations import __main__ as command
+
+    before = command._confirming_code()
+    real = _cache.tree
+    monkeypatch.setattr(_cache, "tree", lambda root, pattern="*": real(root, pattern) + b"changed")
+    assert command._confirming_code() != before
 
 
 def test_no_cache_environment_reads_and_writes_nothing(tmp_path):
@@ -112,6 +141,27 @@ def _entry(argv):
 )
 def test_only_arguments_the_output_depends_on_alone_are_looked_up(argv, cached):
     assert (_entry(argv) is not None) is cached
+
+
+@pytest.mark.parametrize(
+    ("argv", "cached"),
+    [
+        (["slope_at_zero == 1/sqrt(epsilon)"], True),
+        (["x", "--layer", "rmsnorm", "--assume", "n >= 3", "--assume=epsilon < 1", "--timeout", "5"], True),
+        (["--latex", r"\|J\|_2 \le 1", "--format", "json"], True),
+        (["--claims", "claims.toml"], False),  # a file's bytes are not in the arguments
+        (["x", "--definition", "layer.toml"], False),
+        (["x", "--no-cache"], False),
+        (["x", "y"], False),  # two claims: argparse refuses it
+        (["x", "-h"], False),
+    ],
+)
+def test_only_inline_claims_are_looked_up(argv, cached):
+    from derivations.__main__ import _CACHED_CHECK_OPTIONS, _output_entry
+
+    found = _output_entry(argv, " check", _CACHED_CHECK_OPTIONS)
+    assert (found is not None) is cached
+    assert found is None or found != _entry(argv)  # never a derive run's entry
 
 
 def test_a_failed_run_is_not_stored(cache_home, capsys):

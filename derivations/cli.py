@@ -54,6 +54,9 @@ def run(main: Callable[[list[str] | None], int], prog: str, argv: list[str] | No
     status 2.  stdout is flushed here, inside the guard, because the flush
     Python makes at exit reports a failure as a traceback.
     """
+    if sys.stdout is None:  # started with stdout closed (>&-): nothing can be written
+        _error(f"{prog}: error: standard output is closed")
+        return 2
     stop: SystemExit | None = None
     status = 0
     try:
@@ -65,7 +68,7 @@ def run(main: Callable[[list[str] | None], int], prog: str, argv: list[str] | No
     except BrokenPipeError:
         pass
     except OSError as error:
-        print(f"{prog}: error: {_describe(error)}", file=sys.stderr)
+        _error(f"{prog}: error: {_describe(error)}")
         stop, status = None, 2
     finally:
         _release_stdout()
@@ -87,9 +90,17 @@ def finish(main: Callable[[list[str] | None], int], prog: str) -> NoReturn:
         status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
         if not isinstance(stop.code, (int, type(None))):
             print(stop.code, file=sys.stderr)
-    with suppress(OSError, ValueError):
-        sys.stderr.flush()
+    if sys.stderr is not None:  # None when started with stderr closed (2>&-)
+        with suppress(OSError, ValueError):
+            sys.stderr.flush()
     os._exit(status)
+
+
+def _error(line: str) -> None:
+    """``line`` on stderr, where there is one (it is None when started with stderr closed)."""
+    if sys.stderr is not None:
+        with suppress(OSError, ValueError):
+            print(line, file=sys.stderr)
 
 
 def _describe(error: OSError) -> str:
@@ -103,6 +114,8 @@ def _release_stdout() -> None:
 
     The Python documentation's "Note on SIGPIPE" (module ``signal``).
     """
+    if sys.stdout is None:
+        return
     try:
         sys.stdout.flush()
     except OSError:

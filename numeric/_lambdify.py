@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -212,8 +213,8 @@ def compile(expr: sp.Expr | list[sp.Expr], args: Sequence[sp.Symbol]) -> Callabl
         exprs,
         # The printer qualifies every name (numpy.sqrt): the namespace needs numpy itself, not
         # lambdify's "numpy" module, whose `from numpy import *` imports f2py and the other
-        # lazy submodules, a quarter of a second in each process.
-        modules=[{"cosh_of_product": cosh_of_product, "numpy": np}],
+        # lazy submodules, a quarter of a second in each process (and functools, for Max and Min).
+        modules=[{"cosh_of_product": cosh_of_product, "numpy": np, "functools": functools}],
         printer=_Printer,
         cse=_shared_subexpressions,
         docstring_limit=None,

@@ -118,3 +118,13 @@ def test_float32_fused_path_agrees_with_float64(key):
         # Normwise, per row: a few float32 ulp of the row's largest entry.
         error = np.max(np.abs(narrow - wide), axis=-1) / np.max(np.abs(wide), axis=-1)
         assert np.max(error) < 64 * np.finfo(np.float32).eps, np.max(error)
+
+
+def test_max_and_min_compile_to_numpy():
+    """A user's definition may use max and min: the printer's functools.reduce has its module."""
+    from numeric._lambdify import compile
+
+    a, b, c = sp.symbols("a b c", real=True)
+    values = [np.array([1.0, -2.0]), np.array([0.5, 3.0]), np.array([2.0, 0.0])]
+    np.testing.assert_array_equal(compile(sp.Max(a, b, c), [a, b, c])(*values), np.maximum.reduce(values))
+    np.testing.assert_array_equal(compile(sp.Min(a, b), [a, b, c])(*values), np.minimum(values[0], values[1]))

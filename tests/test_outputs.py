@@ -439,3 +439,31 @@ def test_help_to_a_full_device_is_one_line_even_unbuffered():
             timeout=60,
         )
     assert (result.returncode, result.stderr) == (2, "python -m derivations: error: No space left on device\n")
+
+
+def _closing(*fds):
+    """A child's setup that closes ``fds`` before it runs, as ``>&-`` and ``2>&-`` do in a shell."""
+
+    def close():
+        for fd in fds:
+            os.close(fd)
+
+    return close
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [
+        (["--layer", "rmsnorm"], 0),
+        (["check", "slope_at_zero == 1/epsilon"], 1),  # refuted
+        (["check", "slope_at_zero == foo("], 2),  # an error verdict
+    ],
+)
+def test_a_closed_stream_keeps_the_status_or_is_one_line(argv, status):
+    """With stderr closed the status is the command's own; with stdout closed nothing can be
+    written: one line on stderr, status 2, no traceback."""
+    command = [sys.executable, "-m", "derivations", *argv]
+    quiet = subprocess.run(command, stdout=subprocess.DEVNULL, preexec_fn=_closing(2), cwd=ROOT, check=False)
+    assert quiet.returncode == status
+    mute = subprocess.run(command, stderr=subprocess.PIPE, preexec_fn=_closing(1), text=True, cwd=ROOT, check=False)
+    assert (mute.returncode, mute.stderr) == (2, "python -m derivations: error: standard output is closed\n")

@@ -237,6 +237,7 @@ def _codegen(argv: list[str]) -> int:
     )
     parser.add_argument("--layer", required=True, choices=list(LAYERS), help="the layer")
     parser.add_argument("--target", required=True, choices=list(TARGETS), help="the language of the module")
+    parser.add_cache_option()
     args = parser.parse_args(argv)
     try:
         source = emit(args.layer, args.target)
@@ -258,4 +259,10 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     from derivations.cli import finish
 
-    finish(main, "python -m derivations")
+    # A subcommand's failure to write is named as its own usage errors are: python -m derivations check.
+    finish(
+        main,
+        " ".join(["python -m derivations", *sys.argv[1:2]])
+        if sys.argv[1:2] in (["check"], ["codegen"])
+        else "python -m derivations",
+    )

@@ -247,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--notation", action="append", default=[], metavar="SYMBOL=LATEX", help=f"print {', '.join(RENAMABLE)} as LATEX"
     )
+    parser.add_cache_option()
     args = parser.parse_args(argv)
     try:
         notation = Notation.parse(args.notation)

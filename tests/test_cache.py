@@ -113,6 +113,19 @@ def test_no_cache_option_writes_nothing(cache_home, capsys):
     assert not _entries(cache_home)
 
 
+def test_every_deriving_command_takes_no_cache(cache_home, capsys):
+    """codegen and the report take --no-cache, as derive, check and figures do; codegen then writes nothing."""
+    assert main(["codegen", "--layer", "rmsnorm", "--target", "numpy", "--no-cache"]) == 0
+    assert "def " in capsys.readouterr().out
+    assert not _entries(cache_home)
+    from figures import report  # imported after: importing the figures derives what they draw
+
+    with pytest.raises(SystemExit) as stop:
+        report.main(["--no-cache", "--help"])
+    assert stop.value.code == 0
+    assert "--no-cache" in capsys.readouterr().out
+
+
 def test_a_stored_output_is_what_derive_prints(cache_home, capsys):
     assert main(["--layer", "rmsnorm"]) == 0
     first = capsys.readouterr().out

@@ -288,7 +288,7 @@ CASES = {
         "/dev/full",
         _nothing,
         2,
-        "python -m derivations: error: No space left on device",
+        "python -m derivations check: error: No space left on device",
         set(),
     ),
     "figures > /dev/full": ("figures", [], "/dev/full", _nothing, 2, FIGURES_ERROR + "No space left on device", SET),
@@ -466,4 +466,5 @@ def test_a_closed_stream_keeps_the_status_or_is_one_line(argv, status):
     quiet = subprocess.run(command, stdout=subprocess.DEVNULL, preexec_fn=_closing(2), cwd=ROOT, check=False)
     assert quiet.returncode == status
     mute = subprocess.run(command, stderr=subprocess.PIPE, preexec_fn=_closing(1), text=True, cwd=ROOT, check=False)
-    assert (mute.returncode, mute.stderr) == (2, "python -m derivations: error: standard output is closed\n")
+    prog = "python -m derivations check" if argv[0] == "check" else "python -m derivations"
+    assert (mute.returncode, mute.stderr) == (2, f"{prog}: error: standard output is closed\n")

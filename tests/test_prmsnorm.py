@@ -296,3 +296,13 @@ def test_entries_far_from_the_first_k_keep_the_output_and_its_products(values):
         dx = [float(1 / root - mpmath.fsum(xs) * xs[0] / root**3)] + [float(1 / root)] * (len(xs) - 1)
     assert_agree(prmsnorm.forward(x0, eps), y, rtol=1e-14, what="forward")
     assert_agree(prmsnorm.vjp(x0, eps, np.ones_like(x0)), dx, rtol=1e-13, atol=1e-300, what="vjp")
+
+
+@pytest.mark.parametrize("claim", ["J == J.T", "J @ x == J.T @ x"])
+def test_the_transpose_of_a_non_symmetric_jacobian_is_refuted_and_confirmed(claim):
+    """J is not symmetric: a claim that it is (or acts as if it were) is refuted, and the numeric
+    re-check takes .T as the transpose (a transpose that did nothing would leave it unconfirmed)."""
+    verdict = check(Claim(claim, "prmsnorm"), confirm)
+    assert verdict.verdict == "refuted"
+    assert "confirmed numerically (numeric.prmsnorm.jacobian)" in verdict.detail
+    assert "NOT" not in verdict.detail

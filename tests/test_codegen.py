@@ -166,3 +166,18 @@ def test_bad_codegen_arguments_print_one_line_and_exit_2(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert message in err
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_a_centered_layer_is_emitted_in_the_centered_input(key):
+    """Where the layer is written in c = x - mu, its output and gradients are emitted in c: mu
+    appears only where c is computed (a form still in mu would cancel terms of size mu)."""
+    from derivations.codegen._program import _shift
+
+    source = emit(key, "numpy")
+    centered = _shift(LAYERS[key]) is not None
+    assert ("    c = " in source) is centered
+    results = [line for line in source.splitlines() if line.lstrip().startswith(("y = ", "dx = ", "dgain = "))]
+    assert results
+    for line in results:
+        assert not centered or "mu" not in line.replace("mean_", ""), line

@@ -184,8 +184,9 @@ def parameter_gradient(layer: Layer, parameter: sp.IndexedBase) -> sp.Expr:
 
 
 def pairing(layer: Layer, left: sp.IndexedBase, product: sp.Expr) -> sp.Expr:
-    """<left, product>: sum over k of left_k times a product's entry at k, reduced."""
-    return _express(layer, reduce_sums(over_entries(left[k] * product, k)))
+    """<left, product>: sum over k of left_k times a product's entry at k, reduced (not grouped:
+    it is only compared, never shown)."""
+    return _express(layer, reduce_sums(over_entries(left[k] * product, k)), grouped=False)
 
 
 def swap(expr: sp.Expr, one: sp.IndexedBase, other: sp.IndexedBase) -> sp.Expr:

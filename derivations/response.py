@@ -136,6 +136,10 @@ def at_constant(layer: Layer) -> sp.Expr:
     if evaluated.has(sp.Sum):
         # Sums over a subset's indicator (a partial mean): reduced, and fixed by the statistics.
         evaluated = layer.express(reduce_sums(entry))
+    if isinstance(evaluated, sp.Piecewise):
+        # A clamped layer's regimes: each value simplified, the conditions kept as derived
+        # (simplify on the whole also rewrites the conditions, at 20 times the cost).
+        return sp.Piecewise(*((sp.factor_terms(sp.simplify(value)), where) for value, where in evaluated.args))
     return sp.factor_terms(sp.simplify(evaluated))
 
 

@@ -450,8 +450,9 @@ def rows(layer: Layer) -> Iterator[tuple[Quantity, Any]]:
         yield from (
             (quantity, item)
             for quantity, item in pairs
-            if quantity.applies(layer, item)
-            or (source is not layer and quantity.returned_by is None and quantity.applies(source, item))
+            # The source first: what it decides was derived for it already.
+            if (source is not layer and quantity.returned_by is None and quantity.applies(source, item))
+            or quantity.applies(layer, item)
         )
 
 
@@ -508,13 +509,19 @@ def formulas(layer: Layer) -> list[Formula]:
     return [
         _without_epsilon(
             layer,
-            layer.restate(
-                quantity.formula(source if quantity.applies(source, item) else layer, item, quantity.name(item))
-            ),
+            layer.restate(_formula(quantity, source if quantity.applies(source, item) else layer, item)),
         )
         for quantity, item in rows(layer)
         if quantity.formula
     ]
+
+
+@cache
+def _formula(quantity: Quantity, layer: Layer, item: Any) -> Formula:
+    """One row's formula, made once per process: the layers derived as another (a grouped
+    layer as its base) restate its formulas rather than make them again."""
+    assert quantity.formula is not None
+    return quantity.formula(layer, item, quantity.name(item))
 
 
 def _without_epsilon(layer: Layer, formula: Formula) -> Formula:

@@ -176,12 +176,17 @@ def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, ob
 
     Layers are independent, so on a machine with more than one core they are
     derived in forked worker processes.  A layer built on a base layer goes
-    to the same worker as its base, which then derives the base only once.
+    to the same worker as its base (and its base's base), which then derives
+    the base only once.
     """
+
+    def home(key: str) -> str:  # the first layer of ``keys`` that ``key`` is built on, through every level
+        shared = [layer.key for layer in _known(key).requires if layer.key in keys]
+        return home(shared[0]) if shared else key
+
     groups: dict[str, list[str]] = {}
     for key in keys:
-        shared = [layer.key for layer in _known(key).requires if layer.key in keys]
-        groups.setdefault(shared[0] if shared else key, []).append(key)
+        groups.setdefault(home(key), []).append(key)
     tasks = [tuple(group) for group in groups.values()]
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():

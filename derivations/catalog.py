@@ -171,6 +171,19 @@ def _rendered(layer: Layer, options: str) -> tuple[dict[str, object], ...]:
     return tuple(f.row(notation) for f in _formulas(layer))
 
 
+def _tasks(keys: Sequence[str]) -> list[tuple[str, ...]]:
+    """``keys`` in groups, in order: each layer with the first of ``keys`` it is built on, through every level."""
+
+    def home(key: str) -> str:
+        shared = [layer.key for layer in _known(key).requires if layer.key in keys]
+        return home(shared[0]) if shared else key
+
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        groups.setdefault(home(key), []).append(key)
+    return [tuple(group) for group in groups.values()]
+
+
 def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, object]]:
     """The rendered rows of several layers, in the order given, the LaTeX in ``notation``.
 
@@ -180,14 +193,7 @@ def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, ob
     the base only once.
     """
 
-    def home(key: str) -> str:  # the first layer of ``keys`` that ``key`` is built on, through every level
-        shared = [layer.key for layer in _known(key).requires if layer.key in keys]
-        return home(shared[0]) if shared else key
-
-    groups: dict[str, list[str]] = {}
-    for key in keys:
-        groups.setdefault(home(key), []).append(key)
-    tasks = [tuple(group) for group in groups.values()]
+    tasks = _tasks(keys)
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
         done = [_rows(task, notation) for task in tasks]

@@ -84,3 +84,16 @@ def test_declared_directions_of_a_plain_layer_are_all_eigenvectors():
     for key, layer in LAYERS.items():
         if not layer.requires:
             assert len(eigen.eigenpairs(layer)) == len(layer.directions), key
+
+
+def test_rows_derives_each_layer_in_the_worker_of_the_layer_it_is_built_on():
+    """A wrapper of a wrapper (rmsnorm_gemma over rmsnorm_affine over rmsnorm) shares its root's task,
+    so that its base is derived once; a layer whose base is not asked for is a task of its own."""
+    from derivations.catalog import _tasks
+
+    keys = ["rmsnorm", "layernorm", "rmsnorm_gemma", "groupnorm", "rmsnorm_affine", "dyt"]
+    assert _tasks(keys) == [("rmsnorm", "rmsnorm_gemma", "rmsnorm_affine"), ("layernorm", "groupnorm"), ("dyt",)]
+    assert _tasks(["rmsnorm_gemma", "rmsnorm_affine"]) == [("rmsnorm_gemma", "rmsnorm_affine")]
+    assert _tasks(["rmsnorm_gemma"]) == [("rmsnorm_gemma",)]
+    every = _tasks(list(LAYERS))
+    assert sorted(key for task in every for key in task) == sorted(LAYERS)

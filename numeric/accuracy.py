@@ -29,6 +29,8 @@ from derivations.symbols import g, i, j, k, n, t, v, x
 from numeric._layer import facade
 
 DIGITS = 50
+# Two precisions agree when they differ by at most this, relatively (made once, not per comparison).
+_AGREE = mpmath.mpf(10) ** -30
 # ulp: a function of t, and a derivative in t (one more rounding through the chain rule)
 SCALAR_BOUND, DERIVATIVE_BOUND = 4, 8
 VECTOR_BOUND_PER_FEATURE = 8  # ulp times n
@@ -348,7 +350,7 @@ def _true(key: str, name: str, inputs: np.ndarray, eps: float, extra: list[np.nd
         with mpmath.workdps(digits):
             values = _true_at(key, name, inputs, eps, extra or [])
         agree = previous is not None and all(
-            abs(a - b) <= mpmath.mpf(10) ** -30 * max(abs(a), abs(b)) for a, b in zip(values, previous, strict=True)
+            abs(a - b) <= _AGREE * max(abs(a), abs(b)) for a, b in zip(values, previous, strict=True)
         )
         if agree and all(v != 0 for m, v in enumerate(values) if m not in exact):
             return values

@@ -191,7 +191,7 @@ def _check(argv: list[str]) -> int:
 def _confirming_code() -> bytes:
     """What a verdict depends on besides the derivations: the numeric code that re-checks a
     counterexample, and NumPy's version (read without importing it)."""
-    return _cache.tree(Path(__file__).resolve().parent.parent / "numeric", "*.py") + _cache.package("numpy")
+    return _cache.code("numeric") + _cache.package("numpy")
 
 
 def confirm(claim: Claim, example: dict[str, Any]) -> str:

@@ -132,6 +132,12 @@ def package(name: str) -> bytes:
     return _package(name)
 
 
+def code(*folders: str) -> bytes:
+    """The Python sources of the project's ``folders`` (beside derivations/), hashed: part of a key
+    for what a command computes from more than the derivations."""
+    return b"".join(tree(SOURCES.parent / folder, "*.py") for folder in folders)
+
+
 def _path(name: str, extra: bytes) -> Path:
     return directory() / key(extra) / hashlib.sha256(name.encode()).hexdigest()[:40]
 

@@ -15,7 +15,6 @@ import io
 import os
 import pickle
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +27,14 @@ ENTRY = "figures: the verified set"
 
 # What the drawn bytes depend on besides the sources: the packages that compute and draw them,
 # and where matplotlib would read a user's settings.
-_PACKAGES = ("numpy", "matplotlib", "pillow", "sympy", "mpmath")
+_PACKAGES = ("numpy", "matplotlib", "PIL", "sympy", "mpmath")  # by import name
 _SETTINGS = ("MATPLOTLIBRC", "MPLCONFIGDIR", "MPLBACKEND", "XDG_CONFIG_HOME", "HOME")
 
 
 def _key() -> bytes:
     """The bytes that, with the derivation cache's own key, name the drawn set."""
-    root = Path(__file__).resolve().parent.parent
     # The code that computes and draws, not what it wrote (figures/png holds copies of the set).
-    parts = [_cache.tree(root / folder, "*.py") for folder in ("numeric", "figures")]
-    for name in _PACKAGES:
-        try:
-            parts.append(f"{name} {metadata.version(name)}".encode())
-        except metadata.PackageNotFoundError:
-            parts.append(f"{name} absent".encode())
+    parts = [_cache.code("numeric", "figures"), *(_cache.package(name) for name in _PACKAGES)]
     parts += [f"{name}={os.environ.get(name, '')}".encode() for name in _SETTINGS]
     return b"\0".join(parts)
 

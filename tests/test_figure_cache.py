@@ -26,7 +26,8 @@ def test_a_changed_source_or_package_names_another_entry(monkeypatch):
     monkeypatch.setattr(_cache, "tree", lambda root, *a: real(root, *a) + (b"edit" if root.name == "numeric" else b""))
     assert cli._key() != before
     monkeypatch.setattr(_cache, "tree", real)
-    monkeypatch.setattr(cli.metadata, "version", lambda name: "9.9" if name == "matplotlib" else "1.0")
+    real_package = _cache.package
+    monkeypatch.setattr(_cache, "package", lambda name: real_package(name) + (b"9.9" if name == "matplotlib" else b""))
     assert cli._key() != before
     monkeypatch.undo()
     monkeypatch.setenv("MATPLOTLIBRC", "/somewhere/else")

@@ -50,7 +50,7 @@ def write_all(files: Mapping[Path, Writer]) -> list[Path]:
     with _sigterm_exits():
         try:
             for folder in {target.parent for target in files}:
-                _prepare(folder)
+                prepare(folder)
             staged = [(target, _stage(target, write, leftovers)) for target, write in files.items()]
             for target, temporary in staged:
                 with _naming(target):
@@ -71,7 +71,7 @@ def write_all(files: Mapping[Path, Writer]) -> list[Path]:
     return list(files)
 
 
-def _prepare(folder: Path) -> None:
+def prepare(folder: Path) -> None:
     """Create ``folder``, and remove the temporaries that killed processes left in it."""
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from derivations.cli import OneLineParser, finish
 from derivations.notation import DEFAULT, RENAMABLE, Notation
 from derivations.render import PACKAGES, Row, equation
 from figures import FIGURES
-from figures._output import BUILD, write_all
+from figures._output import BUILD, prepare, write_all
 from figures._pdflatex import LatexError, available, compile_pdf
 from numeric import verify
 from numeric.agreement import AgreementError
@@ -228,7 +228,7 @@ def build(out: Path = REPORT, figures: Path = BUILD, notation: Notation = DEFAUL
         out.with_suffix(".tex"): _bytes(tex),
     }
     if available():
-        out.parent.mkdir(parents=True, exist_ok=True)
+        prepare(out.parent)  # pdflatex runs in it
         pdf = compile_pdf(tex, cwd=out.parent).pdf
         files[out.with_suffix(".pdf")] = lambda file: file.write(pdf)
     write_all(files)

@@ -137,6 +137,14 @@ def _figures_built(tmp, monkeypatch):
     _old(tmp, *NAMES)
 
 
+def _figures_built_and_a_file_named_taken(tmp, monkeypatch):
+    _old(tmp, *NAMES)
+    (tmp / "taken").write_text("a file, where the report's folder should be")
+    # With pdflatex, the folder is made first, for pdflatex to run in: that path is the one tested.
+    monkeypatch.setattr(_pdflatex, "available", lambda: True)
+    monkeypatch.setattr(_pdflatex, "compile_pdf", lambda tex, cwd: pytest.fail("compiled with no folder to run in"))
+
+
 def _failing_checks(tmp, monkeypatch):
     _old(tmp, *NAMES)
 
@@ -249,6 +257,15 @@ CASES = {
         _old_report_and_full_disk,
         2,
         f"{REPORT}: error: build/report\\.md: No space left on device",
+        set(),
+    ),
+    "figures.report into a folder that is a file": (
+        "figures.report",
+        ["--out", "taken/report.md"],
+        None,
+        _figures_built_and_a_file_named_taken,
+        2,
+        f"{REPORT}: error: taken: Not a directory",
         set(),
     ),
     "figures.report --help": ("figures.report", ["--help"], None, _nothing, 0, None, set()),

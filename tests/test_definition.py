@@ -154,6 +154,19 @@ def test_the_command_line_prints_a_rewritten_layer_as_the_built_in(tmp_path, cap
 # --- the command line ---------------------------------------------------------
 
 
+def test_a_well_formed_file_the_derivation_cannot_finish_is_one_line_and_status_1(tmp_path, capsys):
+    """Not a bad file (status 2): a construct with no Jacobian rule, as a built-in whose derivation fails."""
+    path = tmp_path / "absnorm.toml"
+    path.write_text(
+        'key = "absnorm"\ntitle = "A"\noutput = "x[i] / (r + epsilon)"\n[statistics]\nr = "mean(abs(x[j]))"\n'
+    )
+    assert main(["--definition", str(path), "--no-cache"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert re.fullmatch(r"python -m derivations: error: .*absnorm: cannot be derived: .*", captured.err.strip())
+    assert len(captured.err.splitlines()) == 1
+
+
 def test_check_decides_claims_about_a_defined_layer(tmp_path, capsys):
     claims = tmp_path / "claims.toml"
     claims.write_text(

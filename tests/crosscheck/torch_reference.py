@@ -229,7 +229,7 @@ def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
                         f"torch {errors[1]:.1e}"
                     )
                     continue
-                worst = max(worst, diff)
+                worst = max(worst, _layer_worst(key, diff))
                 flag = "" if diff <= TOLERANCE else "   FAIL"
                 print(f"{key:<22}{n:>5}{eps:>9g}{diff:>21.2e}{flag}")
     return worst
@@ -312,7 +312,7 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
                         f"numeric {np.abs(mine - exact).max() / np.abs(exact).max():.1e}"
                     )
                     continue
-                worst = max(worst, diff)
+                worst = max(worst, _layer_worst(key, diff))
                 flag = "" if diff <= TOLERANCE else "   FAIL"
                 print(f"{key:<22}{n:>5}{eps:>9g}{back:>11.1e}{forward:>11.1e}{second:>11.1e}{flag}")
     return worst
@@ -360,15 +360,26 @@ def check_kinks(rng: np.random.Generator, keys: list[str]) -> float:
                     # Inside the clamp the layer is linear: both Hessian products are exactly zero.
                     second = relative(got, want) if want.abs().max() > 0 else float(np.abs(got).max())
                     head = f"{key:<22}{n:>5}{eps:>9g}{side:>8g}"
-                    worst = _gated(worst, head, (forward, jac, back, ahead, second))
+                    worst = _gated(worst, key, head, (forward, jac, back, ahead, second))
     return worst
 
 
-def _gated(worst: float, head: str, differences: tuple[float, ...]) -> float:
+def _gated(worst: float, key: str, head: str, differences: tuple[float, ...]) -> float:
     """Print one row of differences after ``head``, flagged beyond the tolerance; the new worst."""
     flag = "" if max(differences) <= TOLERANCE else "   FAIL"
     print(head + "".join(f"{d:>10.1e}" for d in differences) + flag)
-    return max(worst, *differences)
+    return max(worst, _layer_worst(key, *differences))
+
+
+# The worst gated difference of each layer over every check, for the summary at the end.
+WORST: dict[str, float] = {}
+
+
+def _layer_worst(key: str, *differences: float) -> float:
+    """The largest of ``differences``, kept as ``key``'s worst if it is."""
+    largest = max(differences)
+    WORST[key] = max(WORST.get(key, 0.0), largest)
+    return largest
 
 
 def check_partial(rng: np.random.Generator, keys: list[str]) -> float:
@@ -407,7 +418,8 @@ def check_partial(rng: np.random.Generator, keys: list[str]) -> float:
                     ahead = relative(module.jvp(x, eps, v, p=p), jvp(function, (tx,), (tv,))[1])
                     inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
                     second = relative(module.hvp(x, eps, dy, v, p=p), jvp(inner, (tx,), (tv,))[1])
-                    worst = _gated(worst, f"{key:<22}{n:>5}{eps:>9g}{p:>8g}", (forward, jac, back, ahead, second))
+                    head = f"{key:<22}{n:>5}{eps:>9g}{p:>8g}"
+                    worst = _gated(worst, key, head, (forward, jac, back, ahead, second))
     return worst
 
 
@@ -487,11 +499,11 @@ def check_without_epsilon(rng: np.random.Generator, keys: list[str]) -> float:
 
                     ours = max(error(mine[name], name) for name in exact)
                     torch_error = max(error(theirs[name].detach().numpy(), name) for name in exact)
-                    worst = max(worst, ours)
+                    worst = max(worst, _layer_worst(key, ours))
                     flag = "" if ours <= TOLERANCE else "   FAIL"
                     print(f"{row}   pinned: vs mpmath numeric {ours:.1e}, torch {torch_error:.1e}{flag}")
                     continue
-                worst = max(worst, diff)
+                worst = max(worst, _layer_worst(key, diff))
                 flag = "" if diff <= TOLERANCE else "   FAIL"
                 print(f"{row}{flag}")
     return worst
@@ -532,7 +544,7 @@ def main() -> int:
                 named = arguments(key, gain)
                 forward = np.abs(module.forward(x, eps, *params, **named) - function(tx).numpy()).max()
                 jac = np.abs(module.jacobian(x, eps, *params, **named) - torch_jacobian(key, function, tx)).max()
-                worst = max(worst, forward, jac)
+                worst = max(worst, _layer_worst(key, forward, jac))
                 flag = "" if max(forward, jac) <= TOLERANCE else "   FAIL"
                 print(f"{key:<22}{n:>5}{eps:>9g}{forward:>21.2e}{jac:>15.2e}{flag}")
     worst = max(worst, check_emitted_torch(rng, selected))
@@ -540,6 +552,9 @@ def main() -> int:
     worst = max(worst, check_kinks(rng, selected))
     worst = max(worst, check_partial(rng, selected))
     worst = max(worst, check_without_epsilon(rng, selected))
+    print(f"\n{'worst per layer':<26}(every gated row above: forward, J, emitted code, products, kinks)")
+    for key, value in WORST.items():
+        print(f"{key:<26}{value:.2e}")
     print(f"\nworst difference {worst:.2e}; tolerance {TOLERANCE:.0e} (float64, torch {torch.__version__})")
     return 0 if worst <= TOLERANCE else 1
 

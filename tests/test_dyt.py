@@ -76,6 +76,16 @@ def test_the_asymptote_holds_for_either_sign_of_alpha(value):
     assert sp.limit(at, t, -sp.oo) == lower.subs(alpha, value)
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_limit_by_sign_that_misses_the_value_at_zero_is_refused(sign):
+    """-tanh(alpha t)**2 tends to -1 for either sign of alpha but to 0 at alpha = 0 (and +tanh**2 to +1
+    and 0): no formula in sign(alpha) holds at all three, so none is returned."""
+    from derivations.elementwise import _at_infinity_by_sign
+
+    assert _at_infinity_by_sign(sign * sp.tanh(alpha * t) ** 2, 1) is None
+    assert _at_infinity_by_sign(sp.tanh(alpha * t), 1) == sp.sign(alpha)  # where one does, it is returned
+
+
 def test_eigenpair_norm_and_bound():
     (pair,) = quantities.names(LAYER)["eigen_coordinate"][0].items(LAYER)
     assert pair.name == "coordinate"

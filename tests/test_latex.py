@@ -1,5 +1,6 @@
 """LaTeX for a paper: the reader's form, `--format latex`, the notation options, and pdflatex."""
 
+import itertools
 import json
 
 import pytest
@@ -125,6 +126,18 @@ def test_latex_format_is_one_labelled_equation_per_formula_with_its_statement_ab
         body = [f"  {line}" + (r" \\" if index < len(shown) - 1 else "") for index, line in enumerate(shown)]
         assert lines[2:] == [rf"\begin{{{env}}}", rf"  \label{{eq:{f.qualified}}}", *body, rf"\end{{{env}}}"]
         assert " ".join(line.removesuffix(" \\\\").strip() for line in body) == f.latex()
+
+
+def test_a_broken_formula_fills_each_line_before_it_starts_the_next():
+    """Terms go on a line while it stays within the width: no line could have taken the next line's first term."""
+    from derivations._formula import LINE
+
+    broken = [f for key in LAYERS for f in formulas(key) if len(f.latex_lines()) > 1]
+    assert broken
+    for f in broken:
+        # The next line starts with the term that did not fit, so the two are longer than a line.
+        for line, following in itertools.pairwise(f.latex_lines()):
+            assert len(line) + len(following) > LINE, (f.qualified, line, following)
 
 
 def test_standalone_is_an_article_needing_only_amsmath_and_amssymb(capsys):

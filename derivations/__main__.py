@@ -138,7 +138,12 @@ def _check(argv: list[str]) -> int:
     parser.add_argument(
         "--latex", metavar="TEXT", help=r"a claim in LaTeX, e.g. '\|J\|_2 \le \frac{1}{\sqrt{\epsilon}}'"
     )
-    parser.add_argument("--layer", choices=list(LAYERS), help=f"layer of an inline claim (default: {CORE})")
+    parser.add_argument(
+        "--layer",
+        choices=list(LAYERS),
+        help=f"layer of an inline claim, and of a file's entries that name none (default: the --definition layer, "
+        f"else {CORE})",
+    )
     parser.add_argument("--assume", action="append", default=[], metavar="COND", help="assumption, e.g. 'n >= 3'")
     parser.add_argument("--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format")
     parser.add_argument(
@@ -153,6 +158,8 @@ def _check(argv: list[str]) -> int:
         parser.error("--assume applies to an inline claim; a claims file gives assumptions per entry")
     if not 0 < args.timeout <= 3600:
         parser.error("--timeout must be between 0 and 3600 seconds")
+    if args.layer and args.definition:
+        parser.error("give --layer or --definition, not both")
 
     # Imported here: printing formulas needs none of the checker.
     from derivations.claims import STREAMS, Claim, ClaimError, check, latex, load
@@ -162,7 +169,7 @@ def _check(argv: list[str]) -> int:
         return 2
     try:
         if args.claims is not None:
-            claims = load(args.claims)
+            claims = load(args.claims, args.layer or key or CORE)
         else:
             text = args.claim if args.latex is None else latex.to_claim(args.latex)
             claims = [Claim(text, args.layer or key or CORE, tuple(args.assume), id="inline")]

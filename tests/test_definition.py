@@ -167,6 +167,21 @@ def test_a_well_formed_file_the_derivation_cannot_finish_is_one_line_and_status_
     assert len(captured.err.splitlines()) == 1
 
 
+def test_a_claims_file_entry_without_a_layer_is_about_the_defined_one(tmp_path, capsys):
+    """Not layernorm, the default without --definition: 1/sqrt(epsilon) is refuted for l4norm (epsilon**(-1/4))."""
+    claims = tmp_path / "claims.toml"
+    claims.write_text('[[claim]]\nid = "a"\nclaim = "slope_at_zero == 1/sqrt(epsilon)"\n')
+    out = _printed(capsys, ["check", "--definition", str(EXAMPLE), "--claims", str(claims)], status=1)
+    assert out.startswith("[a] refuted: slope_at_zero == 1/sqrt(epsilon)  [l4norm]")
+    # --layer names the layer of such entries too; with --definition it is refused, as for derive.
+    out = _printed(capsys, ["check", "--layer", "rmsnorm_eps_outside", "--claims", str(claims)], status=1)
+    assert out.startswith("[a] refuted: slope_at_zero == 1/sqrt(epsilon)  [rmsnorm_eps_outside]")
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--layer", "rmsnorm", "--definition", str(EXAMPLE), "slope_at_zero > 0"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("give --layer or --definition, not both")
+
+
 def test_check_decides_claims_about_a_defined_layer(tmp_path, capsys):
     claims = tmp_path / "claims.toml"
     claims.write_text(

@@ -12,8 +12,8 @@ from derivations.claims.language import ClaimError
 _FIELDS = {"id", "claim", "layer", "assumptions", "expect"}
 
 
-def load(path: Path) -> list[Claim]:
-    """Claims from a TOML file with ``[[claim]]`` tables.
+def load(path: Path, layer: str = CORE) -> list[Claim]:
+    """Claims from a TOML file with ``[[claim]]`` tables; an entry without a ``layer`` is about ``layer``.
 
     A file that cannot be read or is not such a file raises `ClaimError`; an
     entry that is malformed (a missing claim, an unknown field, a duplicate or
@@ -32,7 +32,7 @@ def load(path: Path) -> list[Claim]:
     claims = []
     seen: set[str] = set()
     for number, entry in enumerate(entries, 1):
-        claim = _entry(entry, number)
+        claim = _entry(entry, number, layer)
         if claim.problem is None and claim.id in seen:
             claim = Claim(claim.text, claim.layer, claim.assumptions, claim.expect, claim.id, "duplicate id")
         seen.add(claim.id)
@@ -40,7 +40,7 @@ def load(path: Path) -> list[Claim]:
     return claims
 
 
-def _entry(entry: object, number: int) -> Claim:
+def _entry(entry: object, number: int, layer: str) -> Claim:
     """One [[claim]] table as a Claim; a malformed one carries its problem."""
     fallback = f"claim-{number}"
     if not isinstance(entry, dict):
@@ -71,7 +71,7 @@ def _entry(entry: object, number: int) -> Claim:
             return problem(f"'{name}' must be a string")
     return Claim(
         text=entry["claim"],
-        layer=entry.get("layer", CORE),
+        layer=entry.get("layer", layer),
         assumptions=tuple(assumptions),
         expect=expect,
         id=identifier,

@@ -6,6 +6,7 @@ numpy, and ||J||_2 growing without bound (the refutation of "1/sqrt(eps)-Lipschi
 """
 
 import dataclasses
+import math
 from fractions import Fraction
 
 import mpmath
@@ -275,6 +276,8 @@ def test_lipschitz_in_one_over_root_epsilon_is_refuted_and_recomputed_independen
         ("spectral_norm == 1/s", {"error"}),
         ("r_k == rmsnorm.r", {"error"}),  # a partial mean is no function of mean(x), mean(x**2)
         ("response == rmsnorm.response", {"refuted"}),
+        # k = ceil(n/16) is 1 up to n = 16: the sample takes n = 17 too, where it is 2.
+        ("kappa * n == 1", {"refuted"}),
     ],
 )
 def test_claims_never_get_a_wrong_verdict(text, allowed):
@@ -282,6 +285,10 @@ def test_claims_never_get_a_wrong_verdict(text, allowed):
     assert verdict.verdict in allowed, verdict.detail
     if verdict.verdict != "error":
         assert "p = 1/16" in verdict.quantifier
+    if text == "kappa * n == 1":  # the counterexample, recomputed: kappa n = k = ceil(n/16) = 2 at n = 17
+        size = len(verdict.counterexample["x"])
+        assert size == 17
+        assert sum(verdict.counterexample["m"]) == math.ceil(Fraction(size, 16)) == 2
 
 
 @pytest.mark.parametrize("values", [[1.0, 1e200], [1e-300, 1e300], [1e-200, 3e-200, 1.0], [0.0, 5.0]])

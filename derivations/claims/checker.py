@@ -440,7 +440,7 @@ def _sample(
             claim, "error", f"no admissible point where both sides are defined, {quantifier}", quantities=used
         )
     sampled = (
-        f"explicit inputs x of {', '.join(map(str, _sizes(setting)))} entries, up to {sampling.MAX_EXPLICIT} points, "
+        f"explicit inputs x of {', '.join(map(str, _sizes(setting)))} entries, up to {_budget(setting)} points, "
         "the other symbols at simple and seeded random values"
         if setting.inputs
         else "0, tiny and huge values, 1e-300 .. 1e300, included"
@@ -479,8 +479,28 @@ def _points(setting: _Setting, claim: Claim):
 
 
 def _sizes(setting: _Setting) -> list[int]:
-    """The sizes n of the explicit inputs sampled."""
-    return [size for size in (2, 3, 4, 5) if size in setting.allowed] or [int(setting.allowed.inf)]
+    """The sizes n of the explicit inputs sampled: 2 to 5, and for a mean over a subset of k of the
+    n entries that is one entry at all of them (k = ceil(n/16)), also the first n where it is two."""
+    sizes = [size for size in (2, 3, 4, 5) if size in setting.allowed] or [int(setting.allowed.inf)]
+    for subset in (subset for key in sorted(setting.usage.layers) for subset in LAYERS[key].subsets):
+        if all(sum(subset.entries(size, subset.default)) < 2 for size in sizes):
+            more = (size for size in range(sizes[-1] + 1, 65) if size in setting.allowed)
+            larger = next((size for size in more if sum(subset.entries(size, subset.default)) >= 2), None)
+            sizes += [larger] if larger is not None else []
+    return sizes
+
+
+# Values of the other symbols tried at each explicit input: the nicest first, then seeded random ones.
+_PER_INPUT = 6
+# Points at a larger size (one input): an explicit matrix of 17 entries a side costs a hundred times one of 5.
+_LARGER = _PER_INPUT
+
+
+def _budget(setting: _Setting) -> int:
+    """How many points the explicit inputs take at most: whole inputs until `sampling.MAX_EXPLICIT`
+    is reached, and `_LARGER` more with a larger size."""
+    small = -(-sampling.MAX_EXPLICIT // _PER_INPUT) * _PER_INPUT
+    return small + (_LARGER if max(_sizes(setting)) > 5 else 0)
 
 
 def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
@@ -493,21 +513,24 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
         for s in symbols
         if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
     ]
-    seen = 0
     means = {mean_statistic(layer) for layer in layers} - {None}
-    for number, inputs in enumerate(sampling.explicit_inputs(sizes, setting.usage.vectors)):
-        for symbol, value in setting.pinned.items():
-            if symbol in means:  # a fixed mean: shift the input to it, exactly
-                inputs = sampling.shifted(inputs, value)
-        statistics = sampling.statistics_of(layers, inputs)
-        # A few values of the other symbols per input: the nicest first, then seeded random ones.
-        for point in itertools.islice(sampling.points(rest, [], seed=number), 6):
-            seen += 1
-            full = {**point, **statistics, n: sp.Integer(inputs.size)}
-            if _gain_consistent(full) and all(sampling._holds(c, full) for c in setting.conditions):
-                yield full, inputs
-        if seen > sampling.MAX_EXPLICIT:
-            return
+    # The small sizes first, with the whole budget; a larger size a partial mean needs, after them.
+    small = [size for size in sizes if size <= 5] or sizes
+    larger = [size for size in sizes if size not in small]
+    for group, budget in ((small, sampling.MAX_EXPLICIT), (larger, _LARGER)):
+        seen = 0
+        for number, inputs in enumerate(sampling.explicit_inputs(group, setting.usage.vectors) if group else ()):
+            for symbol, value in setting.pinned.items():
+                if symbol in means:  # a fixed mean: shift the input to it, exactly
+                    inputs = sampling.shifted(inputs, value)
+            statistics = sampling.statistics_of(layers, inputs)
+            for point in itertools.islice(sampling.points(rest, [], seed=number), _PER_INPUT):
+                seen += 1
+                full = {**point, **statistics, n: sp.Integer(inputs.size)}
+                if _gain_consistent(full) and all(sampling._holds(c, full) for c in setting.conditions):
+                    yield full, inputs
+            if seen >= budget:
+                break
 
 
 def _gain_consistent(point: dict) -> bool:

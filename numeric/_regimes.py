@@ -30,7 +30,7 @@ class NumericRegimes(_layer.NumericLayer):
     def _checked(self, value: Any, argument: str) -> Any:
         if np.isnan(np.asarray(value, dtype=np.float64)).any():
             raise ValueError(
-                f"{argument} has a row on {say(self.definition.boundary)}, the kink of {self.key}, "
+                f"{argument} has a row on {say(self.definition.boundary)} (as rounded), the kink, "
                 "where this derivative does not exist (the one-sided values differ)"
             )
         return value

@@ -114,6 +114,12 @@ def test_on_the_boundary_the_derivatives_do_not_exist():
             function(on, 0.5)
     with pytest.raises(ValueError, match=r"x has a row on"):
         l2norm_clamped.vjp(on, 0.5, np.ones(4))
+    # The side within rounding of the sphere is the rounded norm's (README): (1, 0) at 1 is
+    # computed as 1 + 2**-52, above; (1, 1) at fl(sqrt(2)), off the sphere, is on it as rounded.
+    assert_agree(l2norm_clamped.jacobian(np.array([1.0, 0.0]), 1.0), [[0, 0], [0, 1]], rtol=1e-15, what="J above")
+    for layer, named in ((l2norm_clamped, {}), (numeric.scalenorm, {"gain": 2.0})):
+        with pytest.raises(ValueError, match=r"x has a row on \|\|x\|\|_2 = epsilon \(as rounded\), the kink,"):
+            layer.jacobian(np.array([1.0, 1.0]), float(np.sqrt(2.0)), **named)
     t_k = float(l2norm_clamped.kink(0.25))
     assert t_k == pytest.approx(0.25 / np.sqrt(2), rel=1e-15)
     assert float(l2norm_clamped.slope(t_k * 0.999, 0.25)) == 4.0

@@ -72,10 +72,21 @@ class NumericGrouped(_layer.NumericLayer):
             return value.T
         return value.reshape(*value.shape[:-2], shape[-1]) if value.ndim >= 2 else value
 
-    def _epsilon(self, epsilon: Any, count: int) -> Any:
-        """epsilon broadcast over the blocks of one row (groups), or per feature (a batch)."""
+    def _epsilon(self, epsilon: Any, shape: tuple[int, ...]) -> Any:
+        """epsilon, told in the caller's layout (x's ``shape``), as the blocks take it: for groups, as the
+        base takes it for the rows of x; for a batch, one number or one per feature (the blocks are the
+        features, so any other shape would come back transposed)."""
         e = np.asarray(epsilon)
-        return e[..., None] if self.definition.argument is not None and e.ndim else epsilon
+        if not e.ndim:
+            return epsilon
+        if self.definition.argument is None:
+            features = shape[-1] if len(shape) == 2 else 1
+            if e.shape not in ((features,), (1, features)):
+                raise ValueError(
+                    f"epsilon must be one number or one per feature, shape ({features},); got shape {e.shape}"
+                )
+            return e.reshape(features)
+        return e[..., None]  # broadcast with the rows of x as the base's is, each row's shared by its groups
 
     def _call(self, function: Any, x: Any, epsilon: Any, vectors: tuple[Any, ...], named: dict[str, Any]) -> Any:
         named = dict(named)
@@ -91,7 +102,15 @@ class NumericGrouped(_layer.NumericLayer):
                     f"{name} of shape {np.shape(value)} does not broadcast with x's shape {shape}"
                 ) from None
         blocked = [self._blocks(v, name, count) for v, name in zip((x, *vectors), ("x", "dy", "v"), strict=False)]
-        return function(blocked[0], self._epsilon(epsilon, count), *blocked[1:]), shape
+        try:
+            return function(blocked[0], self._epsilon(epsilon, shape), *blocked[1:]), shape
+        except ValueError as error:
+            if not str(error).startswith("epsilon of shape"):
+                raise
+            # Told in the caller's layout, not the blocks'.
+            raise ValueError(
+                f"epsilon of shape {np.shape(epsilon)} does not broadcast with the batch shape {shape[:-1]} of x"
+            ) from None
 
     # --- the functions --------------------------------------------------------
 

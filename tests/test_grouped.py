@@ -59,6 +59,17 @@ def test_batchnorm_normalizes_each_feature_over_the_batch(epsilon):
     assert_agree(numeric.batchnorm_train.forward(x, epsilon), columns, rtol=1e-15, what="batchnorm")
 
 
+def test_a_batch_takes_one_epsilon_per_feature(rng):
+    x, eps = rng.standard_normal((6, 4)), np.array([1e-6, 0.01, 0.25, 4.0])
+    columns = [numeric.batchnorm_train.forward(x[:, [f]], eps[f])[:, 0] for f in range(4)]
+    for given in (eps, eps[None, :]):
+        assert_agree(numeric.batchnorm_train.forward(x, given), np.stack(columns, axis=1), rtol=0, what="forward")
+        jacobian = numeric.batchnorm_train.jacobian(x, given)
+        assert jacobian.shape == (4, 6, 6)
+        for f in range(4):
+            assert_agree(jacobian[f], numeric.layernorm.jacobian(x[:, f], eps[f]), rtol=1e-14, what=f"J of {f}")
+
+
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_groupnorm_jacobian_is_block_diagonal_and_matches_differences(epsilon):
     rng = np.random.default_rng(7)
@@ -142,6 +153,15 @@ def test_float32_stays_float32():
             r"dy of shape \(4, 2\) does not broadcast with x's shape \(4, 3\)",  # the caller's layout
         ),
         (lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), -1.0), "epsilon"),
+        # A batch's epsilon is one number or one per feature; any other shape came back transposed.
+        (
+            lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), np.full((4, 1), 0.1)),
+            r"epsilon must be one number or one per feature, shape \(3,\); got shape \(4, 1\)",
+        ),
+        (
+            lambda: numeric.groupnorm.forward(np.ones((4, 6)), np.full((1, 6), 0.1), groups=2),
+            r"epsilon of shape \(1, 6\) does not broadcast with the batch shape \(4,\) of x",  # the caller's layout
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, message):

@@ -295,3 +295,26 @@ def test_a_case_missing_from_a_stated_form_or_a_pattern_is_a_derivation_error():
         regimes._by_regime(layer, sp.Piecewise((sp.Integer(1), first.condition)), "slope")
     with pytest.raises(DerivationError, match="no single regime holds"):
         regimes._regime_at(layer, layer.patterns[0], epsilon / sp.sqrt(2))  # on the kink: neither holds
+
+
+@pytest.mark.parametrize("key", ["l2norm_clamped", "scalenorm"])
+def test_inequalities_about_a_clamped_layer_are_decided(key):
+    """A clamp's regimes are conditions on the statistics, not on n: a proof goes branch by branch
+    (it was an error, sympy having no set for a condition in several symbols)."""
+    from derivations.claims import Claim, check
+
+    proved = check(Claim("second_moment >= 0", layer=key))
+    assert proved.verdict == "proved", proved.detail
+    assert "where epsilon >= " in proved.detail
+    assert "otherwise: " in proved.detail
+    bound = "abs(g_s)/epsilon" if key == "scalenorm" else "1/epsilon"
+    assert check(Claim(f"norm(J, 2) <= {bound}", layer=key)).verdict in {"proved", "supported"}
+    refuted = check(
+        Claim("norm(J, 2) <= 1/sqrt(epsilon)", layer=key, assumptions=("g_s == 1",) if key == "scalenorm" else ())
+    )
+    assert refuted.verdict == "refuted", refuted.detail
+    # Recomputed: below the floor J = I/epsilon (times g), whose norm 1/epsilon exceeds 1/sqrt(epsilon) for epsilon < 1.
+    x, eps = np.array(refuted.counterexample["x"], dtype=float), float(refuted.counterexample["epsilon"])
+    named = {"gain": 1.0} if key == "scalenorm" else {}
+    assert np.linalg.norm(x) <= eps
+    assert np.linalg.norm(getattr(numeric, key).jacobian(x, eps, **named), 2) > 1 / np.sqrt(eps)

@@ -125,6 +125,27 @@ def prove(relation: Relation, allowed: sp.Set, conditions: Sequence[sp.Basic] = 
     where t is free the two signs of t are proved apart (an odd response is
     bounded on one side by its sign).
     """
+    regime = next(
+        (
+            p
+            for p in sp.Tuple(relation.lhs, relation.rhs).atoms(sp.Piecewise)
+            if any(condition.free_symbols - {n} for _, condition in p.args)
+        ),
+        None,
+    )
+    if regime is not None:
+        # Regimes of the statistics (a clamp), not of n: proved in every branch, without its condition
+        # (which is sound, every input being in one branch); else left to sampling.
+        pieces = []
+        for value, condition in regime.args:
+            branch = {regime: value}
+            how = prove(
+                Relation(relation.lhs.xreplace(branch), relation.op, relation.rhs.xreplace(branch)), allowed, conditions
+            )
+            if how is None:
+                return None
+            pieces.append(f"{'otherwise' if condition is sp.true else f'where {condition}'}: {how}")
+        return "; ".join(pieces)
     swap: dict[sp.Basic, sp.Expr] = {}
     used = []
     for condition in conditions:

@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 import sympy as sp
+from sympy.solvers.solveset import NonlinearError
 
 from derivations._formula import Formula
 from derivations._proof import DerivationError, equal
@@ -292,11 +293,16 @@ def _inverse(stat: Statistic, means: tuple[sp.Symbol, ...]) -> dict[sp.Symbol, s
         # A nonnegative sigma = sqrt(c * b) is equivalent to sigma**2 = c * b,
         # which is linear in the mean b: no general solver needed.
         equation = stat.symbol**2 - sp.expand(stat.summand**2)
-    solutions = sp.linsolve([equation], [base])
+    try:
+        solutions = [value for (value,) in sp.linsolve([equation], [base])]
+    except NonlinearError:
+        # A nonlinear function of the mean (a fourth root): solved in general, and each
+        # solution kept only where substituting it back gives the statistic exactly.
+        found = sp.solve(stat.symbol - stat.summand, base, dict=True)
+        solutions = [s[base] for s in found if sp.simplify(stat.summand.xreplace(s) - stat.symbol) == 0]
     if len(solutions) != 1:
         raise DerivationError(f"{stat.symbol} = {stat.summand} does not determine {base} uniquely: {solutions}")
-    ((value,),) = solutions
-    return {base: value}
+    return {base: solutions[0]}
 
 
 @cache

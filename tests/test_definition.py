@@ -15,6 +15,7 @@ from derivations.definition import DefinitionError
 from derivations.notation import DEFAULT
 from derivations.render import text
 from derivations.symbols import epsilon, r
+from numeric.agreement import assert_agree
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "l4norm.toml"
@@ -152,6 +153,22 @@ def test_the_command_line_prints_a_rewritten_layer_as_the_built_in(tmp_path, cap
 
 
 # --- the command line ---------------------------------------------------------
+
+
+def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):
+    """z = r**(1/4) is solved for r in general (r = z**4, checked by substituting back), not linearly."""
+    path = tmp_path / "l4root.toml"
+    path.write_text(
+        'key = "l4root"\ntitle = "R"\noutput = "x[i] / (z + epsilon)"\n'
+        '[statistics]\nr = "mean(x[j]**4)"\nz = "r**(1/4)"\n[stated]\nslope_at_zero = "1/epsilon"\n'
+    )
+    layer = numeric.from_definition(path)
+    x, eps = rng.standard_normal((3, 5)), 0.25
+    expected = x / (np.mean(x**4, axis=-1, keepdims=True) ** 0.25 + eps)
+    assert_agree(layer.forward(x, eps), expected, rtol=1e-14, what="forward")
+    direction, h = rng.standard_normal(5), 1e-6
+    central = (layer.forward(x[0] + h * direction, eps) - layer.forward(x[0] - h * direction, eps)) / (2 * h)
+    assert_agree(layer.jacobian(x[0], eps) @ direction, central, rtol=1e-7, atol=1e-9, what="J v")
 
 
 def test_a_well_formed_file_the_derivation_cannot_finish_is_one_line_and_status_1(tmp_path, capsys):

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import sympy as sp
 
 from derivations.__main__ import main
 from derivations.claims import Claim, ClaimError, check, load, parse, vocabulary
@@ -261,3 +262,13 @@ def test_one_bad_entry_is_an_error_verdict_and_the_others_are_checked(tmp_path, 
     rows = json.loads(capsys.readouterr().out)
     assert [row["verdict"] for row in rows] == [v.verdict for v in verdicts]
     assert status == (2 if verdicts[1].verdict == "error" else 1)
+
+
+def test_a_refutation_shows_a_cancelling_side_at_its_value():
+    """1 - response at t = 1e30 is eps / (2 t**2) = 5e-63, not the 0 that 30 digits give."""
+    verdict = check(Claim("1 - response_uniform >= 10**(-60)", layer="rmsnorm"))
+    assert verdict.verdict == "refuted"
+    t, eps = sp.Rational(verdict.counterexample["t"]), sp.Rational(verdict.counterexample["epsilon"])
+    shown = float(re.search(r"lhs = ([^,]+), rhs", verdict.detail).group(1))
+    assert shown == pytest.approx(float(sp.N(1 - t / sp.sqrt(t**2 + eps), 30)), rel=1e-7, abs=0)
+    assert shown < 1e-60

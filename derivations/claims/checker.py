@@ -414,7 +414,11 @@ def _sample(
         if inputs is None and not isinstance(setting.lhs, list):
             compiled = compiled or sampling.Compiled(setting.lhs, setting.rhs, list(point))
             result = compiled.decide(setting.op, point)
-            left, right = compiled.sides(point) or (None, None)
+            # Shown only for a refutation, at the most digits a decision takes: a side that is a
+            # cancellation (1 - response at t = 1e30 is 5e-63) keeps its value.
+            left, right = (
+                compiled.sides(point, sampling.DIGITS[-1]) or (None, None) if result is False else (None, None)
+            )
         else:
             try:
                 left = sampling.at(setting.lhs, point, inputs, matrices)

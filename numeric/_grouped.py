@@ -61,10 +61,14 @@ class NumericGrouped(_layer.NumericLayer):
         if self.definition.argument is None:
             if array.ndim > 2:
                 raise ValueError(f"{name} must have shape (B, features) or (B,); got shape {array.shape}")
+            if name == "x" and array.shape[0] < 2:
+                raise ValueError(f"x must have shape (B, features) with B >= 2 examples; got shape {array.shape}")
             return array.T
         size = array.shape[-1]
         if size % count:
             raise ValueError(f"{name} has {size} entries on its last axis, not a multiple of groups={count}")
+        if name == "x" and size // count < 2:
+            raise ValueError(f"groups={count} leaves {size // count} entry per group of x's {size}; a group needs 2")
         return array.reshape(*array.shape[:-1], count, size // count)
 
     def _unblock(self, value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -101,6 +105,8 @@ class NumericGrouped(_layer.NumericLayer):
                 raise ValueError(
                     f"{name} of shape {np.shape(value)} does not broadcast with x's shape {shape}"
                 ) from None
+        # A vector broadcast against x in the caller's layout (dy of shape (features,) for a batch), then blocked.
+        vectors = tuple(np.broadcast_to(value, np.broadcast_shapes(shape, np.shape(value))) for value in vectors)
         blocked = [self._blocks(v, name, count) for v, name in zip((x, *vectors), ("x", "dy", "v"), strict=False)]
         try:
             return function(blocked[0], self._epsilon(epsilon, shape), *blocked[1:]), shape

@@ -59,6 +59,18 @@ def test_batchnorm_normalizes_each_feature_over_the_batch(epsilon):
     assert_agree(numeric.batchnorm_train.forward(x, epsilon), columns, rtol=1e-15, what="batchnorm")
 
 
+@pytest.mark.parametrize(
+    ("key", "shape", "named"), [("batchnorm_train", (6, 3), {}), ("groupnorm", (2, 6), {"groups": 2})]
+)
+def test_an_upstream_gradient_broadcasts_against_x_as_told(key, shape, named, rng):
+    """dy of one row (one entry per feature) is every row's, in the caller's layout, not the blocks'."""
+    layer, x = getattr(numeric, key), rng.standard_normal(shape)
+    dy = rng.standard_normal(shape[-1])
+    whole = np.broadcast_to(dy, shape)
+    assert_agree(layer.vjp(x, 0.1, dy, **named), layer.vjp(x, 0.1, whole, **named), rtol=0, what="vjp")
+    assert_agree(layer.jvp(x, 0.1, dy, **named), layer.jvp(x, 0.1, whole, **named), rtol=0, what="jvp")
+
+
 def test_a_batch_takes_one_epsilon_per_feature(rng):
     x, eps = rng.standard_normal((6, 4)), np.array([1e-6, 0.01, 0.25, 4.0])
     columns = [numeric.batchnorm_train.forward(x[:, [f]], eps[f])[:, 0] for f in range(4)]
@@ -153,6 +165,15 @@ def test_float32_stays_float32():
             r"dy of shape \(4, 2\) does not broadcast with x's shape \(4, 3\)",  # the caller's layout
         ),
         (lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), -1.0), "epsilon"),
+        # Told in the caller's terms, not as a block of one entry.
+        (
+            lambda: numeric.groupnorm.forward(np.ones((2, 5)), 0.1, groups=5),
+            r"groups=5 leaves 1 entry per group of x's 5; a group needs 2",
+        ),
+        (
+            lambda: numeric.batchnorm_train.forward(np.ones((1, 3)), 0.1),
+            r"x must have shape \(B, features\) with B >= 2 examples; got shape \(1, 3\)",
+        ),
         # A batch's epsilon is one number or one per feature; any other shape came back transposed.
         (
             lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), np.full((4, 1), 0.1)),

@@ -40,8 +40,9 @@ from typing import Any, TypeVar
 
 import sympy as sp
 
-from derivations import _cache, layernorm, quantities, rmsnorm, scaling
+from derivations import _cache, layernorm, quantities, regimes, rmsnorm, scaling
 from derivations._layer import Direction, Layer, Pattern, Statistic
+from derivations._proof import DerivationError
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
 from derivations.sums import mean
@@ -219,26 +220,29 @@ def _layer(table: dict[str, Any]) -> Layer:
     statistics = _statistics(_table(table, "statistics"))
     symbols = {str(stat.symbol): stat.symbol for stat in statistics}
     output = _output(_text(table, OUTPUT, limit=2000) or "", symbols)
-    spread = _spread(table, statistics)
-    center = _center(statistics)
-    layer = Layer(
-        key=key,
-        title=title,
-        statistics=statistics,
-        output=output,
-        patterns=_patterns(table.get("patterns")),
-        directions=(),
-        display=(),
-        spread=spread,
-    )
-    centered = center is not None and scaling.translation_invariant(layer)
-    display = _display(layer, center if centered else None)
-    layer = dataclasses.replace(
-        layer,
-        display=display,
-        directions=_directions(table.get("directions"), symbols, center if centered else None),
-        approach=_approach(layer, center if centered else None),
-    )
+    if output.atoms(sp.Max, sp.Min):
+        layer: Layer = _clamped(table, key, title, statistics, output, symbols)
+    else:
+        spread = _spread(table, statistics)
+        center = _center(statistics)
+        layer = Layer(
+            key=key,
+            title=title,
+            statistics=statistics,
+            output=output,
+            patterns=_patterns(table.get("patterns")),
+            directions=(),
+            display=(),
+            spread=spread,
+        )
+        centered = center is not None and scaling.translation_invariant(layer)
+        display = _display(layer, center if centered else None)
+        layer = dataclasses.replace(
+            layer,
+            display=display,
+            directions=_directions(table.get("directions"), symbols, center if centered else None),
+            approach=_approach(layer, center if centered else None),
+        )
     results = quantities.names(layer)
     clash = next((str(stat.symbol) for stat in statistics if str(stat.symbol) in results), None)
     if clash is not None:
@@ -246,6 +250,39 @@ def _layer(table: dict[str, Any]) -> Layer:
     stated = _stated(_table(table, "stated"), layer, results)
     notes = _notes(_table(table, "notes"), results)
     return dataclasses.replace(layer, stated=stated, notes=notes)
+
+
+def _clamped(
+    table: Mapping[str, Any],
+    key: str,
+    title: str,
+    statistics: tuple[Statistic, ...],
+    output: sp.Expr,
+    symbols: Mapping[str, sp.Symbol],
+) -> Layer:
+    """A layer with one max(statistic, floor): its two regimes, by the machinery of the built-in
+    clamped layers (`derivations.regimes.clamped`); the clamped statistic is the spread."""
+    clamps = output.atoms(sp.Max, sp.Min)
+    form = "one max(statistic, floor), the floor free of the statistics, as x[i] / max(norm, epsilon)"
+    if len(clamps) != 1 or not isinstance(next(iter(clamps)), sp.Max) or len(next(iter(clamps)).args) != 2:
+        raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form}; got {output}")
+    try:
+        layer = regimes.clamped(
+            key=key,
+            title=title,
+            statistics=statistics,
+            definition=output,
+            patterns=_patterns(table.get("patterns")),
+            directions=_directions(table.get("directions"), symbols, None),
+        )
+    except (ValueError, DerivationError) as error:
+        raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form} ({error})") from None
+    given = _text(table, "spread", required=False)
+    if given is not None and given != str(layer.spread):
+        raise DefinitionError(
+            f"spread: a clamped layer's spread is its clamped statistic {layer.spread}; got {given!r}"
+        )
+    return layer
 
 
 def _statistics(table: dict[str, Any]) -> tuple[Statistic, ...]:

@@ -155,6 +155,40 @@ def test_the_command_line_prints_a_rewritten_layer_as_the_built_in(tmp_path, cap
 # --- the command line ---------------------------------------------------------
 
 
+CLAMPED = Path(__file__).parent / "definitions" / "clamped" / "l2norm_clamped.toml"
+
+
+def test_a_clamp_written_with_max_is_derived_by_the_regimes_of_the_built_in():
+    """torch's normalize as a file: every derived relation is the built-in l2norm_clamped's, tree for tree,
+    and its numeric functions are the same bit for bit, the kink reported."""
+    catalog.register(definition.load(CLAMPED).layer)
+    mine = {f.name: f.expr for f in catalog.formulas("l2norm_clamped_toml")}
+    theirs = {f.name: f.expr for f in catalog.formulas("l2norm_clamped")}
+    assert mine.keys() == theirs.keys()
+    assert {"kink", "kink_uniform", "jacobian_jump"} <= mine.keys()
+    assert [name for name in theirs if sp.srepr(mine[name]) != sp.srepr(theirs[name])] == []
+    layer = numeric.from_definition(CLAMPED)
+    x = np.array([[3.0, 4.0, 0.0], [0.03, 0.04, 0.0], [1.0, -2.0, 0.5]])
+    for eps in (0.01, 1.0, 7.0):
+        assert np.array_equal(layer.forward(x, eps), numeric.l2norm_clamped.forward(x, eps))
+        assert np.array_equal(layer.jacobian(x, eps), numeric.l2norm_clamped.jacobian(x, eps))
+    with pytest.raises(ValueError, match="x has a row on"):
+        layer.jacobian(np.array([0.5, 0.0, 0.0, 0.0]), 0.5)
+
+
+@pytest.mark.parametrize(
+    "output",
+    ["x[i] / min(z + epsilon, 10)", "x[i] / max(z, epsilon) / max(r, epsilon)", "x[i] / max(z + r, epsilon)"],
+)
+def test_a_clamp_of_another_form_is_one_line_naming_the_output(tmp_path, output):
+    path = tmp_path / "clamp.toml"
+    path.write_text(
+        f'key = "clamp"\ntitle = "C"\noutput = "{output}"\n[statistics]\nr = "mean(x[j]**2)"\nz = "sqrt(r)"\n'
+    )
+    with pytest.raises(DefinitionError, match=r"^output: a clamp is derived as one max\(statistic, floor\)"):
+        definition.load(path)
+
+
 def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):
     """z = r**(1/4) is solved for r in general (r = z**4, checked by substituting back), not linearly."""
     path = tmp_path / "l4root.toml"

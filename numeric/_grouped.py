@@ -73,23 +73,20 @@ class NumericGrouped(_layer.NumericLayer):
 
     def _unblock(self, value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         if self.definition.argument is None:
-            return value.T
+            # (..., features, B) back to (..., B, features); a single feature, x of shape (B,), was one row.
+            return np.swapaxes(value, -1, -2) if len(shape) == 2 else value
         return value.reshape(*value.shape[:-2], shape[-1]) if value.ndim >= 2 else value
 
     def _epsilon(self, epsilon: Any, shape: tuple[int, ...]) -> Any:
         """epsilon, told in the caller's layout (x's ``shape``), as the blocks take it: for groups, as the
-        base takes it for the rows of x; for a batch, one number or one per feature (the blocks are the
-        features, so any other shape would come back transposed)."""
+        base takes it for the rows of x; for a batch, for the features (the blocks)."""
         e = np.asarray(epsilon)
         if not e.ndim:
             return epsilon
         if self.definition.argument is None:
-            features = shape[-1] if len(shape) == 2 else 1
-            if e.shape not in ((features,), (1, features)):
-                raise ValueError(
-                    f"epsilon must be one number or one per feature, shape ({features},); got shape {e.shape}"
-                )
-            return e.reshape(features)
+            # One per feature, as (F,) or as keepdims would give it, (1, F); any other shape broadcasts
+            # with the features as the base's does with its rows, its axes in front.
+            return e.reshape(-1) if len(shape) == 2 and e.shape == (1, shape[-1]) else e
         return e[..., None]  # broadcast with the rows of x as the base's is, each row's shared by its groups
 
     def _call(self, function: Any, x: Any, epsilon: Any, vectors: tuple[Any, ...], named: dict[str, Any]) -> Any:

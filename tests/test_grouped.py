@@ -80,6 +80,18 @@ def test_a_batch_takes_one_epsilon_per_feature(rng):
         assert jacobian.shape == (4, 6, 6)
         for f in range(4):
             assert_agree(jacobian[f], numeric.layernorm.jacobian(x[:, f], eps[f]), rtol=1e-14, what=f"J of {f}")
+    # Any other shape broadcasts with the features, its own axes in front (it came back transposed,
+    # the batch behind them): one evaluation per row of epsilon.
+    stacked = np.stack([eps, 10 * eps])
+    assert numeric.batchnorm_train.forward(x, stacked).shape == (2, 6, 4)
+    assert numeric.batchnorm_train.forward(x, stacked[:, :1]).shape == (2, 6, 4)
+    for row, e in enumerate(stacked):
+        assert_agree(
+            numeric.batchnorm_train.forward(x, stacked)[row], numeric.batchnorm_train.forward(x, e), rtol=0, what="row"
+        )
+        assert_agree(
+            numeric.batchnorm_train.vjp(x, stacked, x)[row], numeric.batchnorm_train.vjp(x, e, x), rtol=0, what="vjp"
+        )
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
@@ -173,11 +185,6 @@ def test_float32_stays_float32():
         (
             lambda: numeric.batchnorm_train.forward(np.ones((1, 3)), 0.1),
             r"x must have shape \(B, features\) with B >= 2 examples; got shape \(1, 3\)",
-        ),
-        # A batch's epsilon is one number or one per feature; any other shape came back transposed.
-        (
-            lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), np.full((4, 1), 0.1)),
-            r"epsilon must be one number or one per feature, shape \(3,\); got shape \(4, 1\)",
         ),
         (
             lambda: numeric.groupnorm.forward(np.ones((4, 6)), np.full((1, 6), 0.1), groups=2),

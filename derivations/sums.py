@@ -123,7 +123,21 @@ def reduce_sums(expr: sp.Expr) -> sp.Expr:
     # ``replace`` works bottom-up, so nested means are reduced before the sum
     # that contains them, and the outer summand is then a polynomial.  An
     # indicator's powers are the indicator itself, inside a sum and out.
-    return _idempotent(expr.replace(lambda e: isinstance(e, sp.Sum), lambda e: _reduce_one(_idempotent(e))))
+    return _idempotent(expr.replace(lambda e: isinstance(e, sp.Sum), lambda e: _reduce_piecewise(_idempotent(e))))
+
+
+def _reduce_piecewise(total: sp.Sum) -> sp.Expr:
+    """A sum whose summand is by cases (a clamp's regimes) is the sum of each case's summand, under
+    its condition, where no condition depends on the index summed over; otherwise `_reduce_one`."""
+    if not total.function.has(sp.Piecewise):
+        return _reduce_one(total)
+    folded = sp.piecewise_fold(total.function)
+    if not isinstance(folded, sp.Piecewise):
+        return _reduce_one(sp.Sum(folded, *total.limits))
+    ((index, _, _),) = total.limits
+    if any(index in condition.free_symbols for _, condition in folded.args):
+        raise DerivationError(f"a sum over {index} of {folded}, whose cases depend on {index}, is not reduced")
+    return sp.Piecewise(*((reduce_sums(sp.Sum(value, *total.limits)), where) for value, where in folded.args))
 
 
 def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:

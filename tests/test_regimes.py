@@ -318,3 +318,23 @@ def test_inequalities_about_a_clamped_layer_are_decided(key):
     named = {"gain": 1.0} if key == "scalenorm" else {}
     assert np.linalg.norm(x) <= eps
     assert np.linalg.norm(getattr(numeric, key).jacobian(x, eps, **named), 2) > 1 / np.sqrt(eps)
+
+
+def test_a_sum_over_a_layer_with_regimes_is_taken_in_each_regime():
+    """sum_k of a J entry by cases: each regime's delta is sifted (it was left inside the Piecewise, and
+    sum(J @ ones) came to n**2/epsilon below the floor instead of n/epsilon)."""
+    from derivations.claims import Claim, check
+    from derivations.sums import over_entries, reduce_sums
+    from derivations.symbols import epsilon, i, k, n
+
+    below = sp.Symbol("below")
+    entry = sp.Piecewise((sp.KroneckerDelta(i, k) / epsilon, below > 0), (sp.Integer(1), True))
+    assert reduce_sums(over_entries(entry, k)) == sp.Piecewise((1 / epsilon, below > 0), (n, True))
+    false = check(Claim("sum(J @ ones) == n*(n-1)*eigen_complement + n*eigen_x", layer="l2norm_clamped"))
+    assert false.verdict == "refuted", false.detail
+    x, eps = np.array(false.counterexample["x"], dtype=float), float(false.counterexample["epsilon"])
+    size = x.size
+    lhs = l2norm_clamped.jacobian(x, eps).sum()
+    rhs = size * (size - 1) * l2norm_clamped.eigen_complement(x, eps) + size * l2norm_clamped.eigen_x(x, eps)
+    assert abs(lhs - rhs) > 1e-6
+    assert check(Claim("dot(g, J @ x) == dot(x, J @ g)", layer="l2norm_clamped")).verdict == "proved"

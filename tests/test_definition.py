@@ -189,6 +189,16 @@ def test_a_clamp_of_another_form_is_one_line_naming_the_output(tmp_path, output)
         definition.load(path)
 
 
+@pytest.mark.parametrize("named", ["r", "z"])
+def test_the_spread_is_the_statistic_the_file_names(tmp_path, named):
+    path = tmp_path / "spread.toml"
+    path.write_text(
+        'key = "spreads"\ntitle = "S"\noutput = "x[i] / (z + epsilon)"\nspread = "' + named + '"\n'
+        '[statistics]\nr = "mean(x[j]**2)"\nz = "sqrt(r)"\n'
+    )
+    assert str(definition.load(path).layer.spread) == named
+
+
 def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):
     """z = r**(1/4) is solved for r in general (r = z**4, checked by substituting back), not linearly."""
     path = tmp_path / "l4root.toml"

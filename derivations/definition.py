@@ -266,6 +266,15 @@ def _clamped(
     form = "one max(statistic, floor), the floor free of the statistics, as x[i] / max(norm, epsilon)"
     if len(clamps) != 1 or not isinstance(next(iter(clamps)), sp.Max) or len(next(iter(clamps)).args) != 2:
         raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form}; got {output}")
+    (clamp,) = clamps
+    floors = [a for a in clamp.args if not a.free_symbols & {stat.symbol for stat in statistics}]
+    ratio = floors[0] / epsilon if len(floors) == 1 else sp.nan
+    if not (ratio.is_number and ratio.is_positive):
+        # A floor in n would stay symbolic on a pattern of fixed size; one in a power of epsilon
+        # would break the layer's scaling in epsilon.
+        raise DefinitionError(
+            f"{OUTPUT}: the floor of a clamp must be epsilon or a positive multiple of it; got {clamp}"
+        )
     try:
         layer = regimes.clamped(
             key=key,

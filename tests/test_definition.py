@@ -199,6 +199,22 @@ def test_the_spread_is_the_statistic_the_file_names(tmp_path, named):
     assert str(definition.load(path).layer.spread) == named
 
 
+@pytest.mark.parametrize("floor", ["sqrt(n) * epsilon", "epsilon**2", "epsilon + 1"])
+def test_a_clamp_whose_floor_is_not_a_multiple_of_epsilon_is_refused(tmp_path, floor):
+    """A floor in n stayed symbolic on a pattern of fixed size (true claims were refuted at n = 2)."""
+    path = tmp_path / "floor.toml"
+    path.write_text(
+        f'key = "floor"\ntitle = "F"\noutput = "x[i] / max(z, {floor})"\n'
+        '[statistics]\nr = "mean(x[j]**2)"\nz = "sqrt(r)"\n'
+    )
+    with pytest.raises(DefinitionError, match=r"^output: the floor of a clamp must be epsilon or a positive multiple"):
+        definition.load(path)
+    path.write_text(path.read_text().replace(floor, "2 * epsilon"))
+    assert definition.load(path).layer.boundary == sp.Eq(
+        sp.Symbol("z", nonnegative=True), 2 * sp.Symbol("epsilon", positive=True)
+    )
+
+
 def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):
     """z = r**(1/4) is solved for r in general (r = z**4, checked by substituting back), not linearly."""
     path = tmp_path / "l4root.toml"

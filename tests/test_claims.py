@@ -7,6 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -272,3 +273,26 @@ def test_a_refutation_shows_a_cancelling_side_at_its_value():
     shown = float(re.search(r"lhs = ([^,]+), rhs", verdict.detail).group(1))
     assert shown == pytest.approx(float(sp.N(1 - t / sp.sqrt(t**2 + eps), 30)), rel=1e-7, abs=0)
     assert shown < 1e-60
+
+
+@pytest.mark.parametrize(
+    ("claim", "layer", "assumptions"),
+    [
+        ("eigen_complement == 1", "rmsnorm", ("epsilon == 1", "r == 1/4")),  # sampled in the statistics
+        ("second_moment == 1/n", "l2norm_clamped", ("epsilon == 1", "r == 1/4")),
+        ("spectral_norm <= 1", "layernorm", ("q == 1/100", "mu == 3")),
+        ("dot(g, J @ g) <= dot(g, g) / 2", "rmsnorm", ("r == 1/4", "epsilon == 1")),  # at explicit inputs
+        ("norm(y) <= 1", "rmsnorm", ("r == 1/4",)),
+    ],
+)
+def test_a_counterexample_has_the_statistics_the_assumptions_fix(claim, layer, assumptions):
+    """The x shown, and re-checked numerically, is one where the assumed statistics hold (it was x = 0)."""
+    verdict = check(Claim(claim, layer=layer, assumptions=assumptions), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    x = np.array(verdict.counterexample["x"], dtype=float)
+    for assumption in assumptions:
+        name, value = (part.strip() for part in assumption.split("=="))
+        measured = {"r": np.mean(x**2), "q": np.var(x), "mu": np.mean(x)}.get(name)
+        if measured is not None:
+            assert measured == pytest.approx(float(sp.Rational(value)), rel=1e-12), (name, x)
+    assert "confirmed numerically" in verdict.detail

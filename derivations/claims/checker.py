@@ -13,6 +13,7 @@ whatever goes wrong is an ``error`` verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,6 +123,7 @@ class _Setting:
     notes: list[str] = field(default_factory=list)
     fixed: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # n, epsilon, t fixed by assumptions
     pinned: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # statistics fixed, for explicit inputs
+    stated: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # statistics the assumptions fix, for an example
     notes_where: list[str] = field(default_factory=list)  # where the claim is defined
 
 
@@ -198,6 +200,7 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     setting.fixed = {symbol: value for symbol, value in substitutions.items() if symbol in (n, epsilon, t)}
     statistics = {stat.symbol for layer in layers for stat in layer.statistics}
     pinned = {symbol: value for symbol, value in substitutions.items() if symbol in statistics}
+    setting.stated = pinned
     if setting.inputs and pinned:
         # Explicit inputs carry their own statistics: a statistic fixed by an
         # assumption is a condition on the input there, not a substitution.
@@ -527,7 +530,10 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
             for symbol, value in setting.pinned.items():
                 if symbol in means:  # a fixed mean: shift the input to it, exactly
                     inputs = sampling.shifted(inputs, value)
+            inputs = _scaled_to_pinned(setting, layers, inputs, means)
             statistics = sampling.statistics_of(layers, inputs)
+            if any(sp.simplify(statistics[s] - value) != 0 for s, value in setting.pinned.items() if s in statistics):
+                continue  # no input of this kind has the statistics the assumptions fix
             for point in itertools.islice(sampling.points(rest, [], seed=number), _PER_INPUT):
                 seen += 1
                 full = {**point, **statistics, n: sp.Integer(inputs.size)}
@@ -535,6 +541,22 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
                     yield full, inputs
             if seen >= budget:
                 break
+
+
+def _scaled_to_pinned(setting: _Setting, layers: list[Any], inputs: Any, means: set[Any]) -> Any:
+    """The input scaled so that a statistic the assumptions fix (r == 1/4) has that value, by the
+    statistic's degree in x; unchanged where none is fixed, or a mean is fixed too (scaling would move it)."""
+    from derivations import scaling
+
+    degrees = {symbol: d for layer in layers for symbol, d in scaling.statistic_degrees(layer).items()}
+    fixed = [(s, value) for s, value in setting.pinned.items() if s in degrees and s not in means]
+    if len(fixed) != 1 or any(s in means for s in setting.pinned) or degrees[fixed[0][0]] == 0:
+        return inputs
+    (symbol, value), current = fixed[0], sampling.statistics_of(layers, inputs).get(fixed[0][0])
+    if current is None or current == 0 or not (value / current).is_positive:
+        return inputs
+    factor = (value / current) ** sp.Rational(1, degrees[symbol])
+    return dataclasses.replace(inputs, x=tuple(sp.nsimplify(factor) * e for e in inputs.x))
 
 
 def _gain_consistent(point: dict) -> bool:
@@ -574,7 +596,8 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
     elif setting.pattern is not None and t in point:
         out["x"] = [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in setting.pattern.values]
     elif setting.usage.general:
-        out["x"] = [float(e) for e in sampling.input_for(point, int(point.get(n, 4)))]
+        # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
+        out["x"] = [float(e) for e in sampling.input_for({**setting.stated, **point}, int(point.get(n, 4)))]
     return out
 
 

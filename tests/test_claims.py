@@ -296,3 +296,24 @@ def test_a_counterexample_has_the_statistics_the_assumptions_fix(claim, layer, a
         if measured is not None:
             assert measured == pytest.approx(float(sp.Rational(value)), rel=1e-12), (name, x)
     assert "confirmed numerically" in verdict.detail
+
+
+def test_a_refutation_shows_its_two_sides_apart():
+    """1 + 1e-40 - 5e-63 against 1: at 8 digits both read 1.0000000; more digits are shown until they differ."""
+    verdict = check(Claim("response_uniform + 10**(-40) < 1", layer="rmsnorm"))
+    assert verdict.verdict == "refuted"
+    lhs, rhs = re.search(r"lhs = ([^,]+), rhs = ([^;)]+)", verdict.detail).groups()
+    assert lhs != rhs
+    assert sp.Float(lhs, 60) - sp.Float(rhs, 60) == pytest.approx(1e-40, rel=1e-6)
+    # Sides apart at 8 digits stay at 8.
+    assert "lhs = 2.0000000, rhs = 4.0000000" in check(Claim("slope_at_zero == 1/epsilon")).detail
+
+
+def test_a_constant_response_counterexample_is_the_constant_input():
+    verdict = check(Claim("constant_response == 0", layer="rmsnorm"))
+    assert verdict.verdict == "refuted"
+    example = verdict.counterexample
+    assert example["x"] == [example["t"]] * len(example["x"])  # t 1, not the 0 it was
+    assert "constant_response at x = t 1" in verdict.quantifier
+    t, eps = example["t"], example["epsilon"]
+    assert t / np.sqrt(t**2 + eps) != 0  # rmsnorm at t 1, recomputed: the claim fails there

@@ -366,7 +366,9 @@ def _quantifier(setting: _Setting, claim: Claim) -> str:
         over = ", ".join(filter(None, ["t in R", eps, *extra]))
         return f"for all {over}, at x = {setting.pattern} (n = {len(setting.pattern.values)}){tail}"
     if usage.general or usage.vectors or usage.gains:
-        over = ", ".join(filter(None, ["x in R^n", describe_n(setting.allowed), eps, *extra]))
+        constant = any(name == "constant_response" for _, name in usage.quantities)
+        inputs = "x in R^n, t in R, constant_response at x = t 1" if constant else "x in R^n"
+        over = ", ".join(filter(None, [inputs, describe_n(setting.allowed), eps, *extra]))
         return f"for all {over}{tail}"
     free = sorted(
         {str(s) for side in (setting.lhs, setting.rhs) if isinstance(side, sp.Expr) for s in side.free_symbols}
@@ -434,7 +436,8 @@ def _sample(
         checked += 1
         if result is False:
             example = _example(point, inputs, setting)
-            detail = f"fails at {_shown(example)} (claimed {quantifier}): lhs = {_brief(left)}, rhs = {_brief(right)}"
+            shown = _apart(left, right)
+            detail = f"fails at {_shown(example)} (claimed {quantifier}): lhs = {shown[0]}, rhs = {shown[1]}"
             if confirm is not None:
                 confirmation = confirm(claim, example)
                 detail += "; " + confirmation
@@ -595,6 +598,8 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
             out["v"] = [float(e) for e in inputs.v]
     elif setting.pattern is not None and t in point:
         out["x"] = [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in setting.pattern.values]
+    elif t in point and any(name == "constant_response" for _, name in setting.usage.quantities):
+        out["x"] = [float(sp.N(point[t], 17))] * int(point.get(n, 4))  # the constant input t 1
     elif setting.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
         out["x"] = [float(e) for e in sampling.input_for({**setting.stated, **point}, int(point.get(n, 4)))]
@@ -605,12 +610,21 @@ def _shown(example: dict[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in example.items()) + "}"
 
 
-def _brief(value: Any) -> str:
+def _apart(left: Any, right: Any) -> tuple[str, str]:
+    """Both sides to 8 digits, or to as many more as it takes to tell them apart (at most 60)."""
+    for digits in (8, 17, 30, 60):
+        shown = _brief(left, digits), _brief(right, digits)
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
+def _brief(value: Any, digits: int = 8) -> str:
     if value is None:
         return "undefined"
     if isinstance(value, list):
-        return "[" + ", ".join(_brief(e) for e in value[:6]) + (", ..." if len(value) > 6 else "") + "]"
+        return "[" + ", ".join(_brief(e, digits) for e in value[:6]) + (", ..." if len(value) > 6 else "") + "]"
     if not isinstance(value, sp.Basic):
-        return sp.N(sp.Float(value, 30), 8).__str__()
-    number = sampling._number(value, 8)
+        return sp.N(sp.Float(value, digits + 22), digits).__str__()
+    number = sampling._number(value, digits)
     return str(number) if number is not None else str(value)

@@ -502,8 +502,9 @@ def _sizes(setting: _Setting) -> list[int]:
 
 # Values of the other symbols tried at each explicit input: the nicest first, then seeded random ones.
 _PER_INPUT = 6
-# Points at a larger size (one input): an explicit matrix of 17 entries a side costs a hundred times one of 5.
-_LARGER = _PER_INPUT
+# Points at a larger size (one input, the nicest values of the rest): an explicit matrix of 17
+# entries a side costs a hundred times one of 5, and a claim has 10 s.
+_LARGER = 1
 
 
 def _budget(setting: _Setting) -> int:
@@ -537,7 +538,7 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
             statistics = sampling.statistics_of(layers, inputs)
             if any(sp.simplify(statistics[s] - value) != 0 for s, value in setting.pinned.items() if s in statistics):
                 continue  # no input of this kind has the statistics the assumptions fix
-            for point in itertools.islice(sampling.points(rest, [], seed=number), _PER_INPUT):
+            for point in itertools.islice(sampling.points(rest, [], seed=number), min(_PER_INPUT, budget)):
                 seen += 1
                 full = {**point, **statistics, n: sp.Integer(inputs.size)}
                 if _gain_consistent(full) and all(sampling._holds(c, full) for c in setting.conditions):

@@ -206,10 +206,12 @@ def check_emitted_torch(rng: np.random.Generator, keys: list[str]) -> float:
                 native = reference(key, n, eps, gain, bias)
                 got = torch.autograd.grad(function(x, *params), [x, *params], dy)
                 want = torch.autograd.grad(native(x), [x, *params], dy, allow_unused=True)
-                diff = max(
-                    float((a - b).abs().max() / b.abs().max())
-                    for a, b in zip(got, want, strict=True)
-                    if b is not None and b.abs().max() > 0
+                diff = _largest(
+                    *(
+                        float((a - b).abs().max() / b.abs().max())
+                        for a, b in zip(got, want, strict=True)
+                        if b is not None and b.abs().max() > 0
+                    )
                 )
                 if n == 2 and diff > TOLERANCE:
                     rows = [blocked(key, a, n) for a in (x.detach().numpy(), dy.numpy())]
@@ -288,7 +290,7 @@ def check_numeric_backward(rng: np.random.Generator, keys: list[str]) -> float:
                 forward = relative(module.jvp(x, eps, v, **named), jvp(function, (tx,), (tv,))[1])
                 inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
                 second = relative(module.hvp(x, eps, dy, v, **named), jvp(inner, (tx,), (tv,))[1])
-                diff = max(back, forward, second)
+                diff = _largest(back, forward, second)
                 if n == 2 and diff > TOLERANCE:
                     exact = unblocked(
                         key,
@@ -366,18 +368,24 @@ def check_kinks(rng: np.random.Generator, keys: list[str]) -> float:
 
 def _gated(worst: float, key: str, head: str, differences: tuple[float, ...]) -> float:
     """Print one row of differences after ``head``, flagged beyond the tolerance; the new worst."""
-    flag = "" if max(differences) <= TOLERANCE else "   FAIL"
+    largest = _layer_worst(key, *differences)
+    flag = "" if largest <= TOLERANCE else "   FAIL"
     print(head + "".join(f"{d:>10.1e}" for d in differences) + flag)
-    return max(worst, _layer_worst(key, *differences))
+    return max(worst, largest)
 
 
 # The worst gated difference of each layer over every check, for the summary at the end.
 WORST: dict[str, float] = {}
 
 
+def _largest(*differences: float) -> float:
+    """The largest difference, a NaN counting as infinite (max() would drop it: max(0.0, nan) is 0.0)."""
+    return max(float("inf") if np.isnan(d) else float(d) for d in differences)
+
+
 def _layer_worst(key: str, *differences: float) -> float:
     """The largest of ``differences``, kept as ``key``'s worst if it is."""
-    largest = max(differences)
+    largest = _largest(*differences)
     WORST[key] = max(WORST.get(key, 0.0), largest)
     return largest
 
@@ -471,7 +479,7 @@ def check_without_epsilon(rng: np.random.Generator, keys: list[str]) -> float:
                 ahead = relative(module.jvp(x, alpha, v, gain, bias), jvp(function, (tx,), (tv,))[1])
                 inner = grad(lambda a, f=function, d=tdy: (f(a) * d).sum())
                 second = relative(module.hvp(x, alpha, dy, v, gain, bias), jvp(inner, (tx,), (tv,))[1])
-                diff = max(forward, jac, back, dgain, dbias, ahead, second)
+                diff = _largest(forward, jac, back, dgain, dbias, ahead, second)
                 row = (
                     f"{key:<22}{n:>5}{alpha:>7g}{forward:>10.1e}{jac:>10.1e}{back:>10.1e}{dgain:>10.1e}"
                     f"{dbias:>10.1e}{ahead:>10.1e}{second:>10.1e}"
@@ -544,8 +552,9 @@ def main() -> int:
                 named = arguments(key, gain)
                 forward = np.abs(module.forward(x, eps, *params, **named) - function(tx).numpy()).max()
                 jac = np.abs(module.jacobian(x, eps, *params, **named) - torch_jacobian(key, function, tx)).max()
-                worst = max(worst, _layer_worst(key, forward, jac))
-                flag = "" if max(forward, jac) <= TOLERANCE else "   FAIL"
+                largest = _layer_worst(key, forward, jac)
+                worst = max(worst, largest)
+                flag = "" if largest <= TOLERANCE else "   FAIL"
                 print(f"{key:<22}{n:>5}{eps:>9g}{forward:>21.2e}{jac:>15.2e}{flag}")
     worst = max(worst, check_emitted_torch(rng, selected))
     worst = max(worst, check_numeric_backward(rng, selected))

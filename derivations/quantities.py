@@ -456,6 +456,11 @@ def rows(layer: Layer) -> Iterator[tuple[Quantity, Any]]:
         )
 
 
+def at_constant_input(name: str) -> bool:
+    """Whether the quantity named ``name`` is taken at the constant input t 1 (not at a general x)."""
+    return name == "constant_response"
+
+
 def names(layer: Layer) -> dict[str, tuple[Quantity, Any]]:
     """Every quantity with a value that ``layer`` may have, by full name.
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import LAYERS
+from derivations import LAYERS, quantities
 from derivations._layer import Layer
 from derivations.catalog import CORE
 from derivations.claims import bounded, sampling
@@ -366,7 +366,7 @@ def _quantifier(setting: _Setting, claim: Claim) -> str:
         over = ", ".join(filter(None, ["t in R", eps, *extra]))
         return f"for all {over}, at x = {setting.pattern} (n = {len(setting.pattern.values)}){tail}"
     if usage.general or usage.vectors or usage.gains:
-        constant = any(name == "constant_response" for _, name in usage.quantities)
+        constant = any(quantities.at_constant_input(name) for _, name in usage.quantities)
         inputs = "x in R^n, t in R, constant_response at x = t 1" if constant else "x in R^n"
         over = ", ".join(filter(None, [inputs, describe_n(setting.allowed), eps, *extra]))
         return f"for all {over}{tail}"
@@ -599,7 +599,7 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
             out["v"] = [float(e) for e in inputs.v]
     elif setting.pattern is not None and t in point:
         out["x"] = [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in setting.pattern.values]
-    elif t in point and any(name == "constant_response" for _, name in setting.usage.quantities):
+    elif t in point and any(quantities.at_constant_input(name) for _, name in setting.usage.quantities):
         out["x"] = [float(sp.N(point[t], 17))] * int(point.get(n, 4))  # the constant input t 1
     elif setting.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.

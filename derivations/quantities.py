@@ -337,7 +337,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         "layer",
         spectral.norm_formula,
         spectral.spectral_norm,
-        applies=_symmetric,
+        applies=_derivable(spectral.spectral_norm, _symmetric),
         evaluate="of_statistics",
         numeric="spectral_norm",
         claim=True,

@@ -215,6 +215,18 @@ def test_a_clamp_whose_floor_is_not_a_multiple_of_epsilon_is_refused(tmp_path, f
     )
 
 
+def test_a_spectral_norm_with_no_provable_largest_eigenvalue_is_left_out(tmp_path):
+    """x exp(-r/epsilon): |eigenvalues| exp(-r/eps)|eps - 2r|/eps and exp(-r/eps) have no provable order, so
+    the norm is left out, not the whole derivation stopped (a hostile review)."""
+    path = tmp_path / "expn.toml"
+    path.write_text('key = "expn"\ntitle = "E"\noutput = "x[i] * exp(-r/epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n')
+    catalog.register(definition.load(path).layer)
+    names = [f.name for f in catalog.formulas("expn")]
+    assert {"jacobian", "eigen_x", "eigen_complement", "vjp", "hvp"} <= set(names)
+    assert "spectral_norm" not in names
+    assert "spectral_norm" not in numeric.from_definition(path).names()
+
+
 def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):
     """z = r**(1/4) is solved for r in general (r = z**4, checked by substituting back), not linearly."""
     path = tmp_path / "l4root.toml"

@@ -266,6 +266,11 @@ def _clamped(
     form = "one max(statistic, floor), the floor free of the statistics, as x[i] / max(norm, epsilon)"
     if len(clamps) != 1 or not isinstance(next(iter(clamps)), sp.Max) or len(next(iter(clamps)).args) != 2:
         raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form}; got {output}")
+    if _center(statistics) is not None:
+        # Its eigenvectors would be 1, c and their complement, which the regimes machinery does not take.
+        raise DefinitionError(f"{OUTPUT}: a clamp is derived for a layer with no mean statistic (as torch's normalize)")
+    if table.get("directions") is not None:
+        raise DefinitionError("directions: a clamp's are x and its complement, derived in each regime; give none")
     (clamp,) = clamps
     floors = [a for a in clamp.args if not a.free_symbols & {stat.symbol for stat in statistics}]
     ratio = floors[0] / epsilon if len(floors) == 1 else sp.nan
@@ -282,7 +287,7 @@ def _clamped(
             statistics=statistics,
             definition=output,
             patterns=_patterns(table.get("patterns")),
-            directions=_directions(table.get("directions"), symbols, None),
+            directions=_directions(None, symbols, None),
         )
     except (ValueError, DerivationError) as error:
         raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form} ({error})") from None

@@ -215,6 +215,29 @@ def test_a_clamp_whose_floor_is_not_a_multiple_of_epsilon_is_refused(tmp_path, f
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (
+            'output = "(x[i] - mu) / max(z, epsilon)"\n[statistics]\nmu = "mean(x[j])"\n'
+            'q = "mean((x[j] - mu)**2)"\nz = "sqrt(q)"\n',
+            "output: a clamp is derived for a layer with no mean statistic",
+        ),
+        (
+            'output = "x[i] / max(z, epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\nz = "sqrt(r)"\n'
+            '[[directions]]\nname = "x"\nentry = "x[k]"\nmeaning = "x"\n',
+            "directions: a clamp's are x and its complement",
+        ),
+    ],
+)
+def test_a_clamp_the_regimes_cannot_take_is_one_line_naming_the_field(tmp_path, body, named):
+    """A centred clamp's eigenvectors (1, c) are not the regimes' (x): it stopped inside them (a hostile review)."""
+    path = tmp_path / "clamp.toml"
+    path.write_text('key = "clamp"\ntitle = "C"\n' + body)
+    with pytest.raises(DefinitionError, match="^" + re.escape(named)):
+        definition.load(path)
+
+
 def test_a_spectral_norm_with_no_provable_largest_eigenvalue_is_left_out(tmp_path):
     """x exp(-r/epsilon): |eigenvalues| exp(-r/eps)|eps - 2r|/eps and exp(-r/eps) have no provable order, so
     the norm is left out, not the whole derivation stopped (a hostile review)."""

@@ -3,6 +3,7 @@
 import itertools
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import MultipleLocator
@@ -10,7 +11,7 @@ from matplotlib.ticker import MultipleLocator
 import figures.__main__ as cli
 from figures import FIGURES, _pdflatex
 from figures import layer_normalization_epsilon_response as seed_figure
-from numeric.agreement import AgreementError
+from numeric.agreement import AgreementError, assert_agree
 
 SIZES = {
     "layer-normalization-epsilon-response.png": (410, 860),
@@ -90,6 +91,20 @@ def test_content_matches_the_seed():
     dashed = sorted(line.get_ydata()[0] for line in forward.get_lines() if line.get_linestyle() == "--")
     assert dashed == pytest.approx([-(1.5**0.5), 1.5**0.5], rel=1e-15)
     assert r"Slope at $t=0$: $\dfrac{1}{\sqrt{\varepsilon}}$" in [text.get_text() for text in derivative.texts]
+
+
+def test_the_seed_curves_are_the_derived_functions_on_both_sides_of_zero():
+    """The response on -3 .. 3 and the slope on -1 .. 1 (both signs of t: the peak at 0 is in the middle)."""
+    from numeric import layernorm
+
+    forward, derivative = seed_figure.draw().axes
+    for axes, function, span in ((forward, layernorm.response, 3), (derivative, layernorm.slope, 1)):
+        curves = [line for line in axes.get_lines() if len(line.get_xdata()) > 2][:3]
+        assert len(curves) == 3
+        for curve, epsilon in zip(curves, (0.04, 0.25, 1.0), strict=True):
+            t = np.asarray(curve.get_xdata())
+            assert (t.min(), t.max()) == (-span, span)
+            assert_agree(curve.get_ydata(), function(t, epsilon), rtol=0, what=f"curve at epsilon = {epsilon}")
 
 
 def test_conventions_legend_carries_each_derived_slope_at_zero():

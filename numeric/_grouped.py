@@ -79,15 +79,24 @@ class NumericGrouped(_layer.NumericLayer):
 
     def _epsilon(self, epsilon: Any, shape: tuple[int, ...]) -> Any:
         """epsilon, told in the caller's layout (x's ``shape``), as the blocks take it: for groups, as the
-        base takes it for the rows of x; for a batch, for the features (the blocks)."""
+        base takes it for the rows of x; for a batch, for the features (the blocks), one per feature as
+        (F,) or as keepdims would give it, (1, F), any other shape's axes in front.  A shape that does
+        not broadcast is named in the caller's layout, not the blocks'."""
         e = np.asarray(epsilon)
         if not e.ndim:
             return epsilon
+        against: tuple[int, ...]
         if self.definition.argument is None:
-            # One per feature, as (F,) or as keepdims would give it, (1, F); any other shape broadcasts
-            # with the features as the base's does with its rows, its axes in front.
-            return e.reshape(-1) if len(shape) == 2 and e.shape == (1, shape[-1]) else e
-        return e[..., None]  # broadcast with the rows of x as the base's is, each row's shared by its groups
+            if len(shape) == 2 and e.shape == (1, shape[-1]):
+                e = e.reshape(-1)
+            against, told = ((shape[-1],) if len(shape) == 2 else ()), "the features"
+        else:
+            against, told = shape[:-1], "the batch shape"
+        try:
+            np.broadcast_shapes(e.shape, against)
+        except ValueError:
+            raise ValueError(f"epsilon of shape {e.shape} does not broadcast with {told} {against} of x") from None
+        return e if self.definition.argument is None else e[..., None]  # a row's epsilon, shared by its groups
 
     def _call(self, function: Any, x: Any, epsilon: Any, vectors: tuple[Any, ...], named: dict[str, Any]) -> Any:
         named = dict(named)
@@ -95,25 +104,18 @@ class NumericGrouped(_layer.NumericLayer):
         if named:
             raise ValueError(f"{next(iter(named))} is not an argument of {self.key}")
         shape = np.shape(x)
+        # Each vector broadcast against x in the caller's layout (a batch's dy of one row is every row's),
+        # and told so, before the blocks are rearranged.
+        whole = []
         for value, name in zip(vectors, ("dy", "v"), strict=False):
-            try:  # told in the caller's layout, before the blocks are rearranged
-                np.broadcast_shapes(shape, np.shape(value))
+            try:
+                whole.append(np.broadcast_to(value, np.broadcast_shapes(shape, np.shape(value))))
             except ValueError:
                 raise ValueError(
                     f"{name} of shape {np.shape(value)} does not broadcast with x's shape {shape}"
                 ) from None
-        # A vector broadcast against x in the caller's layout (dy of shape (features,) for a batch), then blocked.
-        vectors = tuple(np.broadcast_to(value, np.broadcast_shapes(shape, np.shape(value))) for value in vectors)
-        blocked = [self._blocks(v, name, count) for v, name in zip((x, *vectors), ("x", "dy", "v"), strict=False)]
-        try:
-            return function(blocked[0], self._epsilon(epsilon, shape), *blocked[1:]), shape
-        except ValueError as error:
-            if not str(error).startswith("epsilon of shape"):
-                raise
-            # Told in the caller's layout, not the blocks'.
-            raise ValueError(
-                f"epsilon of shape {np.shape(epsilon)} does not broadcast with the batch shape {shape[:-1]} of x"
-            ) from None
+        blocked = [self._blocks(v, name, count) for v, name in zip((x, *whole), ("x", "dy", "v"), strict=False)]
+        return function(blocked[0], self._epsilon(epsilon, shape), *blocked[1:]), shape
 
     # --- the functions --------------------------------------------------------
 

@@ -167,12 +167,13 @@ def _check(argv: list[str]) -> int:
     key = _register(parser.prog, args.definition)
     if key == "":
         return 2
+    layer = args.layer or key or CORE  # of an inline claim, and of a file's entries that name none
     try:
         if args.claims is not None:
-            claims = load(args.claims, args.layer or key or CORE)
+            claims = load(args.claims, layer)
         else:
             text = args.claim if args.latex is None else latex.to_claim(args.latex)
-            claims = [Claim(text, args.layer or key or CORE, tuple(args.assume), id="inline")]
+            claims = [Claim(text, layer, tuple(args.assume), id="inline")]
     except ClaimError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2

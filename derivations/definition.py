@@ -221,7 +221,7 @@ def _layer(table: dict[str, Any]) -> Layer:
     symbols = {str(stat.symbol): stat.symbol for stat in statistics}
     output = _output(_text(table, OUTPUT, limit=2000) or "", symbols)
     if output.atoms(sp.Max, sp.Min):
-        layer: Layer = _clamped(table, key, title, statistics, output, symbols)
+        layer: Layer = _clamped(table, key, title, statistics, output)
     else:
         spread = _spread(table, statistics)
         center = _center(statistics)
@@ -258,12 +258,11 @@ def _clamped(
     title: str,
     statistics: tuple[Statistic, ...],
     output: sp.Expr,
-    symbols: Mapping[str, sp.Symbol],
 ) -> Layer:
     """A layer with one max(statistic, floor): its two regimes, by the machinery of the built-in
     clamped layers (`derivations.regimes.clamped`); the clamped statistic is the spread."""
     clamps = output.atoms(sp.Max, sp.Min)
-    form = "one max(statistic, floor), the floor free of the statistics, as x[i] / max(norm, epsilon)"
+    form = "one max(statistic, floor), the floor epsilon or a multiple of it, as x[i] / max(norm, epsilon)"
     if len(clamps) != 1 or not isinstance(next(iter(clamps)), sp.Max) or len(next(iter(clamps)).args) != 2:
         raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form}; got {output}")
     if _center(statistics) is not None:
@@ -287,7 +286,7 @@ def _clamped(
             statistics=statistics,
             definition=output,
             patterns=_patterns(table.get("patterns")),
-            directions=_directions(None, symbols, None),
+            directions=rmsnorm.RAW_DIRECTIONS,  # x and its complement, as `_directions` gives a layer not centred
         )
     except (ValueError, DerivationError) as error:
         raise DefinitionError(f"{OUTPUT}: a clamp is derived as {form} ({error})") from None

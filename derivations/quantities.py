@@ -547,7 +547,7 @@ def columns(layer: Layer) -> dict[str, list[tuple[str, str]]]:
         if quantity.column is not None and items:
             out.setdefault(quantity.column, []).append((quantity.name(items[0]), quantity.cell))
     # What the layer does where its spread vanishes closes the row, after the bound on its Jacobian.
-    last = next(quantity.column for quantity in QUANTITIES if quantity.stem == "constant_response")
+    last = next(quantity.column for quantity in QUANTITIES if at_constant_input(quantity.stem))
     if last in out:
         out[last] = out.pop(last)
     return out

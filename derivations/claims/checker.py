@@ -122,8 +122,7 @@ class _Setting:
     inputs: bool = False  # sampled as explicit vectors
     notes: list[str] = field(default_factory=list)
     fixed: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # n, epsilon, t fixed by assumptions
-    pinned: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # statistics fixed, for explicit inputs
-    stated: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # statistics the assumptions fix, for an example
+    pinned: dict[sp.Basic, sp.Expr] = field(default_factory=dict)  # statistics the assumptions fix
     notes_where: list[str] = field(default_factory=list)  # where the claim is defined
 
 
@@ -200,7 +199,7 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     setting.fixed = {symbol: value for symbol, value in substitutions.items() if symbol in (n, epsilon, t)}
     statistics = {stat.symbol for layer in layers for stat in layer.statistics}
     pinned = {symbol: value for symbol, value in substitutions.items() if symbol in statistics}
-    setting.stated = pinned
+    setting.pinned = pinned
     if setting.inputs and pinned:
         # Explicit inputs carry their own statistics: a statistic fixed by an
         # assumption is a condition on the input there, not a substitution.
@@ -208,7 +207,6 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
         setting.rhs = _substitute(_substitute(rhs, mapping), setting.fixed)
         setting.conditions = [c.xreplace(mapping).xreplace(setting.fixed) for c in kept]
         setting.conditions += [sp.Eq(s, v) for s, v in pinned.items()]
-        setting.pinned = pinned
     if epsilon in substitutions:
         setting.notes.append(f"epsilon = {substitutions[epsilon]}")
     vanishing = substitutions.get(epsilon) == 0 or usage.limit_over_statistics
@@ -552,9 +550,11 @@ def _scaled_to_pinned(setting: _Setting, layers: list[Any], inputs: Any, means: 
     statistic's degree in x; unchanged where none is fixed, or a mean is fixed too (scaling would move it)."""
     from derivations import scaling
 
+    if len(setting.pinned) != 1 or any(s in means for s in setting.pinned):
+        return inputs
     degrees = {symbol: d for layer in layers for symbol, d in scaling.statistic_degrees(layer).items()}
-    fixed = [(s, value) for s, value in setting.pinned.items() if s in degrees and s not in means]
-    if len(fixed) != 1 or any(s in means for s in setting.pinned) or degrees[fixed[0][0]] == 0:
+    fixed = [(s, value) for s, value in setting.pinned.items() if s in degrees]
+    if not fixed or degrees[fixed[0][0]] == 0:
         return inputs
     (symbol, value), current = fixed[0], sampling.statistics_of(layers, inputs).get(fixed[0][0])
     if current is None or current == 0 or not (value / current).is_positive:
@@ -603,7 +603,7 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
         out["x"] = [float(sp.N(point[t], 17))] * int(point.get(n, 4))  # the constant input t 1
     elif setting.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
-        out["x"] = [float(e) for e in sampling.input_for({**setting.stated, **point}, int(point.get(n, 4)))]
+        out["x"] = [float(e) for e in sampling.input_for({**setting.pinned, **point}, int(point.get(n, 4)))]
     return out
 
 

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
+import derivations  # noqa: F401 - first, so that SymPy's cache is the size the commands use
+
 # The derivation cache of this run: a fresh folder, shared with the xdist
 # workers and every process a test starts (they inherit the environment), so
 # that no test reads or writes the user's cache and none depends on its state.

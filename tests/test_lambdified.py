@@ -128,3 +128,28 @@ def test_max_and_min_compile_to_numpy():
     values = [np.array([1.0, -2.0]), np.array([0.5, 3.0]), np.array([2.0, 0.0])]
     np.testing.assert_array_equal(compile(sp.Max(a, b, c), [a, b, c])(*values), np.maximum.reduce(values))
     np.testing.assert_array_equal(compile(sp.Min(a, b), [a, b, c])(*values), np.minimum(values[0], values[1]))
+
+
+def test_a_private_name_is_no_function_and_compiles_nothing(monkeypatch):
+    """pytest's doctest finder probes every module for _mock_name and __wrapped__: no layer is
+    compiled for that (collection compiled all of them, 2 s a worker)."""
+    import numeric.rmsnorm_eps_outside as module
+
+    def compiling(*_):
+        raise AssertionError("a private name was looked up among the layer's functions")
+
+    monkeypatch.setattr(type(module.LAYER), "names", compiling)
+    monkeypatch.setattr(type(module.LAYER), "function", compiling)
+    for name in ("_mock_name", "__wrapped__", "_anything"):
+        assert not hasattr(module, name)
+    monkeypatch.undo()
+    assert callable(module.response)  # a public name still is
+
+
+def test_sympy_keeps_the_results_a_derivation_revisits():
+    """`derivations` sets SymPy's cache size before SymPy is imported (a user's own setting is kept)."""
+    import os
+
+    from sympy.core import cache
+
+    assert cache.SYMPY_CACHE_SIZE == int(os.environ["SYMPY_CACHE_SIZE"]) >= 100_000

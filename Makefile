@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: derive test figures report check bench crosscheck accuracy clean golden mutation
+.PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,16 @@ derive: $(STAMP)
 	$(PY) -m derivations
 
 # Both cores: the suite is CPU-bound SymPy and NumPy work, one test per worker.
+# make test is the fast tier: every test function, at least at its first cases.  The
+# cases marked slow repeat a check at larger sizes, on the grids against mpmath, or on
+# more layers down the same path (tests/grids.py); CI runs them too (.ci/run).
 test: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m slow
+
+test-all: $(STAMP)
 	$(PY) -m pytest -q -n 2
 
 # Verification runs first inside `python -m figures`; a failure writes no PNG.

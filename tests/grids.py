@@ -2,6 +2,9 @@
 
 import importlib
 from types import ModuleType
+from typing import Any
+
+import pytest
 
 from derivations import LAYERS, symmetric
 from derivations.grouped import Grouped
@@ -33,3 +36,20 @@ DERIVED_LAYERS = tuple(key for key, layer in LAYERS.items() if layer.derived_as 
 def module(key: str) -> ModuleType:
     """The ``numeric.<key>`` module."""
     return importlib.import_module(f"numeric.{key}")
+
+
+# The two tiers.  `make test` runs every test function, at least at its first cases; a case
+# marked slow repeats the same check at a larger size, on a grid against mpmath, or on a
+# layer another case already takes down the same path.  CI (.ci/run) and `make test-all`
+# run both tiers.
+SLOW = pytest.mark.slow
+
+
+def slow(case: Any) -> Any:
+    """One parameter case (a value, or a tuple for several names) in the slow tier."""
+    return pytest.param(*(case if isinstance(case, tuple) else (case,)), marks=SLOW)
+
+
+def tiered(cases: Any, fast: int) -> list[Any]:
+    """The first ``fast`` cases in the fast tier, the rest in the slow one."""
+    return [case if m < fast else slow(case) for m, case in enumerate(cases)]

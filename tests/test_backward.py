@@ -10,7 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import sympy as sp
-from grids import ROW_LAYERS, module
+from grids import ROW_LAYERS, module, tiered
 
 import numeric
 from derivations import LAYERS, DerivationError, backward, formula, jacobian, quantities
@@ -97,7 +97,7 @@ def test_hvp_equals_the_explicit_hessian_at_n_2():
 
 
 @pytest.mark.parametrize("key", KEYS)
-@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("size", tiered([2, 3, 4], fast=2))
 def test_hvp_equals_the_explicit_hessian_at_a_rational_point(key, size, rng):
     """sum_i g_i hessian(y_i) v at explicit n, evaluated exactly at a seeded rational point."""
     layer = LAYERS[key]

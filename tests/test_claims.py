@@ -115,14 +115,16 @@ def test_numbers_are_exact(words):
     assert check(Claim("limit(response, t, oo) == sqrt(3/2)")).verdict == "proved"
 
 
-def test_the_example_file_meets_every_expectation():
+def test_the_example_file_meets_every_expectation(capsys):
+    """Each claim's verdict is its `expect`, so the command exits 0 (every expectation met)."""
     claims = load(EXAMPLES)
     assert len(claims) >= 12
     layers = {c.layer for c in claims}
     assert {"layernorm", "rmsnorm"} <= layers
-    verdicts = [check(c, confirm) for c in claims]
-    assert [v.verdict for v in verdicts] == [c.expect for c in claims]
-    assert {v.verdict for v in verdicts} == {"proved", "refuted", "supported", "error"}
+    assert main(["check", "--claims", str(EXAMPLES), "--format", "json"]) == 0
+    verdicts = [row["verdict"] for row in json.loads(capsys.readouterr().out)]
+    assert verdicts == [c.expect for c in claims]
+    assert set(verdicts) == {"proved", "refuted", "supported", "error"}
 
 
 def test_norm_one_over_s_for_all_n_is_refuted_at_n_two():
@@ -182,12 +184,19 @@ def test_cli_json_has_the_documented_keys(capsys):
     assert row["counterexample"]["n"] == 2
 
 
-def test_cli_exit_status(capsys):
+def test_cli_exit_status(capsys, tmp_path):
     assert main(["check", "spectral_norm == 1/s", "--assume", "n >= 3"]) == 0
     assert main(["check", "slope_at_zero == 1/epsilon"]) == 1
-    assert main(["check", "--claims", str(EXAMPLES), "--format", "markdown"]) == 0
+    two = tmp_path / "claims.toml"
+    two.write_text(
+        '[[claim]]\nid = "a"\nclaim = "spectral_norm == 1/s"\nassumptions = ["n >= 3"]\nexpect = "proved"\n'
+        '[[claim]]\nid = "b"\nclaim = "slope_at_zero == 1/epsilon"\nexpect = "refuted"\n'
+    )
+    assert main(["check", "--claims", str(two), "--format", "markdown"]) == 0  # both as expected
     out = capsys.readouterr().out
     assert "| id | claim | layer | verdict | detail |" in out
+    assert "| a | " in out
+    assert "| b | " in out
 
 
 @pytest.mark.parametrize(

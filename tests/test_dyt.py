@@ -10,6 +10,7 @@ and what claims about it say.
 import numpy as np
 import pytest
 import sympy as sp
+from grids import tiered
 
 import numeric
 from derivations import LAYERS, backward, formula, formulas, jacobian, quantities, response, spectral
@@ -150,7 +151,7 @@ def _exact_entries(expr, values, size):
     return np.array([exact(expr.xreplace({k: m, i: m}), values) for m in range(size)])
 
 
-@pytest.mark.parametrize("size", [2, 3, 7])
+@pytest.mark.parametrize("size", tiered([2, 3, 7], fast=2))
 @pytest.mark.parametrize("a", ALPHAS)
 def test_every_function_of_x_against_exact_sympy(size, a, rng):
     xs = rng.standard_normal(size) * rng.uniform(0.1, 5)

@@ -13,6 +13,7 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from grids import tiered
 
 from derivations import LAYERS, backward, eigen, jacobian, quantities, spectral
 from derivations._proof import is_zero
@@ -106,7 +107,7 @@ def test_the_bound_at_x_is_the_triangle_inequality():
 
 
 @pytest.mark.parametrize("p", [Fraction(1, 16), Fraction(1, 2), Fraction(2, 3), Fraction(1)])
-@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("size", tiered([2, 3, 4], fast=2))
 def test_symbolic_n_and_k_agree_with_explicit_differentiation(p, size):
     layer = at_p(p)
     assert "symbolic-n entry equals Matrix.jacobian" in jacobian.explicit_agrees(layer, size)
@@ -141,7 +142,7 @@ def _explicit_jacobian(size: int, p: float) -> tuple[sp.Matrix, list[sp.Indexed]
 
 
 @pytest.mark.parametrize("p", PS)
-@pytest.mark.parametrize("size", [2, 3, 5])
+@pytest.mark.parametrize("size", tiered([2, 3, 5], fast=2))
 def test_lambdified_jacobian_against_the_definition_differentiated_exactly(p, size):
     rng = np.random.default_rng(size)
     direct, entries = _explicit_jacobian(size, p)

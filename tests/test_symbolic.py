@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 import sympy as sp
-from grids import DERIVED_LAYERS, ROW_LAYERS
+from grids import DERIVED_LAYERS, ROW_LAYERS, tiered
 
 from derivations import DerivationError, eigen, formula, formulas, jacobian, moments, quantities, response, spectral
 from derivations.catalog import LAYERS
@@ -64,7 +64,7 @@ def test_jacobian_is_symmetric():
 
 
 @pytest.mark.parametrize("key", sorted(DERIVED_LAYERS))
-@pytest.mark.parametrize("size", [2, 3, 4, 5])
+@pytest.mark.parametrize("size", tiered([2, 3, 4, 5], fast=2))
 def test_explicit_matrix_jacobian_equals_symbolic_n_form(key, size):
     assert "equals Matrix.jacobian" in jacobian.explicit_agrees(LAYERS[key], size)
 

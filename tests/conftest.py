@@ -44,3 +44,18 @@ def _cache_on_again(monkeypatch):
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261129)
+
+
+def functions_without_a_fast_case(items) -> list[str]:
+    """The test functions all of whose cases are marked slow (tests/grids.py: none may be)."""
+    functions = {item.nodeid.split("[")[0] for item in items}
+    fast = {item.nodeid.split("[")[0] for item in items if item.get_closest_marker("slow") is None}
+    return sorted(functions - fast)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """make test's fast tier keeps every test function: a function whose every case is slow is an error."""
+    lacking = functions_without_a_fast_case(items)
+    if lacking:
+        raise pytest.UsageError(f"{lacking[0]}: every case is marked slow; make test would never run it")

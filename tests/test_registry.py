@@ -97,3 +97,17 @@ def test_rows_derives_each_layer_in_the_worker_of_the_layer_it_is_built_on():
     assert _tasks(["rmsnorm_gemma"]) == [("rmsnorm_gemma",)]
     every = _tasks(list(LAYERS))
     assert sorted(key for task in every for key in task) == sorted(LAYERS)
+
+
+def test_a_test_function_whose_every_case_is_slow_is_refused():
+    """The collection check of conftest.py: make test runs every test function at least once."""
+    from types import SimpleNamespace
+
+    from conftest import functions_without_a_fast_case
+
+    def item(nodeid, slow):
+        return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: object() if slow else None)
+
+    items = [item("t.py::f[2]", False), item("t.py::f[3]", True), item("t.py::g[2]", True), item("t.py::h", False)]
+    assert functions_without_a_fast_case(items) == ["t.py::g"]
+    assert functions_without_a_fast_case(items[:2]) == []

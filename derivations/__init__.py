@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 # SymPy keeps its most recent results (assumptions, constructors, simplification
 # steps) in a cache of 1,000 entries by default, read when SymPy is first imported.
 # A derivation's proofs revisit far more than that: with 100,000 a cold derivation
 # of every layer is about 10% faster (make bench), for a few MB more per process.
-# A user's own setting is kept.
-os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
+# A user's own setting is kept; where SymPy is imported already nothing is set, since the
+# size that process has can no longer change.
+if "sympy" not in sys.modules:
+    os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
 
 if TYPE_CHECKING:
     from derivations._formula import Established, Formula

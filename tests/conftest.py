@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-import derivations  # noqa: F401 - first, so that SymPy's cache is the size the commands use
+# A size the user set for SymPy's cache, kept by `derivations` (test_lambdified checks which one SymPy got).
+USER_SYMPY_CACHE_SIZE = os.environ.get("SYMPY_CACHE_SIZE")
+
+import derivations  # noqa: E402, F401 - before SymPy, so that its cache is the size the commands use
 
 # The derivation cache of this run: a fresh folder, shared with the xdist
 # workers and every process a test starts (they inherit the environment), so
@@ -54,8 +57,11 @@ def functions_without_a_fast_case(items) -> list[str]:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
-    """make test's fast tier keeps every test function: a function whose every case is slow is an error."""
+def pytest_collection_modifyitems(config, items):
+    """make test's fast tier keeps every test function: a function whose every case is slow is an error.
+    Checked where the fast tier is asked for; one slow case by its id, or --lf, runs as asked."""
+    if config.getoption("markexpr") != "not slow":
+        return
     lacking = functions_without_a_fast_case(items)
     if lacking:
         raise pytest.UsageError(f"{lacking[0]}: every case is marked slow; make test would never run it")

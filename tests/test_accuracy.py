@@ -17,8 +17,14 @@ REWRAPPED = [key for key in accuracy.LAYERS if LAYERS[key].derived_as is not LAY
 
 
 def core_fast(cases):
-    """The grids against mpmath: the core layer's cases in the fast tier, every other layer's in the slow one."""
-    return [case if case[0] == CORE else slow(case) for case in cases]
+    """The grids against mpmath in the fast tier: the core layer's cases, and each function the core
+    layer lacks on the first layer that has it.  The other layers' cases are in the slow tier."""
+    measured = {name for key, name in cases if key == CORE}
+    tiered = []
+    for key, name in cases:
+        tiered.append((key, name) if key == CORE or name not in measured else slow((key, name)))
+        measured.add(name)
+    return tiered
 
 
 SCALAR = [(key, name) for key in accuracy.layer_keys() for name in accuracy.scalar_functions(key)]

@@ -148,8 +148,25 @@ def test_a_private_name_is_no_function_and_compiles_nothing(monkeypatch):
 
 def test_sympy_keeps_the_results_a_derivation_revisits():
     """`derivations` sets SymPy's cache size before SymPy is imported (a user's own setting is kept)."""
-    import os
-
+    from conftest import USER_SYMPY_CACHE_SIZE as user
     from sympy.core import cache
 
-    assert cache.SYMPY_CACHE_SIZE == int(os.environ["SYMPY_CACHE_SIZE"]) >= 100_000
+    if user is None:
+        assert cache.SYMPY_CACHE_SIZE == 100_000
+    else:  # as SymPy reads it: "none" is unbounded
+        assert (None if user.lower() == "none" else int(user)) == cache.SYMPY_CACHE_SIZE
+
+
+def test_no_cache_size_is_set_where_sympy_came_first():
+    """The size SymPy read at its import cannot change: `derivations` then leaves the environment alone."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {name: value for name, value in os.environ.items() if name != "SYMPY_CACHE_SIZE"}
+    code = "import os, sympy, derivations; print(os.environ.get('SYMPY_CACHE_SIZE'))"
+    first = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
+    assert first.stdout.strip() == "None"
+    code = "import os, derivations, sympy.core.cache as c; print(os.environ['SYMPY_CACHE_SIZE'], c.SYMPY_CACHE_SIZE)"
+    second = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
+    assert second.stdout.split() == ["100000", "100000"]

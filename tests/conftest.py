@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-# A size the user set for SymPy's cache, kept by `derivations` (test_lambdified checks which one SymPy got).
+# The size SymPy's cache is asked for before `derivations` sets its own: the user's, or in an xdist
+# worker the controller's (inherited).  test_lambdified checks that SymPy got it.
 USER_SYMPY_CACHE_SIZE = os.environ.get("SYMPY_CACHE_SIZE")
 
 import derivations  # noqa: E402, F401 - before SymPy, so that its cache is the size the commands use

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from derivations import LAYERS, symmetric
+from derivations import CORE, LAYERS, symmetric
 from derivations.grouped import Grouped
 from derivations.reparametrized import Reparametrized
 
@@ -53,3 +53,14 @@ def slow(case: Any) -> Any:
 def tiered(cases: Any, fast: int) -> list[Any]:
     """The first ``fast`` cases in the fast tier, the rest in the slow one."""
     return [case if m < fast else slow(case) for m, case in enumerate(cases)]
+
+
+def core_fast(cases: list[tuple[str, str]]) -> list[Any]:
+    """(layer, function) cases: the core layer's, and each function the core layer lacks on the
+    first layer that has it, in the fast tier; the other layers' in the slow one."""
+    measured = {name for key, name in cases if key == CORE}
+    out = []
+    for key, name in cases:
+        out.append((key, name) if key == CORE or name not in measured else slow((key, name)))
+        measured.add(name)
+    return out

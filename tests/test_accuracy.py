@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from grids import slow
+from grids import core_fast, slow
 
-from derivations import CORE, LAYERS
+from derivations import LAYERS
 from numeric import accuracy, layernorm
 from numeric._layer import facade
 
@@ -14,17 +14,6 @@ DTYPES = (np.float64, np.float32)
 # through its base: test_the_wrapper_returns_its_base_s_values_bit_for_bit_on_the_grid shows that
 # on one block it returns the base's values, so the base's measurement against mpmath is its own.
 REWRAPPED = [key for key in accuracy.LAYERS if LAYERS[key].derived_as is not LAYERS[key]]
-
-
-def core_fast(cases):
-    """The grids against mpmath in the fast tier: the core layer's cases, and each function the core
-    layer lacks on the first layer that has it.  The other layers' cases are in the slow tier."""
-    measured = {name for key, name in cases if key == CORE}
-    tiered = []
-    for key, name in cases:
-        tiered.append((key, name) if key == CORE or name not in measured else slow((key, name)))
-        measured.add(name)
-    return tiered
 
 
 SCALAR = [(key, name) for key in accuracy.layer_keys() for name in accuracy.scalar_functions(key)]

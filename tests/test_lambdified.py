@@ -164,9 +164,8 @@ def test_no_cache_size_is_set_where_sympy_came_first():
     import sys
 
     environment = {name: value for name, value in os.environ.items() if name != "SYMPY_CACHE_SIZE"}
-    code = "import os, sympy, derivations; print(os.environ.get('SYMPY_CACHE_SIZE'))"
-    first = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
-    assert first.stdout.strip() == "None"
-    code = "import os, derivations, sympy.core.cache as c; print(os.environ['SYMPY_CACHE_SIZE'], c.SYMPY_CACHE_SIZE)"
-    second = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
-    assert second.stdout.split() == ["100000", "100000"]
+    shown = "print(os.environ.get('SYMPY_CACHE_SIZE'), sympy.core.cache.SYMPY_CACHE_SIZE)"
+    for imports, expected in (("sympy, derivations", ["None", "1000"]), ("derivations, sympy", ["100000", "100000"])):
+        code = f"import os, {imports}, sympy.core.cache; {shown}"
+        run = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
+        assert run.stdout.split() == expected, imports

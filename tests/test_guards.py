@@ -2,6 +2,7 @@
 
 import dataclasses
 import inspect
+import itertools
 import os
 import secrets
 import signal
@@ -15,8 +16,11 @@ import sympy as sp
 import figures.__main__ as figures_command
 from derivations import DerivationError, jacobian, quantities
 from derivations.catalog import LAYERS
-from derivations.claims import Claim, ClaimError, bounded, check, parse, sampling, vocabulary
-from derivations.symbols import epsilon, x
+from derivations.claims import Claim, ClaimError, bounded, check, checker, parse, sampling, semantics, vocabulary
+from derivations.claims.semantics import Vector
+from derivations.elementwise import Largest
+from derivations.sums import PowerSum
+from derivations.symbols import epsilon, i, k, x
 from figures._output import write_all
 from numeric import _rescale, accuracy, verify
 from numeric._lambdify import compile
@@ -249,6 +253,75 @@ def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
 def test_the_first_explicit_input_of_each_size_is_small_integers_about_zero(size, first):
     inputs = sampling.explicit_inputs([size], set())
     assert [next(inputs).x for _ in range(3)] == [first, (1,) * size, (0,) * size]
+
+
+def _entry_alone(expr, point, inputs):
+    """One entry the plain way, as a reference: sums, deltas and largest values taken, then
+    the point, then the input's entries, each in its own pass."""
+    expr = expr.replace(
+        lambda e: isinstance(e, PowerSum), lambda e: inputs.power_sum(e.args[0], sampling._index(e.args[0]))
+    )
+    expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
+    expr = expr.replace(
+        lambda e: isinstance(e, Largest), lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size)))
+    )
+    return expr.xreplace(dict(point)).xreplace(inputs.entries())
+
+
+def _same_value(a, b):
+    """Equal as written, or as finite numbers to 40 digits, or (a parameter left symbolic) as expressions."""
+    if a == b:
+        return True
+    if a.is_number and b.is_number:
+        return bool(
+            a.is_finite and b.is_finite and abs(sp.N(a - b, 60)) <= sp.Float(10) ** -40 * max(1, abs(sp.N(a, 60)))
+        )
+    return sp.simplify(a - b) == 0
+
+
+@pytest.mark.parametrize(
+    ("layer", "text"),
+    [
+        ("layernorm_affine", "J @ J == J"),
+        ("prmsnorm", "J @ x == J.T @ g"),
+        ("rmsnorm_gemma", "J @ J == J"),
+        ("dyt", "J == J.T"),
+        ("l2norm_clamped", "J.T @ g == J @ v"),
+        ("groupnorm", "J @ x == J @ g"),
+    ],
+)
+def test_each_entry_of_an_explicit_vector_or_matrix_is_the_entry_evaluated_alone(layer, text):
+    """The sums and the point are put into a vector's or a matrix's entry once for all its
+    entries; every entry must still be what evaluating it alone, indices first, gives."""
+    claim = Claim(text, layer)
+    lhs, op, rhs, usage = semantics.build(text, layer)
+    setting = checker._setting(claim, lhs, op, rhs, usage)
+    compared = 0
+    for point, inputs in itertools.islice(checker._points(setting, claim), 6):
+        for side in (setting.lhs, setting.rhs):
+            got = sampling.at(side, point, inputs, usage.matrices)
+            if isinstance(side, Vector):
+                want = [_entry_alone(side.entry.xreplace({i: r}), point, inputs) for r in range(inputs.size)]
+            else:
+                want = [
+                    [_entry_alone(side.entry.xreplace({i: r, k: c}), point, inputs) for c in range(inputs.size)]
+                    for r in range(inputs.size)
+                ]
+            for a, b in zip(sampling._flat(got), sampling._flat(want), strict=True):
+                assert _same_value(a, b), (point, inputs, a, b)
+                compared += a.is_number
+    assert compared >= 6 * 2 * 2
+
+
+def test_an_entry_whose_largest_value_runs_over_its_own_index_is_evaluated_indices_first():
+    """max_k |x_k x_i| with k also the column: the column is put in first, then the largest
+    value is taken, over nothing left to vary (the entry-alone order)."""
+    inputs = sampling.Explicit(tuple(map(sp.Integer, (3, -5, 2))))
+    matrix = semantics.Matrix(Largest(sp.Abs(x[k] * x[i])) + x[k])
+    got = sampling.at(matrix, {}, inputs)
+    assert got == [[abs(a * b) + b for b in inputs.x] for a in inputs.x]
+    vector = semantics.Vector(Largest(sp.Abs(x[k] * x[i])))
+    assert sampling.at(vector, {}, inputs) == [max(abs(a * b) for b in inputs.x) for a in inputs.x]
 
 
 def test_a_matrix_norm_at_a_tie_with_its_bound_is_no_violation():

@@ -12,6 +12,7 @@ the nicest values first, so that the first violation found reads well.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -108,6 +109,11 @@ class Explicit:
         return len(self.x)
 
     def entries(self) -> dict[sp.Basic, sp.Expr]:
+        """Each entry of each vector (and gamma_max) by its indexed symbol; built once per input."""
+        return dict(self._entries)
+
+    @functools.cached_property
+    def _entries(self) -> dict[sp.Basic, sp.Expr]:
         out: dict[sp.Basic, sp.Expr] = {x[m]: value for m, value in enumerate(self.x)}
         out.update({g[m]: value for m, value in enumerate(self.g)})
         out.update({v[m]: value for m, value in enumerate(self.v)})
@@ -118,7 +124,7 @@ class Explicit:
         return out
 
     def power_sum(self, summand: sp.Expr, symbol: sp.Symbol) -> sp.Expr:
-        entries = self.entries()
+        entries = self._entries
         return sp.Add(*(summand.xreplace({symbol: m}).xreplace(entries) for m in range(self.size)))
 
 
@@ -169,33 +175,64 @@ def statistics_of(layers: Sequence[Any], inputs: Explicit) -> dict[sp.Basic, sp.
 
 def at(value: Any, point: Mapping[sp.Basic, sp.Expr], inputs: Explicit | None = None, matrices: Any = None) -> Any:
     """``value`` at the point: a SymPy number, or a list (vector) or list of lists (matrix)."""
-    if isinstance(value, Vector):
+    if isinstance(value, (Vector, Matrix)):
         assert inputs is not None
-        return [at(value.entry.xreplace({i: m}), point, inputs, matrices) for m in range(inputs.size)]
-    if isinstance(value, Matrix):
-        assert inputs is not None
-        return [
-            [at(value.entry.xreplace({i: r, k: c}), point, inputs, matrices) for c in range(inputs.size)]
-            for r in range(inputs.size)
-        ]
+        return _entrywise(value, point, inputs, matrices)
     expr = value
     if inputs is not None:
-        expr = expr.replace(lambda e: isinstance(e, PowerSum), lambda e: inputs.power_sum(e.args[0], _index(e.args[0])))
-        expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
-        # The largest value over the entries (an elementwise layer's norm, max_k |J_kk|), entry by entry.
-        expr = expr.replace(
-            lambda e: isinstance(e, Largest),
-            lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size))),
-        )
-    expr = expr.xreplace(dict(point))
-    if inputs is not None:
-        expr = expr.xreplace(inputs.entries())
+        expr = _sums_taken(expr, inputs)
+        # The point and the entries in one pass (a point fixes symbols, never an entry of a
+        # vector): a Max over the entries is evaluated once, at numbers, not at symbols first.
+        expr = expr.xreplace({**inputs._entries, **point})
+    else:
+        expr = expr.xreplace(dict(point))
     if matrices and expr.has(OpaqueNorm):
         expr = expr.replace(
             lambda e: isinstance(e, OpaqueNorm),
             lambda e: _matrix_norm(matrices[str(e.args[0])], e.args[1], point, inputs),
         )
     return expr
+
+
+def _sums_taken(expr: sp.Expr, inputs: Explicit) -> sp.Expr:
+    """Each sum over the entries taken at the explicit input, each Kronecker delta evaluated,
+    and the largest value over the entries (an elementwise layer's norm, max_k |J_kk|) as a Max
+    of the entries, left unevaluated until they are numbers."""
+    expr = expr.replace(lambda e: isinstance(e, PowerSum), lambda e: inputs.power_sum(e.args[0], _index(e.args[0])))
+    expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
+    return expr.replace(
+        lambda e: isinstance(e, Largest),
+        lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size)), evaluate=False),
+    )
+
+
+def _entrywise(value: Vector | Matrix, point: Mapping[sp.Basic, sp.Expr], inputs: Explicit, matrices: Any) -> Any:
+    """A vector's or a matrix's entries at the point: entry (r, c) is ``value.entry`` with i = r
+    (and k = c), then evaluated as a scalar.
+
+    Where no sum or largest value in the entry mentions i or k (and it holds no norm), its sums
+    are taken once, for every entry; each entry then gets its indices, and the point and the
+    input's entries in one pass.  Otherwise each entry is evaluated whole, indices first.
+    """
+    indices = (i,) if isinstance(value, Vector) else (i, k)
+    shape = [(r,) for r in range(inputs.size)] if isinstance(value, Vector) else None
+    template = value.entry
+    if template.has(OpaqueNorm) or any(node.has(*indices) for node in template.atoms(PowerSum, Largest)):
+
+        def entry(*at_indices: int) -> Any:
+            return at(template.xreplace(dict(zip(indices, at_indices, strict=True))), point, inputs, matrices)
+
+    else:
+        reduced = _sums_taken(template, inputs)
+        # A point's key that holds i or k (gamma[i]) matches nothing once they are numbers.
+        numbers = {**inputs._entries, **{key: val for key, val in point.items() if not key.has(*indices)}}
+
+        def entry(*at_indices: int) -> Any:
+            return reduced.xreplace(dict(zip(indices, at_indices, strict=True))).xreplace(numbers)
+
+    if shape is not None:
+        return [entry(*index) for index in shape]
+    return [[entry(r, c) for c in range(inputs.size)] for r in range(inputs.size)]
 
 
 def _index(summand: sp.Expr) -> sp.Symbol:

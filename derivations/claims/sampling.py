@@ -226,9 +226,13 @@ def _entrywise(value: Vector | Matrix, point: Mapping[sp.Basic, sp.Expr], inputs
         reduced = _sums_taken(template, inputs)
         # A point's key that holds i or k (gamma[i]) matches nothing once they are numbers.
         numbers = {**inputs._entries, **{key: val for key, val in point.items() if not key.has(*indices)}}
+        indexed = [atom for atom in reduced.atoms(sp.Indexed) if atom.has(*indices)]
 
         def entry(*at_indices: int) -> Any:
-            return reduced.xreplace(dict(zip(indices, at_indices, strict=True))).xreplace(numbers)
+            # One pass: the indices, and each entry at them (x_i as x_r's value) with the numbers.
+            where = dict(zip(indices, at_indices, strict=True))
+            at_entry = {atom: atom.xreplace(where).xreplace(numbers) for atom in indexed}
+            return reduced.xreplace({**numbers, **where, **at_entry})
 
     if shape is not None:
         return [entry(*index) for index in shape]

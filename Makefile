@@ -15,18 +15,20 @@ $(STAMP): pyproject.toml
 derive: $(STAMP)
 	$(PY) -m derivations
 
-# Both cores: the suite is CPU-bound SymPy and NumPy work, one test per worker.
+# Every core, up to eight: the suite is CPU-bound SymPy and NumPy work, and each worker
+# derives and compiles what its tests touch once (more workers repeat that more times).
+WORKERS := -n auto --maxprocesses 8
 # make test is the fast tier: every test function, at least at its first cases.  The
 # cases marked slow repeat a check at larger sizes, on the grids against mpmath, or on
 # more layers down the same path (tests/grids.py); CI runs them too (.ci/run).
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	$(PY) -m pytest -q $(WORKERS) -m "not slow"
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q -n 2 -m slow
+	$(PY) -m pytest -q $(WORKERS) -m slow
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q $(WORKERS)
 
 # Verification runs first inside `python -m figures`; a failure writes no PNG.
 figures: $(STAMP)
@@ -40,7 +42,7 @@ check: $(STAMP)
 	$(PY) -m ruff check derivations numeric figures tests
 	$(PY) -m ruff format --check derivations numeric figures tests
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q $(WORKERS)
 
 # PyTorch's CPU build, JAX (CPU) and Flax, pinned, by name from the package index, only for this check.
 crosscheck: $(STAMP)

@@ -61,12 +61,38 @@ class Diagonal(sp.MatrixExpr):
 
 
 class Largest(sp.Function):
-    r"""The largest value over the entries k = 0 .. n-1 of an expression at index k: :math:`\max_k e_k`."""
+    r"""The largest value over the entries of an expression at an index: :math:`\max_k e_k`.
 
-    nargs = 1
+    ``Largest(e)`` ranges over k, as the derivations write it; ``Largest(e, index)`` over
+    ``index``.  The index is bound: `apart` renames it to `BOUND` wherever a Largest meets
+    other expressions in k (a claim's J_ik, a product's sum over k), so that none captures it.
+    """
+
+    nargs = (1, 2)
+
+    @property
+    def index(self) -> sp.Symbol:
+        return self.args[1] if len(self.args) == 2 else k
+
+    def over(self, entry: int) -> sp.Expr:
+        """The expression at ``entry`` of its index."""
+        return self.args[0].xreplace({self.index: entry})
 
     def _latex(self, printer: sp.printing.latex.LatexPrinter) -> str:
-        return rf"\max_{{k}} {printer.parenthesize(self.args[0], sp.printing.precedence.PRECEDENCE['Mul'])}"
+        index = printer._print(self.index)
+        return rf"\max_{{{index}}} {printer.parenthesize(self.args[0], sp.printing.precedence.PRECEDENCE['Mul'])}"
+
+
+# The index of every Largest after `apart`: used by nothing else, so no other index can capture it.
+BOUND = sp.Dummy("k", integer=True, nonnegative=True)
+
+
+def apart(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with the index of each Largest in it renamed to `BOUND`."""
+    return expr.replace(
+        lambda e: isinstance(e, Largest) and e.index != BOUND,
+        lambda e: Largest(e.args[0].xreplace({e.index: BOUND}), BOUND),
+    )
 
 
 @dataclass(frozen=True, eq=False)

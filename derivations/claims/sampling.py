@@ -23,7 +23,7 @@ import mpmath
 import sympy as sp
 
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, g, v
-from derivations.elementwise import Largest
+from derivations.elementwise import Largest, apart
 from derivations.sums import PowerSum
 from derivations.symbols import beta, epsilon, gamma, gamma_max, i, k, n, x
 
@@ -202,7 +202,7 @@ def _sums_taken(expr: sp.Expr, inputs: Explicit) -> sp.Expr:
     expr = expr.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.KroneckerDelta(*e.args))
     return expr.replace(
         lambda e: isinstance(e, Largest),
-        lambda e: sp.Max(*(e.args[0].xreplace({k: m}) for m in range(inputs.size)), evaluate=False),
+        lambda e: sp.Max(*(e.over(m) for m in range(inputs.size)), evaluate=False),
     )
 
 
@@ -210,13 +210,15 @@ def _entrywise(value: Vector | Matrix, point: Mapping[sp.Basic, sp.Expr], inputs
     """A vector's or a matrix's entries at the point: entry (r, c) is ``value.entry`` with i = r
     (and k = c), then evaluated as a scalar.
 
-    Where no sum or largest value in the entry mentions i or k (and it holds no norm), its sums
-    are taken once, for every entry; each entry then gets its indices, and the point and the
-    input's entries in one pass.  Otherwise each entry is evaluated whole, indices first.
+    A largest value's own index is renamed apart first: it ranges over the entries whatever
+    the row and column are.  Where no sum or largest value in the entry then mentions i or k
+    (and it holds no norm), its sums are taken once, for every entry; each entry then gets its
+    indices, and the point and the input's entries in one pass.  Otherwise each entry is
+    evaluated whole, indices first.
     """
     indices = (i,) if isinstance(value, Vector) else (i, k)
     shape = [(r,) for r in range(inputs.size)] if isinstance(value, Vector) else None
-    template = value.entry
+    template = apart(value.entry)
     if template.has(OpaqueNorm) or any(node.has(*indices) for node in template.atoms(PowerSum, Largest)):
 
         def entry(*at_indices: int) -> Any:

@@ -24,7 +24,7 @@ from derivations import Layer, NotApplicable, jacobian, quantities, scaling
 from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.language import MAX_EXPONENT, Built, ClaimError, _Builder, _describe, _where
-from derivations.elementwise import Largest
+from derivations.elementwise import Largest, apart
 from derivations.sums import PowerSum, over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
@@ -120,6 +120,8 @@ class Builder(_Builder):
                 raise ClaimError(str(error)) from None
             if value is None:
                 raise ClaimError(f"{layer_key} has no {identifier}: {quantity.meaning} is not derived for it")
+            # A largest value's index is bound: renamed apart, no J_ik or sum over k of the claim captures it.
+            value = apart(value)
             # A largest value over the entries (max_k |J_kk|) is one number; an entry at k is not.
             outside = value.replace(lambda e: isinstance(e, Largest), lambda e: sp.Dummy())
             if quantity.kind == "scalar" and any(k in e.indices for e in outside.atoms(sp.Indexed)):

@@ -311,15 +311,91 @@ def test_each_entry_of_an_explicit_vector_or_matrix_is_the_entry_evaluated_alone
     assert compared >= 3 * 2 * 2
 
 
-def test_an_entry_whose_largest_value_runs_over_its_own_index_is_evaluated_indices_first():
-    """max_k |x_k x_i| with k also the column: the column is put in first, then the largest
-    value is taken, over nothing left to vary (the entry-alone order)."""
+def test_a_largest_value_ranges_over_every_entry_whatever_the_row_and_column():
+    """max_k |x_k x_i| + x_k as a matrix entry (i, k): the max's k is its own, bound; the column k is
+    another.  Written with the same letter, the column must not be put into the max."""
     inputs = sampling.Explicit(tuple(map(sp.Integer, (3, -5, 2))))
     matrix = semantics.Matrix(Largest(sp.Abs(x[k] * x[i])) + x[k])
-    got = sampling.at(matrix, {}, inputs)
-    assert got == [[abs(a * b) + b for b in inputs.x] for a in inputs.x]
+    largest = [max(abs(a * b) for b in inputs.x) for a in inputs.x]
+    assert sampling.at(matrix, {}, inputs) == [[largest[r] + c for c in inputs.x] for r in range(3)]
     vector = semantics.Vector(Largest(sp.Abs(x[k] * x[i])))
-    assert sampling.at(vector, {}, inputs) == [max(abs(a * b) for b in inputs.x) for a in inputs.x]
+    assert sampling.at(vector, {}, inputs) == largest
+
+
+@pytest.mark.parametrize(
+    ("text", "allowed"),
+    [
+        # ||J||_oo of a diagonal J is max_k |J_kk|, the spectral norm: true, and no entry of J is
+        # to be put into the max (it was refuted, J_cc |J_cc| shown for max_k |J_kk| J_cc).
+        ("spectral_norm * J == norm(J, oo) * J", {"proved", "supported"}),
+        # A product's sum over k is not the max's k.
+        ("(spectral_norm * J) @ x == spectral_norm * (J @ x)", {"proved", "supported"}),
+        ("sum((spectral_norm * J) @ ones) == spectral_norm * sum(J @ ones)", {"proved", "supported"}),
+    ],
+)
+def test_a_largest_value_beside_a_matrix_is_not_captured_by_its_indices(text, allowed):
+    verdict = check(Claim(text, "dyt"))  # no numeric re-check: the verdict must be right without it
+    assert verdict.verdict in allowed, verdict.detail
+
+
+def test_a_refutation_next_to_a_largest_value_shows_each_side_at_its_counterexample():
+    """J @ J == spectral_norm * J is false; both sides shown are recomputed here from the counterexample."""
+    verdict = check(Claim("J @ J == spectral_norm * J", "dyt"), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    example = verdict.counterexample
+    assert "k" not in example  # the column index is no parameter of the counterexample
+    x0, alpha = np.array(example["x"]), float(example["alpha"])
+    gain = np.array(example["gain"])
+    diagonal = alpha * gain / np.cosh(alpha * x0) ** 2  # J of gamma tanh(alpha x) + beta
+    lhs, rhs = np.diag(diagonal**2), np.abs(diagonal).max() * np.diag(diagonal)
+    assert not np.allclose(lhs, rhs)
+    shown = verdict.detail.split("lhs = ", 1)[1].split("; confirmed", 1)[0]
+    shown_lhs, shown_rhs = (np.array(eval_free_matrix(part)) for part in shown.split(", rhs = "))
+    np.testing.assert_allclose(shown_lhs, lhs, rtol=1e-6)
+    np.testing.assert_allclose(shown_rhs, rhs, rtol=1e-6)
+
+
+def _spectral_norm_by_differences(layer, x0, eps):
+    """||J||_2 at x0 from central differences of the forward map, not from the derived J."""
+    function = facade(layer)
+    h = 1e-7 * max(1.0, float(np.abs(x0).max()))
+    columns = [
+        (function.forward(x0 + h * e, eps) - function.forward(x0 - h * e, eps)) / (2 * h) for e in np.eye(x0.size)
+    ]
+    return np.linalg.norm(np.stack(columns, axis=1), 2)
+
+
+@pytest.mark.parametrize(
+    ("layer", "claim", "size"),
+    [
+        ("layernorm", "norm(J, 2) == 1/s", 2),  # from n = 3 only: at n = 2 it is epsilon/s**3
+        ("l2norm_clamped", "norm(J, 2) <= 1/sqrt(epsilon)", 3),  # 1/epsilon inside the clamp
+    ],
+)
+def test_a_counterexample_under_a_fixed_n_has_n_entries(layer, claim, size):
+    """With n fixed by an assumption the shown input has n entries (it had 4), and the refutation,
+    recomputed here from it, holds."""
+    verdict = check(Claim(claim, layer, (f"n == {size}",)), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    example = verdict.counterexample
+    x0, eps = np.array(example["x"]), float(example["epsilon"])
+    assert x0.size == example["n"] == size
+    norm = _spectral_norm_by_differences(layer, x0, eps)
+    if layer == "layernorm":
+        assert not np.isclose(norm, 1 / np.sqrt(np.mean((x0 - x0.mean()) ** 2) + eps), rtol=1e-5)
+    else:
+        assert norm > 1 / np.sqrt(eps) * (1 + 1e-5)
+
+
+def test_layernorm_s_spectral_norm_is_one_over_s_from_n_3():
+    verdict = check(Claim("norm(J, 2) == 1/s", "layernorm", ("n == 3",)), confirm)
+    assert verdict.verdict in ("proved", "supported"), verdict.detail
+
+
+def eval_free_matrix(text):
+    """[[a, b], [c, d]] as printed, read as numbers without eval."""
+    rows = text.strip().removeprefix("[[").removesuffix("]]").split("], [")
+    return [[float(value) for value in row.split(", ")] for row in rows]
 
 
 def test_a_matrix_norm_at_a_tie_with_its_bound_is_no_violation():

@@ -29,7 +29,7 @@ from derivations.claims.language import ClaimError, Relation
 from derivations.claims.proof import describe_n, prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
 from derivations.sums import Indicator, PowerSum
-from derivations.symbols import epsilon, gamma_max, mu, n, q, t, x
+from derivations.symbols import epsilon, gamma_max, k, mu, n, q, t, x
 
 VERDICTS = ("proved", "refuted", "supported", "error")
 
@@ -581,6 +581,8 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
         if isinstance(symbol, sp.Indexed) and isinstance(symbol.base, Indicator):
             subsets.setdefault(str(symbol.base), {})[int(symbol.indices[0])] = int(value)
             continue
+        if symbol == k:
+            continue  # a matrix's column index: every entry is evaluated, whatever the point's k
         name = str(symbol.base) if isinstance(symbol, sp.Indexed) else str(symbol)
         if value.is_number:
             out[name] = sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value)
@@ -588,6 +590,8 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
         out.setdefault(str(symbol), sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value))
     for name, entries in subsets.items():  # a subset's indicator, as the 0/1 vector it is
         out[name] = [entries[m] for m in sorted(entries)]
+    # The size the point samples, else the one the assumptions fix (n == 3), else 4.
+    size = int(point.get(n, setting.fixed.get(n, 4)))
     if inputs is not None:
         out["x"] = [float(e) for e in inputs.x]
         if inputs.gain:
@@ -600,10 +604,10 @@ def _example(point: dict, inputs: sampling.Explicit | None, setting: _Setting) -
     elif setting.pattern is not None and t in point:
         out["x"] = [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in setting.pattern.values]
     elif t in point and any(quantities.at_constant_input(name) for _, name in setting.usage.quantities):
-        out["x"] = [float(sp.N(point[t], 17))] * int(point.get(n, 4))  # the constant input t 1
+        out["x"] = [float(sp.N(point[t], 17))] * size  # the constant input t 1
     elif setting.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
-        out["x"] = [float(e) for e in sampling.input_for({**setting.pinned, **point}, int(point.get(n, 4)))]
+        out["x"] = [float(e) for e in sampling.input_for({**setting.pinned, **point}, size)]
     return out
 
 

@@ -392,6 +392,21 @@ def test_layernorm_s_spectral_norm_is_one_over_s_from_n_3():
     assert verdict.verdict in ("proved", "supported"), verdict.detail
 
 
+@pytest.mark.parametrize(
+    ("layer", "claim", "quantified"),
+    [
+        # epsilon is only inside the norms: it is sampled all the same (it was never, and no point was admissible).
+        ("layernorm_affine", "norm(J, oo) >= norm(J, 2) / sqrt(n)", "epsilon > 0"),
+        # A point SymPy cannot evaluate exactly (an overflow inside a huge power) is skipped, not the claim.
+        ("rmsnorm", "norm(J @ v, 2) <= spectral_norm * norm(v, 2)", "v in R^n"),
+    ],
+)
+def test_true_norm_inequalities_are_supported_not_left_undecided(layer, claim, quantified):
+    verdict = check(Claim(claim, layer))
+    assert verdict.verdict == "supported", verdict.detail
+    assert quantified in verdict.quantifier
+
+
 def eval_free_matrix(text):
     """[[a, b], [c, d]] as printed, read as numbers without eval."""
     rows = text.strip().removeprefix("[[").removesuffix("]]").split("], [")

@@ -426,8 +426,8 @@ def _sample(
             try:
                 left = sampling.at(setting.lhs, point, inputs, matrices)
                 right = sampling.at(setting.rhs, point, inputs, matrices)
-            except (ZeroDivisionError, ValueError, TypeError):
-                continue
+            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                continue  # not evaluable exactly here (SymPy overflows on some huge powers): no decision
             result = sampling.decide(left, setting.op, right, point)
         if result is None:
             continue
@@ -466,11 +466,10 @@ def _sample(
 def _points(setting: _Setting, claim: Claim):
     sides = [e for e in sampling._flat([setting.lhs, setting.rhs]) if isinstance(e, sp.Expr)]
     sides += [v.entry for v in (setting.lhs, setting.rhs) if isinstance(v, (Vector, Matrix))]
-    symbols: set[sp.Basic] = set()
-    for expr in sides:
-        indexed = {e for e in expr.atoms(sp.Indexed) if str(e.base) in ("gamma", "beta")}
-        inside = {s for e in expr.atoms(sp.Indexed) for s in e.free_symbols}
-        symbols |= (expr.free_symbols - inside) | indexed
+    symbols: set[sp.Basic] = set().union(*(_sampled(expr) for expr in sides))
+    # A symbol only a held matrix has (epsilon in norm(J, oo) >= norm(J, 2)/sqrt(n)); its indices are its own.
+    for matrix in setting.usage.matrices.values():
+        symbols |= _sampled(matrix.entry) - {k}
     for condition in setting.conditions:
         symbols |= condition.free_symbols
     symbols.discard(sp.Symbol("i", integer=True, nonnegative=True))
@@ -484,6 +483,14 @@ def _points(setting: _Setting, claim: Claim):
         if not _gain_consistent(point):
             continue
         yield point, None
+
+
+def _sampled(expr: sp.Expr) -> set[sp.Basic]:
+    """The symbols a point of ``expr`` fixes: its free symbols outside indexed entries, and each
+    gain or bias entry (gamma[i]) it names."""
+    indexed = {e for e in expr.atoms(sp.Indexed) if str(e.base) in ("gamma", "beta")}
+    inside = {s for e in expr.atoms(sp.Indexed) for s in e.free_symbols}
+    return (expr.free_symbols - inside) | indexed
 
 
 def _sizes(setting: _Setting) -> list[int]:

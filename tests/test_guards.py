@@ -407,6 +407,36 @@ def test_true_norm_inequalities_are_supported_not_left_undecided(layer, claim, q
     assert quantified in verdict.quantifier
 
 
+@pytest.mark.parametrize(
+    ("layer", "claim", "assumptions", "allowed"),
+    [
+        # What an assumption fixes is fixed inside a held matrix too (it was sampled there apart).
+        ("dyt", "norm(J, oo) == spectral_norm", ("alpha == 1",), {"proved", "supported"}),
+        ("dyt", "norm(J, oo) <= gamma_max", ("alpha == 1",), {"proved", "supported"}),
+        # norm(J, 2) of a symmetric J is its spectral norm, a largest value: renamed apart as well.
+        ("dyt", "(norm(J, 2) * J) @ x == norm(J, 2) * (J @ x)", (), {"proved", "supported"}),
+        ("dyt", "(norm(J, 2) * J).T == norm(J, 2) * J", (), {"proved", "supported"}),
+        ("dyt", "spectral_norm == norm(J, 2)", (), {"proved"}),
+        # The pattern's quantities are at its 3-entry input: n == 17 leaves none (it was refuted at n = 3).
+        ("layernorm", "n + 0*slope_at_zero + 0*spectral_norm == 17", ("n == 17",), {"error"}),
+        ("layernorm", "response <= 1", ("n == 17",), {"error"}),
+    ],
+)
+def test_assumptions_and_largest_values_never_give_a_wrong_verdict(layer, claim, assumptions, allowed):
+    verdict = check(Claim(claim, layer, assumptions))  # without the numeric re-check
+    assert verdict.verdict in allowed, verdict.detail
+
+
+def test_a_refutation_under_a_fixed_epsilon_is_at_that_epsilon():
+    """||J||_2 <= 1 for partial RMSNorm at epsilon = 1 is false (1.03 at x = 1, n = 5, k = 1); the
+    counterexample is at epsilon = 1, and recomputed here by central differences."""
+    verdict = check(Claim("norm(J, 2) <= 1", "prmsnorm", ("epsilon == 1",)), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    example = verdict.counterexample
+    assert example["epsilon"] == 1
+    assert _spectral_norm_by_differences("prmsnorm", np.array(example["x"]), 1.0) > 1 + 1e-6
+
+
 def eval_free_matrix(text):
     """[[a, b], [c, d]] as printed, read as numbers without eval."""
     rows = text.strip().removeprefix("[[").removesuffix("]]").split("], [")

@@ -170,14 +170,21 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     mapping = _statistics_map(layers) if usage.general or usage.vectors else {}
     if len(usage.patterns) > 1:
         raise ClaimError("quantities of two different input patterns cannot share one input")
-    if usage.patterns and (usage.general or usage.vectors):
-        (pattern,) = usage.patterns.values()
-        setting.pattern = pattern
-        mapping = _pattern_map(layers, pattern)
-        substitutions[n] = sp.Integer(len(pattern.values))
-        setting.allowed = sp.FiniteSet(len(pattern.values))
-    elif usage.patterns:
+    if usage.patterns:
         (setting.pattern,) = usage.patterns.values()
+        size = len(setting.pattern.values)
+        sides = [e for value in sampling._flat([lhs, rhs]) for e in _entries_of(value)]
+        # The pattern's quantities are at its input, of its size: a claim that also names n or a
+        # statistic is about that input, and assumptions that leave no such n leave no claim.
+        if usage.general or usage.vectors or any(e.has(n) for e in sides) or n in substitutions:
+            if setting.allowed.contains(sp.Integer(size)) is not sp.true:
+                raise ClaimError(
+                    f"the input pattern {setting.pattern} has n = {size} entries, which the assumptions exclude"
+                )
+            substitutions[n] = sp.Integer(size)
+            setting.allowed = sp.FiniteSet(size)
+        if usage.general or usage.vectors:
+            mapping = _pattern_map(layers, setting.pattern)
     setting.inputs = (usage.general and _needs_vectors(lhs, rhs, usage)) or bool(usage.vectors)
     if usage.general and any(layer.subsets for layer in layers):
         # A partial mean and a full one are not independent coordinates (k r_k <= n r):
@@ -196,8 +203,14 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     setting.lhs = _substitute(_substitute(lhs, mapping), substitutions)
     setting.rhs = _substitute(_substitute(rhs, mapping), substitutions)
     setting.conditions = [c.xreplace(mapping).xreplace(substitutions) for c in kept]
-    setting.fixed = {symbol: value for symbol, value in substitutions.items() if symbol in (n, epsilon, t)}
     statistics = {stat.symbol for layer in layers for stat in layer.statistics}
+    # Everything the assumptions fix but a statistic (n, epsilon, t, alpha, ...): also what a held
+    # matrix (the J in norm(J, oo)) is taken at, so that no point samples it apart from the sides.
+    setting.fixed = {symbol: value for symbol, value in substitutions.items() if symbol not in statistics}
+    usage.matrices = {
+        name: dataclasses.replace(matrix, entry=matrix.entry.xreplace(setting.fixed))
+        for name, matrix in usage.matrices.items()
+    }
     pinned = {symbol: value for symbol, value in substitutions.items() if symbol in statistics}
     setting.pinned = pinned
     if setting.inputs and pinned:
@@ -319,6 +332,11 @@ def _explicit_pattern(setting: _Setting, layers: list[Layer]) -> None:
     setting.inputs = bool(setting.usage.vectors) or any(
         isinstance(e, sp.Expr) and e.has(OpaqueNorm) for e in sampling._flat([setting.lhs, setting.rhs])
     )
+
+
+def _entries_of(value: Any) -> list[sp.Expr]:
+    """A side's expressions: itself, or a vector's or matrix's entry."""
+    return [value.entry] if isinstance(value, (Vector, Matrix)) else [value] if isinstance(value, sp.Expr) else []
 
 
 def _needs_vectors(lhs: Any, rhs: Any, usage: Usage) -> bool:

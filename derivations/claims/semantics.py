@@ -338,7 +338,7 @@ class Builder(_Builder):
                 layer = LAYERS[arguments[0].jacobian_of]
                 if jacobian.is_symmetric(layer):
                     self.usage.quantities.append((layer.key, "norm(J, 2)"))
-                    return quantities.value(layer, _spectral_norm_name(layer))
+                    return apart(quantities.value(layer, _spectral_norm_name(layer)))
             if order in (2, sp.oo):
                 held = sp.Symbol(f"M{len(self.usage.matrices)}")
                 self.usage.matrices[str(held)] = arguments[0]

@@ -420,6 +420,13 @@ def test_true_norm_inequalities_are_supported_not_left_undecided(layer, claim, q
         # The pattern's quantities are at its 3-entry input: n == 17 leaves none (it was refuted at n = 3).
         ("layernorm", "n + 0*slope_at_zero + 0*spectral_norm == 17", ("n == 17",), {"error"}),
         ("layernorm", "response <= 1", ("n == 17",), {"error"}),
+        ("layernorm", "response <= 1", ("n >= 4",), {"error"}),
+        # gamma_max fixed by an assumption bounds the sampled gains too (they were sampled past it).
+        ("dyt", "spectral_norm <= abs(alpha)", ("gamma_max == 1",), {"proved", "supported"}),
+        ("rmsnorm_affine", "norm(J, 2) <= 1/sqrt(epsilon)", ("gamma_max == 1",), {"proved", "supported"}),
+        ("layernorm_affine", "slope_at_zero <= 1/sqrt(epsilon)", ("gamma_max == 1",), {"proved", "supported"}),
+        # A statistic fixed where only the pattern's quantities (functions of t) are named: not sampled apart.
+        ("layernorm", "response <= 1", ("q == 1", "epsilon == 1"), {"error"}),
     ],
 )
 def test_assumptions_and_largest_values_never_give_a_wrong_verdict(layer, claim, assumptions, allowed):

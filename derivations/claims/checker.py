@@ -176,7 +176,8 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
         sides = [e for value in sampling._flat([lhs, rhs]) for e in _entries_of(value)]
         # The pattern's quantities are at its input, of its size: a claim that also names n or a
         # statistic is about that input, and assumptions that leave no such n leave no claim.
-        if usage.general or usage.vectors or any(e.has(n) for e in sides) or n in substitutions:
+        on_n = any(e.has(n) for e in sides) or n in substitutions or any(c.has(n) for c in kept)
+        if usage.general or usage.vectors or on_n:
             if setting.allowed.contains(sp.Integer(size)) is not sp.true:
                 raise ClaimError(
                     f"the input pattern {setting.pattern} has n = {size} entries, which the assumptions exclude"
@@ -185,6 +186,14 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
             setting.allowed = sp.FiniteSet(size)
         if usage.general or usage.vectors:
             mapping = _pattern_map(layers, setting.pattern)
+        statistics_fixed = {s for s in substitutions for layer in layers if s in {st.symbol for st in layer.statistics}}
+        if statistics_fixed and not (usage.general or usage.vectors):
+            # The pattern's quantities are functions of t: a statistic fixed by an assumption is a
+            # condition on t there, which sampling t cannot meet; never decided at other statistics.
+            raise ClaimError(
+                f"an assumption fixes {', '.join(sorted(map(str, statistics_fixed)))}, which the pattern's "
+                "quantities do not name; state the claim with it, or for a general x"
+            )
     setting.inputs = (usage.general and _needs_vectors(lhs, rhs, usage)) or bool(usage.vectors)
     if usage.general and any(layer.subsets for layer in layers):
         # A partial mean and a full one are not independent coordinates (k r_k <= n r):
@@ -498,7 +507,7 @@ def _points(setting: _Setting, claim: Claim):
     ordered = sorted(symbols, key=sp.default_sort_key)
     conditions = [*setting.conditions, *([sp.Contains(n, setting.allowed)] if n in symbols else [])]
     for point in sampling.points(ordered, conditions):
-        if not _gain_consistent(point):
+        if not _gain_consistent(point, setting.fixed):
             continue
         yield point, None
 
@@ -558,16 +567,31 @@ def _explicit_points(setting: _Setting, symbols: list[sp.Basic], claim: Claim):
                 if symbol in means:  # a fixed mean: shift the input to it, exactly
                     inputs = sampling.shifted(inputs, value)
             inputs = _scaled_to_pinned(setting, layers, inputs, means)
+            inputs = _gains_to_fixed_largest(setting, inputs)
+            if inputs is None:
+                continue  # all-zero gains cannot have the largest |gamma_i| the assumptions fix
             statistics = sampling.statistics_of(layers, inputs)
             if any(sp.simplify(statistics[s] - value) != 0 for s, value in setting.pinned.items() if s in statistics):
                 continue  # no input of this kind has the statistics the assumptions fix
             for point in itertools.islice(sampling.points(rest, [], seed=number), min(_PER_INPUT, budget)):
                 seen += 1
                 full = {**point, **statistics, n: sp.Integer(inputs.size)}
-                if _gain_consistent(full) and all(sampling._holds(c, full) for c in setting.conditions):
+                if _gain_consistent(full, setting.fixed) and all(sampling._holds(c, full) for c in setting.conditions):
                     yield full, inputs
             if seen >= budget:
                 break
+
+
+def _gains_to_fixed_largest(setting: _Setting, inputs: Any) -> Any:
+    """The sampled gains scaled, exactly, so that their largest |gamma_i| is the gamma_max an
+    assumption fixes (gamma_max == 1); unchanged where none is fixed; None where it cannot be."""
+    largest = setting.fixed.get(gamma_max)
+    if largest is None or not inputs.gain:
+        return inputs
+    top = max(abs(value) for value in inputs.gain)
+    if top == 0:
+        return inputs if largest == 0 else None
+    return dataclasses.replace(inputs, gain=tuple(value * largest / top for value in inputs.gain))
 
 
 def _scaled_to_pinned(setting: _Setting, layers: list[Any], inputs: Any, means: set[Any]) -> Any:
@@ -588,11 +612,12 @@ def _scaled_to_pinned(setting: _Setting, layers: list[Any], inputs: Any, means: 
     return dataclasses.replace(inputs, x=tuple(sp.nsimplify(factor) * e for e in inputs.x))
 
 
-def _gain_consistent(point: dict) -> bool:
-    """gamma_max is the largest |gamma_i|: at least |gamma| at the pattern's coordinate."""
+def _gain_consistent(point: dict, fixed: dict) -> bool:
+    """gamma_max is the largest |gamma_i|: at least |gamma| at the pattern's coordinate (gamma_max
+    sampled, or fixed by an assumption)."""
     from derivations.symbols import gamma
 
-    largest = point.get(sp.Symbol("gamma_max", positive=True))
+    largest = point.get(gamma_max, fixed.get(gamma_max))
     for symbol, value in point.items():
         if isinstance(symbol, sp.Indexed) and symbol.base == gamma and largest is not None and abs(value) > largest:
             return False

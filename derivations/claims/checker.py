@@ -160,6 +160,7 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
             kept.append(condition)
     allowed = _n_range(kept, substitutions)
     layers = [LAYERS[key] for key in sorted(usage.layers)] or [LAYERS[claim.layer]]
+    statistics = {stat.symbol for layer in layers for stat in layer.statistics}
     setting = _Setting(lhs, op, rhs, usage, kept, allowed)
     for side in (lhs, rhs):
         for value in sampling._flat([side]):
@@ -186,7 +187,7 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
             setting.allowed = sp.FiniteSet(size)
         if usage.general or usage.vectors:
             mapping = _pattern_map(layers, setting.pattern)
-        statistics_fixed = {s for s in substitutions for layer in layers if s in {st.symbol for st in layer.statistics}}
+        statistics_fixed = substitutions.keys() & statistics
         if statistics_fixed and not (usage.general or usage.vectors):
             # The pattern's quantities are functions of t: a statistic fixed by an assumption is a
             # condition on t there, which sampling t cannot meet; never decided at other statistics.
@@ -212,7 +213,6 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     setting.lhs = _substitute(_substitute(lhs, mapping), substitutions)
     setting.rhs = _substitute(_substitute(rhs, mapping), substitutions)
     setting.conditions = [c.xreplace(mapping).xreplace(substitutions) for c in kept]
-    statistics = {stat.symbol for layer in layers for stat in layer.statistics}
     # Everything the assumptions fix but a statistic (n, epsilon, t, alpha, ...): also what a held
     # matrix (the J in norm(J, oo)) is taken at, so that no point samples it apart from the sides.
     setting.fixed = {symbol: value for symbol, value in substitutions.items() if symbol not in statistics}
@@ -491,8 +491,7 @@ def _sample(
 
 
 def _points(setting: _Setting, claim: Claim):
-    sides = [e for e in sampling._flat([setting.lhs, setting.rhs]) if isinstance(e, sp.Expr)]
-    sides += [v.entry for v in (setting.lhs, setting.rhs) if isinstance(v, (Vector, Matrix))]
+    sides = [e for value in sampling._flat([setting.lhs, setting.rhs]) for e in _entries_of(value)]
     symbols: set[sp.Basic] = set().union(*(_sampled(expr) for expr in sides))
     # A symbol only a held matrix has (epsilon in norm(J, oo) >= norm(J, 2)/sqrt(n)); its indices are its own.
     for matrix in setting.usage.matrices.values():
@@ -515,9 +514,8 @@ def _points(setting: _Setting, claim: Claim):
 def _sampled(expr: sp.Expr) -> set[sp.Basic]:
     """The symbols a point of ``expr`` fixes: its free symbols outside indexed entries, and each
     gain or bias entry (gamma[i]) it names."""
-    indexed = {e for e in expr.atoms(sp.Indexed) if str(e.base) in ("gamma", "beta")}
     inside = {s for e in expr.atoms(sp.Indexed) for s in e.free_symbols}
-    return (expr.free_symbols - inside) | indexed
+    return (expr.free_symbols - inside) | _gain_entries(expr)
 
 
 def _sizes(setting: _Setting) -> list[int]:

@@ -322,6 +322,43 @@ def test_a_largest_value_ranges_over_every_entry_whatever_the_row_and_column():
     assert sampling.at(vector, {}, inputs) == largest
 
 
+_HUGE = sp.Rational(917, 100) * sp.Integer(10) ** 300
+_ENTRIES = [
+    # sech at huge arguments: tiny values, each far from the others (the case that was slow).
+    (2 * sp.sech(_HUGE) ** 2, sp.sech(_HUGE / 3) ** 2 / 2, 3 * sp.sech(_HUGE + 1) ** 2),
+    # Rationals, negatives, a repeated largest entry, and zero.
+    (sp.Rational(-1, 3), sp.Rational(1, 7), sp.Rational(1, 7), sp.Integer(0)),
+    (sp.Integer(-2), sp.Rational(-5, 2)),
+    # Equal values written differently: a near tie at any precision, left to SymPy's Max.
+    ((1 + sp.sqrt(2)) ** 2, 3 + 2 * sp.sqrt(2), sp.Integer(2)),
+    # Apart by 1e-40, below the 30 digits of the first evaluation.
+    (sp.pi, sp.pi + sp.Rational(1, 10**40), sp.E),
+    (sp.sqrt(2) - 1, 1 / (sp.sqrt(2) + 1) - sp.Rational(1, 10**35)),
+]
+
+
+@pytest.mark.parametrize("entries", _ENTRIES, ids=range(len(_ENTRIES)))
+def test_the_largest_entry_at_numbers_is_sympys_max(entries):
+    """At numbers, LargestEntry is the largest entry exactly (compared to SymPy's own Max at 100
+    digits, whatever order the entries come in); with a symbol, it stays unevaluated."""
+    want = sp.Max(*entries)
+    for order in itertools.permutations(entries):
+        got = sampling.LargestEntry(*order)
+        assert not isinstance(got, sp.Max) or set(got.args) <= set(entries)
+        assert sp.N(got - want, 100, maxn=10**4) == 0 or got == want, (order, got, want)
+    held = sampling.LargestEntry(epsilon, *entries)
+    assert isinstance(held, sampling.LargestEntry)
+    assert held.xreplace({epsilon: sp.Integer(10**6)}) == sp.Integer(10**6)
+
+
+def test_entries_apart_by_more_than_30_digits_resolve_are_not_compared_by_sympy(monkeypatch):
+    monkeypatch.setattr(sp, "Max", None)  # any pairwise comparison by SymPy's Max would fail here
+    for entries in (_ENTRIES[0], (*_ENTRIES[0], sp.pi / 10**300), (sp.pi, sp.pi * (1 + sp.Rational(1, 10**21)))):
+        largest = max(entries, key=lambda entry: sp.N(entry, 60))
+        for order in itertools.permutations(entries):
+            assert sampling.LargestEntry(*order) == largest
+
+
 @pytest.mark.parametrize(
     ("text", "allowed"),
     [

@@ -628,3 +628,24 @@ def test_an_empty_batch_gives_an_empty_result(key):
     empty = np.zeros((0, 3))
     assert module.forward(empty, 0.1).shape == (0, 3)
     assert module.vjp(empty, 0.1, empty).shape == (0, 3)
+
+
+def test_the_bounded_child_leaves_even_where_os_exit_is_patched(tmp_path, monkeypatch):
+    """The in-process command tests patch os._exit to raise SystemExit; the forked child of a
+    bounded check must still leave there, not go on as a copy of the test process (it did, and
+    ran the rest of the test and the tests after it, so a worker's reports came out twice or not at all)."""
+    parent = os.getpid()
+    marker = tmp_path / "the child went on"
+
+    def exit_now(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(bounded, "_reap", lambda pid: os.waitpid(pid, 0))  # the child ends by itself
+    try:
+        assert bounded.run(lambda: 7, 60) == 7
+    finally:
+        if os.getpid() != parent:  # only a child that did not leave gets here
+            marker.write_text("yes")
+            os.kill(os.getpid(), signal.SIGKILL)
+    assert not marker.exists()

@@ -61,7 +61,11 @@ def _python_m(module, argv, monkeypatch):
     monkeypatch.setattr(sys, "argv", [name, *argv])
     monkeypatch.delitem(sys.modules, name, raising=False)  # runpy runs a fresh copy; a loaded one would warn
 
+    this, leave = os.getpid(), os._exit
+
     def exit_now(code):  # `cli.finish` ends a real process with os._exit: here, end the command alone
+        if os.getpid() != this:  # a process the command forked (a pool's worker) still leaves
+            leave(code)
         raise SystemExit(code)
 
     monkeypatch.setattr(os, "_exit", exit_now)

@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Bytecode goes to .venv/pycache, not beside the sources, and is written even where
+# PYTHONDONTWRITEBYTECODE is set: otherwise every test worker, and every process a test
+# starts, compiles each module (and pytest rewrites each test file) again.
+export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation
 

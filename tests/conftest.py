@@ -1,9 +1,11 @@
-"""Shared fixtures: a seeded generator, a deterministic hypothesis profile, and a derivation cache of the run's own."""
+"""Shared fixtures: a seeded generator, a deterministic hypothesis profile, and a derivation cache of the run's own
+(its derivations' entries kept between runs)."""
 
 import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,10 +21,37 @@ import derivations  # noqa: E402, F401 - before SymPy, so that its cache is the 
 # workers and every process a test starts (they inherit the environment), so
 # that no test reads or writes the user's cache and none depends on its state.
 # The process that made it removes it at exit.
+# The derivations' own entries (the folder of the current key: derived formulas and rendered rows)
+# are kept between runs in build/test-cache/, so that a second make test does not derive again
+# what the first one did.  Any change under derivations/, to SymPy or to Python is another key: a
+# cold start, and the folders of other keys are removed.  Whatever a test stores under another key
+# (figures, a user-defined layer, a test's own key) stays in the run's folder and goes with it.
+# CI runs from a fresh clone, cold; tests/test_cache.py gives each test an empty folder of its own.
+KEPT = Path(__file__).resolve().parent.parent / "build" / "test-cache"
+
+
+def keep_derivations(folder: Path, kept: Path = KEPT) -> None:
+    """Make the current key's folder under ``folder`` a link to the one kept in ``kept``;
+    where that cannot be done (no build/ to write), the run starts cold, as before."""
+    from derivations import _cache
+
+    current = kept / _cache.key()
+    try:
+        current.mkdir(parents=True, exist_ok=True)
+        for stale in kept.iterdir():
+            if stale != current:
+                shutil.rmtree(stale, ignore_errors=True)
+        (folder / _cache.PROJECT).mkdir(exist_ok=True)
+        (folder / _cache.PROJECT / current.name).symlink_to(current, target_is_directory=True)
+    except OSError:
+        pass
+
+
 if "EPSILON_LAYERNORM_TEST_CACHE" not in os.environ:
     _folder = tempfile.mkdtemp(prefix="epsilon-layernorm-test-cache-")
     os.environ["EPSILON_LAYERNORM_TEST_CACHE"] = os.environ["XDG_CACHE_HOME"] = _folder
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
+    keep_derivations(Path(_folder))
 os.environ["XDG_CACHE_HOME"] = os.environ["EPSILON_LAYERNORM_TEST_CACHE"]
 os.environ.pop("EPSILON_LAYERNORM_NO_CACHE", None)
 

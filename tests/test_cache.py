@@ -402,3 +402,28 @@ def test_a_real_process_prints_its_whole_output_before_it_ends(capsys):
     assert wrong.stdout == ""
     assert wrong.stderr.count("\n") == 1
     assert "--format" in wrong.stderr
+
+
+def test_the_suite_keeps_the_current_keys_entries_between_runs_and_nothing_else(tmp_path, monkeypatch):
+    """conftest.keep_derivations: the run's folder for the current key is the kept one; a stale
+    key's folder is removed, and an entry under another key goes with the run's folder."""
+    from conftest import keep_derivations
+
+    kept, run = tmp_path / "kept", tmp_path / "run"
+    (kept / "a-stale-key").mkdir(parents=True)
+    (kept / "a-stale-key" / "entry").write_bytes(b"old")
+    run.mkdir()
+    keep_derivations(run, kept)
+    current = kept / _cache.key()
+    assert [path.name for path in kept.iterdir()] == [current.name]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(run))
+    monkeypatch.delenv(_cache.ENVIRONMENT, raising=False)
+    _cache.write("probe", b"kept")
+    _cache.write("probe", b"not kept", extra=b"another key")
+    assert _cache.read("probe") == b"kept"
+    shutil.rmtree(run)  # what the run does at its exit
+    assert len(_entries(kept)) == 1
+    run.mkdir()
+    keep_derivations(run, kept)  # the next run
+    assert _cache.read("probe") == b"kept"
+    assert _cache.read("probe", extra=b"another key") is None

@@ -23,9 +23,10 @@ derive: $(STAMP)
 # Every core, up to eight: the suite is CPU-bound SymPy and NumPy work, and each worker
 # derives and compiles what its tests touch once (more workers repeat that more times).
 WORKERS := -n auto --maxprocesses 8
-# make test is the fast tier: every test function, at least at its first cases.  The
-# cases marked slow repeat a check at larger sizes, on the grids against mpmath, or on
-# more layers down the same path (tests/grids.py); CI runs them too (.ci/run).
+# make test is the fast tier: every test function, at least at its first cases, and each
+# layer-parametrized one on the core layer and one other.  The cases marked slow repeat a
+# check at larger sizes, on the grids against mpmath, or on the other layers
+# (tests/grids.py); CI runs them too (.ci/run).
 test: $(STAMP)
 	$(PY) -m pytest -q $(WORKERS) -m "not slow"
 

@@ -88,8 +88,12 @@ def functions_without_a_fast_case(items) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """make test's fast tier keeps every test function: a function whose every case is slow is an error.
-    Checked where the fast tier is asked for; one slow case by its id, or --lf, runs as asked."""
+    """The tiers (tests/grids.py: one other layer than the core one per test function in the fast tier),
+    and make test's fast tier keeps every test function: a function whose every case is slow is an
+    error.  Checked where the fast tier is asked for; one slow case by its id, or --lf, runs as asked."""
+    from grids import one_other_layer
+
+    one_other_layer(items)
     if config.getoption("markexpr") != "not slow":
         return
     lacking = functions_without_a_fast_case(items)

@@ -1,6 +1,7 @@
 """The parameter grids the tests share; the sets of layers come from the catalog."""
 
 import importlib
+import zlib
 from types import ModuleType
 from typing import Any
 
@@ -38,10 +39,10 @@ def module(key: str) -> ModuleType:
     return importlib.import_module(f"numeric.{key}")
 
 
-# The two tiers.  `make test` runs every test function, at least at its first cases; a case
-# marked slow repeats the same check at a larger size, on a grid against mpmath, or on a
-# layer another case already takes down the same path.  CI (.ci/run) and `make test-all`
-# run both tiers.
+# The two tiers.  `make test` runs every test function, at least at its first cases, and a
+# layer-parametrized one on the core layer and one other layer (`one_other_layer`); a case
+# marked slow repeats the same check at a larger size, on a grid against mpmath, or on
+# another layer.  CI (.ci/run) and `make test-all` run both tiers.
 SLOW = pytest.mark.slow
 
 
@@ -64,3 +65,37 @@ def core_fast(cases: list[tuple[str, str]]) -> list[Any]:
         out.append((key, name) if key == CORE or name not in measured else slow((key, name)))
         measured.add(name)
     return out
+
+
+def one_other_layer(items: list[Any]) -> None:
+    """Mark slow each case of a layer-parametrized test (its ``key``) on a layer other than the
+    core one and the one other layer this test function takes in make test.
+
+    That layer is chosen among the function's own layers by a hash of the function's name
+    (crc32: the same in every run, every worker and any selection), so that make test takes
+    every function down the core layer's path and one other's, and the layers spread over the
+    functions; make test-slow runs every other layer.  (On two cores this is what brings
+    make test under a minute: a layer's first case in a function is most of its cost.)
+    """
+    layers: dict[str, list[str]] = {}
+    for item in items:
+        key = _layer(item)
+        if key is not None and key != CORE and item.get_closest_marker("slow") is None:
+            known = layers.setdefault(_function(item), [])
+            if key not in known:
+                known.append(key)
+    ordered = {name: [key for key in LAYERS if key in keys] for name, keys in layers.items()}  # catalog order
+    chosen = {name: keys[zlib.crc32(name.encode()) % len(keys)] for name, keys in ordered.items()}
+    for item in items:
+        key = _layer(item)
+        if key is not None and key != CORE and key != chosen.get(_function(item)):
+            item.add_marker(SLOW)
+
+
+def _function(item: Any) -> str:
+    return item.nodeid.split("[")[0]
+
+
+def _layer(item: Any) -> str | None:
+    key = getattr(getattr(item, "callspec", None), "params", {}).get("key")
+    return key if isinstance(key, str) and key in LAYERS else None

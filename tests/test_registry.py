@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import numeric
-from derivations import LAYERS, QUANTITIES, formulas, quantities
+from derivations import CORE, LAYERS, QUANTITIES, formulas, quantities
 from derivations.catalog import DEFINITIONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,3 +111,36 @@ def test_a_test_function_whose_every_case_is_slow_is_refused():
     items = [item("t.py::f[2]", False), item("t.py::f[3]", True), item("t.py::g[2]", True), item("t.py::h", False)]
     assert functions_without_a_fast_case(items) == ["t.py::g"]
     assert functions_without_a_fast_case(items[:2]) == []
+
+
+def test_make_test_takes_each_layer_parametrized_function_on_the_core_layer_and_one_other():
+    """grids.one_other_layer: the core layer's cases stay, one other layer per function stays (the
+    same whatever else is collected), a case already slow stays slow, and a case without a layer is left."""
+    from types import SimpleNamespace
+
+    import grids
+
+    def item(function, key, slow=False):
+        marks = ["slow"] if slow else []
+        return SimpleNamespace(
+            nodeid=f"t.py::{function}[{key}]",
+            callspec=SimpleNamespace(params={"key": key, "size": 2}),
+            get_closest_marker=lambda name: object() if name in marks else None,
+            add_marker=lambda mark: marks.append(mark.name),
+            marks=marks,
+        )
+
+    others = [key for key in LAYERS if key != CORE]
+    f = [item("f", key) for key in LAYERS]
+    g = [item("g", key, slow=key != others[-1]) for key in others]  # only its last layer is fast so far
+    plain = SimpleNamespace(nodeid="t.py::h", get_closest_marker=lambda name: None, marks=[])
+    grids.one_other_layer([*f, *g, plain])
+    fast = {case.nodeid for case in (*f, *g) if "slow" not in case.marks}
+    kept = [case for case in f if case.nodeid in fast]
+    assert [case.callspec.params["key"] for case in kept][0] == CORE
+    assert len(kept) == 2
+    assert fast - {case.nodeid for case in f} == {f"t.py::g[{others[-1]}]"}
+    assert plain.marks == []
+    alone = [item("f", key) for key in LAYERS]
+    grids.one_other_layer(alone[::-1])  # another order, nothing else collected: the same choice
+    assert {case.nodeid for case in alone if "slow" not in case.marks} == {case.nodeid for case in kept}

@@ -137,7 +137,7 @@ def test_make_test_takes_each_layer_parametrized_function_on_the_core_layer_and_
     grids.one_other_layer([*f, *g, plain])
     fast = {case.nodeid for case in (*f, *g) if "slow" not in case.marks}
     kept = [case for case in f if case.nodeid in fast]
-    assert [case.callspec.params["key"] for case in kept][0] == CORE
+    assert kept[0].callspec.params["key"] == CORE
     assert len(kept) == 2
     assert fast - {case.nodeid for case in f} == {f"t.py::g[{others[-1]}]"}
     assert plain.marks == []

@@ -75,5 +75,5 @@ golden: $(STAMP)
 	$(PY) tests/golden/readme.py
 
 clean:
-	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(VENV)/pycache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

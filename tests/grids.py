@@ -69,26 +69,35 @@ def core_fast(cases: list[tuple[str, str]]) -> list[Any]:
 
 def one_other_layer(items: list[Any]) -> None:
     """Mark slow each case of a layer-parametrized test (its ``key``) on a layer other than the
-    core one and the one other layer this test function takes in make test.
+    core one and the other layer this test function takes in make test.
 
-    That layer is chosen among the function's own layers by a hash of the function's name
-    (crc32: the same in every run, every worker and any selection), so that make test takes
-    every function down the core layer's path and one other's, and the layers spread over the
-    functions; make test-slow runs every other layer.  (On two cores this is what brings
-    make test under a minute: a layer's first case in a function is most of its cost.)
+    That layer is chosen among the function's own layers (those with a case not already slow)
+    by a hash of the function's name (crc32: the same in every run and every worker), so that
+    make test takes every function down the core layer's path and one other's, and the layers
+    spread over the functions.  A layer no function's hash chose is taken by the first function
+    (by name) that has it, so that every collected layer is in make test.  The choice is made
+    over what is collected: a whole file or a -k selection (applied after it) gets the full
+    run's layers, a single case named by its id may run where the full run leaves it slow.
+    make test-slow runs every other case.  (On two cores this is what brings make test under
+    a minute: a layer's first case in a function is most of its cost.)
     """
-    layers: dict[str, list[str]] = {}
+    layers: dict[str, set[str]] = {}
     for item in items:
         key = _layer(item)
         if key is not None and key != CORE and item.get_closest_marker("slow") is None:
-            known = layers.setdefault(_function(item), [])
-            if key not in known:
-                known.append(key)
-    ordered = {name: [key for key in LAYERS if key in keys] for name, keys in layers.items()}  # catalog order
-    chosen = {name: keys[zlib.crc32(name.encode()) % len(keys)] for name, keys in ordered.items()}
+            layers.setdefault(_function(item), set()).add(key)
+    taken: dict[str, set[str]] = {}
+    for name, keys in layers.items():
+        ordered = [key for key in LAYERS if key in keys]  # catalog order, whatever the collection order
+        taken[name] = {ordered[zlib.crc32(name.encode()) % len(ordered)]}
+    for key in LAYERS:
+        if key != CORE and not any(key in chosen for chosen in taken.values()):
+            having = sorted(name for name, keys in layers.items() if key in keys)
+            if having:
+                taken[having[0]].add(key)
     for item in items:
         key = _layer(item)
-        if key is not None and key != CORE and key != chosen.get(_function(item)):
+        if key is not None and key != CORE and key not in taken.get(_function(item), set()):
             item.add_marker(SLOW)
 
 

@@ -133,14 +133,26 @@ def test_make_test_takes_each_layer_parametrized_function_on_the_core_layer_and_
     others = [key for key in LAYERS if key != CORE]
     f = [item("f", key) for key in LAYERS]
     g = [item("g", key, slow=key != others[-1]) for key in others]  # only its last layer is fast so far
+    single = [item(f"only{m}", key) for m, key in enumerate(others)]  # each takes its one layer
     plain = SimpleNamespace(nodeid="t.py::h", get_closest_marker=lambda name: None, marks=[])
-    grids.one_other_layer([*f, *g, plain])
+    grids.one_other_layer([*f, *g, *single, plain])
     fast = {case.nodeid for case in (*f, *g) if "slow" not in case.marks}
     kept = [case for case in f if case.nodeid in fast]
     assert kept[0].callspec.params["key"] == CORE
     assert len(kept) == 2
     assert fast - {case.nodeid for case in f} == {f"t.py::g[{others[-1]}]"}
     assert plain.marks == []
+    assert all(case.marks == [] for case in single)
     alone = [item("f", key) for key in LAYERS]
-    grids.one_other_layer(alone[::-1])  # another order, nothing else collected: the same choice
+    single = [item(f"only{m}", key) for m, key in enumerate(others)]
+    grids.one_other_layer([*alone[::-1], *single])  # another order: the same choice
     assert {case.nodeid for case in alone if "slow" not in case.marks} == {case.nodeid for case in kept}
+    # A layer no function's hash took is taken by the first function (by name) that has it.
+    many = {name: [item(name, key) for key in LAYERS] for name in ("b", "a", "c")}
+    grids.one_other_layer([case for cases in many.values() for case in cases])
+    fast_layers = {
+        name: [c.callspec.params["key"] for c in cases if "slow" not in c.marks] for name, cases in many.items()
+    }
+    assert set().union(*fast_layers.values()) == set(LAYERS)
+    assert len(fast_layers["b"]) == len(fast_layers["c"]) == 2
+    assert set(fast_layers["a"]) >= set(LAYERS) - {fast_layers["b"][1], fast_layers["c"][1]}

@@ -213,8 +213,10 @@ class LargestEntry(sp.Max):
     SymPy's Max compares the entries in pairs, each comparison a fresh adaptive
     evaluation (tens of milliseconds for sech(x_k)**2 at x_k near 1e300).  Here each entry
     is evaluated once, strictly to 30 digits; an entry ahead of every other by more than
-    those digits can resolve is the largest, exactly.  Entries that are not (a near tie,
-    or one that does not evaluate strictly) are left to SymPy's Max, as before.
+    those digits can resolve is the largest.  Entries that are not (a near tie, or one that
+    does not evaluate strictly) are left to SymPy's Max, as before.  This trusts SymPy's
+    evaluation as `decide` does (and as SymPy's Max does): exact at the exact rational
+    inputs the sampler draws; SymPy can lose digits of sech at a huge irrational argument.
     """
 
     def __new__(cls, *args: Any, **assumptions: Any) -> Any:

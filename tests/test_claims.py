@@ -326,3 +326,12 @@ def test_a_constant_response_counterexample_is_the_constant_input():
     assert "constant_response at x = t 1" in verdict.quantifier
     t, eps = example["t"], example["epsilon"]
     assert t / np.sqrt(t**2 + eps) != 0  # rmsnorm at t 1, recomputed: the claim fails there
+
+
+def test_the_text_of_a_verdict_says_not_met_only_where_the_expectation_is_not_met():
+    from derivations.claims.render import verdict_text
+
+    met = verdict_text(check(Claim("slope_at_zero == 1/sqrt(epsilon)", expect="proved", id="a")))
+    missed = verdict_text(check(Claim("slope_at_zero == 1/sqrt(epsilon)", expect="refuted", id="b")))
+    assert met.startswith("[a] proved (expected proved): ")
+    assert missed.startswith("[b] proved (expected refuted: NOT MET): ")

@@ -207,3 +207,21 @@ def test_codegen_points_to_the_base_layer(key, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_entry_that_couples_two_blocks_is_refused_whatever_its_sign(sign, monkeypatch):
+    """block_structure proves J block-diagonal: an output of block 0 that also moves with an entry
+    of block 1 (by +1 or by -1) is refused, not taken as a block of the base."""
+    from derivations import DerivationError, grouped
+    from derivations.symbols import x
+
+    real = grouped._blocked_output
+
+    def coupled(layer, count, size):
+        outputs = real(layer, count, size)
+        return [outputs[0] + sign * x[size], *outputs[1:]]
+
+    monkeypatch.setattr(grouped, "_blocked_output", coupled)
+    with pytest.raises(DerivationError, match=r"J\[0, 2\] couples two blocks"):
+        grouped.block_structure.__wrapped__(LAYERS["groupnorm"])

@@ -76,10 +76,10 @@ def one_other_layer(items: list[Any]) -> None:
     make test takes every function down the core layer's path and one other's, and the layers
     spread over the functions.  A layer no function's hash chose is taken by the first function
     (by name) that has it, so that every collected layer is in make test.  The choice is made
-    over what is collected: a whole file or a -k selection (applied after it) gets the full
-    run's layers, a single case named by its id may run where the full run leaves it slow.
-    make test-slow runs every other case.  (On two cores this is what brings make test under
-    a minute: a layer's first case in a function is most of its cost.)
+    over what is collected, before -k deselects: a -k selection gets the layers of the run it
+    selects from, while one file or one case named by its id may take a layer the full run
+    leaves slow.  make test-slow runs every other case.  (On two cores this took make test
+    from 61-68 s to 57-61 s: a layer's first case in a function is most of its cost.)
     """
     layers: dict[str, set[str]] = {}
     for item in items:

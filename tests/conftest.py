@@ -81,8 +81,10 @@ def rng() -> np.random.Generator:
 
 def functions_without_a_fast_case(items) -> list[str]:
     """The test functions all of whose cases are marked slow (tests/grids.py: none may be)."""
-    functions = {item.nodeid.split("[")[0] for item in items}
-    fast = {item.nodeid.split("[")[0] for item in items if item.get_closest_marker("slow") is None}
+    from grids import function_of
+
+    functions = {function_of(item) for item in items}
+    fast = {function_of(item) for item in items if item.get_closest_marker("slow") is None}
     return sorted(functions - fast)
 
 

@@ -85,7 +85,7 @@ def one_other_layer(items: list[Any]) -> None:
     for item in items:
         key = _layer(item)
         if key is not None and key != CORE and item.get_closest_marker("slow") is None:
-            layers.setdefault(_function(item), set()).add(key)
+            layers.setdefault(function_of(item), set()).add(key)
     taken: dict[str, set[str]] = {}
     for name, keys in layers.items():
         ordered = [key for key in LAYERS if key in keys]  # catalog order, whatever the collection order
@@ -97,11 +97,12 @@ def one_other_layer(items: list[Any]) -> None:
                 taken[having[0]].add(key)
     for item in items:
         key = _layer(item)
-        if key is not None and key != CORE and key not in taken.get(_function(item), set()):
+        if key is not None and key != CORE and key not in taken.get(function_of(item), set()):
             item.add_marker(SLOW)
 
 
-def _function(item: Any) -> str:
+def function_of(item: Any) -> str:
+    """A test case's function: its node id without the parameters."""
     return item.nodeid.split("[")[0]
 
 

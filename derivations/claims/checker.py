@@ -162,11 +162,9 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     layers = [LAYERS[key] for key in sorted(usage.layers)] or [LAYERS[claim.layer]]
     statistics = {stat.symbol for layer in layers for stat in layer.statistics}
     setting = _Setting(lhs, op, rhs, usage, kept, allowed)
-    for side in (lhs, rhs):
-        for value in sampling._flat([side]):
-            entry = value.entry if isinstance(value, (Vector, Matrix)) else value
-            if isinstance(entry, sp.Expr) and entry.xreplace(substitutions).has(sp.zoo, sp.nan):
-                raise ClaimError("a side of the claim is undefined (a division by zero) under the assumptions")
+    for entry in _entries_of(lhs, rhs):
+        if entry.xreplace(substitutions).has(sp.zoo, sp.nan):
+            raise ClaimError("a side of the claim is undefined (a division by zero) under the assumptions")
     # A claim that names no statistic (the patterns' quantities alone) needs no common coordinates.
     mapping = _statistics_map(layers) if usage.general or usage.vectors else {}
     if len(usage.patterns) > 1:
@@ -174,7 +172,7 @@ def _setting(claim: Claim, lhs: Any, op: str, rhs: Any, usage: Usage) -> _Settin
     if usage.patterns:
         (setting.pattern,) = usage.patterns.values()
         size = len(setting.pattern.values)
-        sides = [e for value in sampling._flat([lhs, rhs]) for e in _entries_of(value)]
+        sides = _entries_of(lhs, rhs)
         # The pattern's quantities are at its input, of its size: a claim that also names n or a
         # statistic is about that input, and assumptions that leave no such n leave no claim.
         on_n = any(e.has(n) for e in sides) or n in substitutions or any(c.has(n) for c in kept)
@@ -343,9 +341,10 @@ def _explicit_pattern(setting: _Setting, layers: list[Layer]) -> None:
     )
 
 
-def _entries_of(value: Any) -> list[sp.Expr]:
-    """A side's expressions: itself, or a vector's or matrix's entry."""
-    return [value.entry] if isinstance(value, (Vector, Matrix)) else [value] if isinstance(value, sp.Expr) else []
+def _entries_of(*sides: Any) -> list[sp.Expr]:
+    """The sides' expressions: each scalar itself, each vector's or matrix's entry."""
+    entries = (value.entry if isinstance(value, (Vector, Matrix)) else value for value in sampling._flat(list(sides)))
+    return [entry for entry in entries if isinstance(entry, sp.Expr)]
 
 
 def _needs_vectors(lhs: Any, rhs: Any, usage: Usage) -> bool:
@@ -491,7 +490,7 @@ def _sample(
 
 
 def _points(setting: _Setting, claim: Claim):
-    sides = [e for value in sampling._flat([setting.lhs, setting.rhs]) for e in _entries_of(value)]
+    sides = _entries_of(setting.lhs, setting.rhs)
     symbols: set[sp.Basic] = set().union(*(_sampled(expr) for expr in sides))
     # A symbol only a held matrix has (epsilon in norm(J, oo) >= norm(J, 2)/sqrt(n)); its indices are its own.
     for matrix in setting.usage.matrices.values():

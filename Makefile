@@ -22,7 +22,9 @@ derive: $(STAMP)
 
 # Every core, up to eight: the suite is CPU-bound SymPy and NumPy work, and each worker
 # derives and compiles what its tests touch once (more workers repeat that more times).
-WORKERS := -n auto --maxprocesses 8
+# loadgroup: the tests marked xdist_group share a worker (those that read one drawn figure set);
+# every other test is handed out as with the default, load.
+WORKERS := -n auto --maxprocesses 8 --dist loadgroup
 # make test is the fast tier: every test function, at least at its first cases, and each
 # layer-parametrized one on the core layer and one other.  The cases marked slow repeat a
 # check at larger sizes, on the grids against mpmath, or on the other layers

@@ -1,25 +1,11 @@
-"""``python -m figures`` recalls a set it drew only under the same key, and never trusts a bad entry."""
+"""``python -m figures`` recalls a set it drew only under the same key, and never trusts a bad entry.
+
+That a recalled set is byte-identical to the one drawn is in test_figures.py, beside the draw it recalls."""
 
 import pickle
 
 import figures.__main__ as cli
 from derivations import _cache
-
-
-def _files(folder):
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
-
-
-def test_a_recalled_set_is_byte_identical_to_one_drawn_now(tmp_path, capsys, monkeypatch):
-    # A cache of this test's own: the first run draws (no other test's entry is there), the second recalls.
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert cli.main(["--out", str(tmp_path / "drawn")]) == 0
-    assert "an earlier run" not in capsys.readouterr().out
-    assert cli.main(["--out", str(tmp_path / "recalled")]) == 0
-    assert "an earlier run, same sources and versions" in capsys.readouterr().out
-    drawn = _files(tmp_path / "drawn")
-    assert set(drawn) == {module.FILENAME for module in cli.FIGURES}
-    assert _files(tmp_path / "recalled") == drawn
 
 
 def test_a_changed_source_or_package_names_another_entry(monkeypatch):
@@ -48,7 +34,7 @@ def test_an_entry_that_is_not_a_verified_set_is_drawn_again(tmp_path, monkeypatc
         assert cli._recalled(extra) is None
         assert cli.main(["--out", str(tmp_path / str(len(drawn)))]) == 0
     assert len(drawn) == 3
-    assert _files(tmp_path / "2") == {"a.png": b"a PNG"}
+    assert [(path.name, path.read_bytes()) for path in (tmp_path / "2").iterdir()] == [("a.png", b"a PNG")]
     # A torn entry fails its checksum: the drawn set written over it is read back.
     path = _cache._path(cli.ENTRY, extra)
     path.write_bytes(path.read_bytes()[:-100])

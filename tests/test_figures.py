@@ -1,6 +1,9 @@
 """Figures: drawn only after verification passes, written atomically, readable."""
 
+import contextlib
+import io
 import itertools
+import os
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -20,15 +23,47 @@ SIZES = {
 }
 
 
+# The drawn set's entry under a key of this process's own, in the run's cache (whose derivations it
+# reads): the first run draws (no other test's or worker's entry is there), the recall test recalls it.
+_KEY = cli._key() + f"test_figures in process {os.getpid()}".encode()
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    """`python -m figures --out FOLDER` run once for the tests that read what it writes: (status, FOLDER)."""
-    folder = tmp_path_factory.mktemp("figures")
-    return cli.main(["--out", str(folder)]), folder
+    """`python -m figures --out FOLDER` run once for the tests that read what it writes:
+    (status, FOLDER, what it printed)."""
+    folder, printed = tmp_path_factory.mktemp("figures"), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        patch.setattr(cli, "_key", lambda: _KEY)
+        status = cli.main(["--out", str(folder)])
+    return status, folder, printed.getvalue()
 
 
+# The tests that read the drawn set run in one worker (make test's --dist loadgroup), so it is drawn once.
+drawn_once = pytest.mark.xdist_group("figures drawn")
+
+
+def _files(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+@drawn_once
+def test_a_recalled_set_is_byte_identical_to_one_drawn_now(written, tmp_path, capsys, monkeypatch):
+    status, drawn, printed = written
+    assert status == 0
+    assert "verification passed" in printed
+    assert "an earlier run" not in printed
+    monkeypatch.setattr(cli, "_key", lambda: _KEY)
+    assert cli.main(["--out", str(tmp_path)]) == 0
+    assert "an earlier run, same sources and versions" in capsys.readouterr().out
+    files = _files(drawn)
+    assert set(files) == {module.FILENAME for module in FIGURES}
+    assert _files(tmp_path) == files
+
+
+@drawn_once
 def test_every_figure_is_written_at_its_size(written):
-    status, folder = written
+    status, folder, *_ = written
     assert status == 0
     for module in FIGURES:
         image = plt.imread(folder / module.FILENAME)
@@ -122,11 +157,12 @@ def test_bad_arguments_print_one_line_and_exit_2(capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
+@drawn_once
 def test_report_holds_every_formula_figure_check_and_version(written, tmp_path, monkeypatch):
     from derivations import LAYERS, formulas
     from figures import report
 
-    status, folder = written
+    status, folder, *_ = written
     assert status == 0
     # Two of the example claims, a proved one and a refuted one: the whole file's verdicts are
     # test_claims.py's (test_the_example_file_meets_every_expectation), checked once per run.

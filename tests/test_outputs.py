@@ -37,6 +37,11 @@ def _tiny(name):
     return SimpleNamespace(FILENAME=name, draw=draw, __doc__=f"Figure {name}")
 
 
+def _derivations_only(real):
+    """``_cache.read`` or ``_cache.write`` for a derivation's entry (``derivations.<function>(...)``) alone."""
+    return lambda entry, *rest: real(entry, *rest) if entry.startswith("derivations.") else None
+
+
 @pytest.fixture
 def fast(monkeypatch):
     """Three tiny figures, a verification that passes at once, and no example claims to check."""
@@ -45,8 +50,12 @@ def fast(monkeypatch):
         monkeypatch.setattr(module, "FIGURES", tiny)
     monkeypatch.setattr(verify, "run", lambda seed=0: {"agreement": 1})
     monkeypatch.setattr(claims, "load", lambda path: [])
-    # Stand-ins are drawn, never recalled from or kept in the cache under the real sources' key.
-    monkeypatch.setenv(_cache.ENVIRONMENT, "1")
+    # The derivations are read from the run's cache (derived again, every layer, they were most of
+    # these tests' time); a command's output and the figure set are made every time: stand-ins are
+    # never recalled from, nor kept in, the cache under the real sources' key.
+    for name in ("read", "write"):
+        real = getattr(_cache, name)
+        monkeypatch.setattr(_cache, name, _derivations_only(real))
     # The tiny figures' stand-ins are no images pdflatex can include; test_figures compiles the real report.
     monkeypatch.setattr(_pdflatex, "available", lambda: False)
 

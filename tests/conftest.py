@@ -47,9 +47,7 @@ def keep_derivations(folder: Path, kept: Path = KEPT) -> None:
         pass
 
 
-# Whether this process made the run's folder: the xdist controller, or a run without workers.
-FIRST = "EPSILON_LAYERNORM_TEST_CACHE" not in os.environ
-if FIRST:
+if "EPSILON_LAYERNORM_TEST_CACHE" not in os.environ:
     _folder = tempfile.mkdtemp(prefix="epsilon-layernorm-test-cache-")
     os.environ["EPSILON_LAYERNORM_TEST_CACHE"] = os.environ["XDG_CACHE_HOME"] = _folder
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
@@ -88,16 +86,6 @@ def functions_without_a_fast_case(items) -> list[str]:
     functions = {function_of(item) for item in items}
     fast = {function_of(item) for item in items if item.get_closest_marker("slow") is None}
     return sorted(functions - fast)
-
-
-def pytest_configure(config):
-    """Every layer derived once, before any worker starts: cold, each worker would derive them all
-    at collection (the parameter lists need them), the same work on every core at once.  Done as
-    `python -m derivations` does it, a layer family a core; where the kept folder is current, read back."""
-    if FIRST and not (config.option.help or config.option.collectonly):
-        from derivations.catalog import LAYERS, rows
-
-        rows(list(LAYERS))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -23,20 +23,24 @@ SIZES = {
 }
 
 
-# The drawn set's entry under a key of this process's own, in the run's cache (whose derivations it
-# reads): the first run draws (no other test's or worker's entry is there), the recall test recalls it.
-_KEY = cli._key() + f"test_figures in process {os.getpid()}".encode()
-
-
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     """`python -m figures --out FOLDER` run once for the tests that read what it writes:
-    (status, FOLDER, what it printed)."""
+    (status, FOLDER, what it printed, the key it drew under).
+
+    The key is the real one, computed at each call, and a suffix of this setup's own: in the
+    run's cache (whose derivations it reads), no other test's, worker's or setup's entry is
+    under it, so it draws; the recall test then recalls that set under the same key."""
     folder, printed = tmp_path_factory.mktemp("figures"), io.StringIO()
+    real = cli._key
+
+    def key():
+        return real() + f"test_figures in process {os.getpid()}, {folder.name}".encode()
+
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        patch.setattr(cli, "_key", lambda: _KEY)
+        patch.setattr(cli, "_key", key)
         status = cli.main(["--out", str(folder)])
-    return status, folder, printed.getvalue()
+    return status, folder, printed.getvalue(), key
 
 
 # The tests that read the drawn set run in one worker (make test's --dist loadgroup), so it is drawn once.
@@ -49,11 +53,11 @@ def _files(folder):
 
 @drawn_once
 def test_a_recalled_set_is_byte_identical_to_one_drawn_now(written, tmp_path, capsys, monkeypatch):
-    status, drawn, printed = written
+    status, drawn, printed, key = written
     assert status == 0
     assert "verification passed" in printed
     assert "an earlier run" not in printed
-    monkeypatch.setattr(cli, "_key", lambda: _KEY)
+    monkeypatch.setattr(cli, "_key", key)
     assert cli.main(["--out", str(tmp_path)]) == 0
     assert "an earlier run, same sources and versions" in capsys.readouterr().out
     files = _files(drawn)

@@ -23,20 +23,23 @@ derive: $(STAMP)
 # Every core, up to eight: the suite is CPU-bound SymPy and NumPy work, and each worker
 # derives and compiles what its tests touch once (more workers repeat that more times).
 # loadgroup: the tests marked xdist_group share a worker (those that read one drawn figure set);
-# every other test is handed out as with the default, load.
+# every other test is a unit of its own, handed to a worker as it frees up.
 WORKERS := -n auto --maxprocesses 8 --dist loadgroup
+# A whole tier: each worker derives every layer before collection, from a starting layer of its
+# own, so that cold, the workers share the derivation instead of each doing all of it (tests/conftest.py).
+SUITE := EPSILON_LAYERNORM_TEST_DERIVE_FIRST=1 $(PY) -m pytest -q $(WORKERS)
 # make test is the fast tier: every test function, at least at its first cases, and each
 # layer-parametrized one on the core layer and one other.  The cases marked slow repeat a
 # check at larger sizes, on the grids against mpmath, or on the other layers
 # (tests/grids.py); CI runs them too (.ci/run).
 test: $(STAMP)
-	$(PY) -m pytest -q $(WORKERS) -m "not slow"
+	$(SUITE) -m "not slow"
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q $(WORKERS) -m slow
+	$(SUITE) -m slow
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q $(WORKERS)
+	$(SUITE)
 
 # Verification runs first inside `python -m figures`; a failure writes no PNG.
 figures: $(STAMP)
@@ -50,7 +53,7 @@ check: $(STAMP)
 	$(PY) -m ruff check derivations numeric figures tests
 	$(PY) -m ruff format --check derivations numeric figures tests
 	$(PY) -m mypy
-	$(PY) -m pytest -q $(WORKERS)
+	$(SUITE)
 
 # PyTorch's CPU build, JAX (CPU) and Flax, pinned, by name from the package index, only for this check.
 crosscheck: $(STAMP)

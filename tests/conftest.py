@@ -89,12 +89,14 @@ def functions_without_a_fast_case(items) -> list[str]:
 
 
 def pytest_configure(config):
-    """In an xdist worker, before collection: every layer's rows, the workers starting at evenly
-    spaced points of the catalog.  Their parameter lists need every layer; cold, each worker derived
-    them all, in the same order, at the same time.  Now each derives about its share and reads the
-    rest from the run's cache, where another worker wrote them.  Warm, all are read back (0.3 s)."""
+    """In an xdist worker of a whole tier's run (the Makefile sets EPSILON_LAYERNORM_TEST_DERIVE_FIRST),
+    before collection: every layer's rows, the workers starting at evenly spaced points of the
+    catalog.  Such a run's tests touch every layer; cold, each worker derived them all, in the same
+    order, at the same time.  Now each derives about its share and reads the rest from the run's
+    cache, where another worker wrote them.  Warm, all are read back (0.3 s).  A run of a few tests
+    derives only what they touch, as before."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is None:
+    if worker is None or not os.environ.get("EPSILON_LAYERNORM_TEST_DERIVE_FIRST"):
         return
     from derivations.catalog import LAYERS, rows
 

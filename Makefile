@@ -22,9 +22,7 @@ derive: $(STAMP)
 
 # Every core, up to eight: the suite is CPU-bound SymPy and NumPy work, and each worker
 # derives and compiles what its tests touch once (more workers repeat that more times).
-# loadgroup: the tests marked xdist_group share a worker (those that read one drawn figure set);
-# every other test is a unit of its own, handed to a worker as it frees up.
-WORKERS := -n auto --maxprocesses 8 --dist loadgroup
+WORKERS := -n auto --maxprocesses 8
 # A whole tier: each worker derives every layer before collection, from a starting layer of its
 # own, so that cold, the workers share the derivation instead of each doing all of it (tests/conftest.py).
 SUITE := EPSILON_LAYERNORM_TEST_DERIVE_FIRST=1 $(PY) -m pytest -q $(WORKERS)

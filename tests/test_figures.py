@@ -1,9 +1,12 @@
 """Figures: drawn only after verification passes, written atomically, readable."""
 
 import contextlib
+import fcntl
 import io
 import itertools
+import json
 import os
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -24,34 +27,41 @@ SIZES = {
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory):
-    """`python -m figures --out FOLDER` run once for the tests that read what it writes:
-    (status, FOLDER, what it printed, the key it drew under).
+def written():
+    """`python -m figures --out FOLDER` run once in the whole run for the tests that read what it
+    writes: (status, FOLDER, what it printed, the key it drew under).
 
-    The key is the real one, computed at each call, and a suffix of this setup's own: in the
-    run's cache (whose derivations it reads), no other test's, worker's or setup's entry is
-    under it, so it draws; the recall test then recalls that set under the same key."""
-    folder, printed = tmp_path_factory.mktemp("figures"), io.StringIO()
-    real = cli._key
+    The first process to ask draws, under a lock, in the run's cache folder (shared by the xdist
+    workers, removed at the end of the run); any other reads what it recorded.  The key is the
+    real one, computed at each call, and a suffix naming that folder: no other run's, test's or
+    setup's entry is under it, so the first setup draws; the recall test then recalls that set
+    under the same key."""
+    shared = Path(os.environ["EPSILON_LAYERNORM_TEST_CACHE"]) / "test_figures"
+    shared.mkdir(exist_ok=True)
+    folder, record, real = shared / "figures", shared / "drawn.json", cli._key
 
     def key():
-        return real() + f"test_figures in process {os.getpid()}, {folder.name}".encode()
+        return real() + f"test_figures in {shared}".encode()
 
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        patch.setattr(cli, "_key", key)
-        status = cli.main(["--out", str(folder)])
-    return status, folder, printed.getvalue(), key
-
-
-# The tests that read the drawn set run in one worker (make test's --dist loadgroup), so it is drawn once.
-drawn_once = pytest.mark.xdist_group("figures drawn")
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            folder.mkdir()
+            printed = io.StringIO()
+            with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+                patch.setattr(cli, "_key", key)
+                status = cli.main(["--out", str(folder)])
+            partial = shared / "drawn.json.partial"
+            partial.write_text(json.dumps({"status": status, "printed": printed.getvalue()}))
+            partial.replace(record)
+        drawn = json.loads(record.read_text())
+    return drawn["status"], folder, drawn["printed"], key
 
 
 def _files(folder):
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
-@drawn_once
 def test_a_recalled_set_is_byte_identical_to_one_drawn_now(written, tmp_path, capsys, monkeypatch):
     status, drawn, printed, key = written
     assert status == 0
@@ -65,7 +75,6 @@ def test_a_recalled_set_is_byte_identical_to_one_drawn_now(written, tmp_path, ca
     assert _files(tmp_path) == files
 
 
-@drawn_once
 def test_every_figure_is_written_at_its_size(written):
     status, folder, *_ = written
     assert status == 0
@@ -161,7 +170,6 @@ def test_bad_arguments_print_one_line_and_exit_2(capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-@drawn_once
 def test_report_holds_every_formula_figure_check_and_version(written, tmp_path, monkeypatch):
     from derivations import LAYERS, formulas
     from figures import report

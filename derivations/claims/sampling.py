@@ -246,9 +246,9 @@ def _entrywise(value: Vector | Matrix, point: Mapping[sp.Basic, sp.Expr], inputs
 
     A largest value's own index is renamed apart first: it ranges over the entries whatever
     the row and column are.  Where no sum or largest value in the entry then mentions i or k
-    (and it holds no norm), its sums are taken once, for every entry; each entry then gets its
-    indices, and the point and the input's entries in one pass.  Otherwise each entry is
-    evaluated whole, indices first.
+    (and it holds no norm), its sums are taken and the point put in once, for every entry; each
+    entry then gets its indices and the input's entries at them (each found once) in one pass.
+    Otherwise each entry is evaluated whole, indices first.
     """
     indices = (i,) if isinstance(value, Vector) else (i, k)
     shape = [(r,) for r in range(inputs.size)] if isinstance(value, Vector) else None
@@ -264,13 +264,23 @@ def _entrywise(value: Vector | Matrix, point: Mapping[sp.Basic, sp.Expr], inputs
         numbers = {**inputs._entries, **{key: val for key, val in point.items() if not key.has(*indices)}}
         # A largest value here holds neither i nor k: the same number at every entry, found once.
         reduced = reduced.xreplace({node: node.xreplace(numbers) for node in reduced.atoms(LargestEntry)})
-        indexed = [atom for atom in reduced.atoms(sp.Indexed) if atom.has(*indices)]
+        # The numbers put in once, for every entry: what is left holds i or k, and entries at them.
+        reduced = reduced.xreplace(numbers)
+        held = {atom: [s for s in indices if atom.has(s)] for atom in reduced.atoms(sp.Indexed) if atom.has(*indices)}
+        # An entry at given indices (x_i at i = r) is the same number in every row or column
+        # that does not move them: each is found once.
+        found: dict[tuple[sp.Basic, tuple[int, ...]], sp.Expr] = {}
+
+        def held_at(atom: sp.Basic, where: dict[sp.Symbol, int]) -> sp.Expr:
+            key = (atom, tuple(where[s] for s in held[atom]))
+            if key not in found:
+                found[key] = atom.xreplace(where).xreplace(numbers)
+            return found[key]
 
         def entry(*at_indices: int) -> Any:
-            # One pass: the indices, and each entry at them (x_i as x_r's value) with the numbers.
+            # One pass: the indices, and each entry at them (x_i as x_r's value).
             where = dict(zip(indices, at_indices, strict=True))
-            at_entry = {atom: atom.xreplace(where).xreplace(numbers) for atom in indexed}
-            return reduced.xreplace({**numbers, **where, **at_entry})
+            return reduced.xreplace({**where, **{atom: held_at(atom, where) for atom in held}})
 
     if shape is not None:
         return [entry(*index) for index in shape]

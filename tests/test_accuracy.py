@@ -124,6 +124,9 @@ def test_the_measured_span_is_what_the_grid_skips():
     layer = accuracy.facade("layernorm_std_eps")
     assert accuracy._apart(np.array([1e-300, -2e-300]), 1e60, layer)
     assert not accuracy._apart(np.array([1.0, -2.0]), 1e-8, layer)
+    # A constant input (a zero one, uncentered) has no spread to be apart from epsilon by: measured.
+    assert not accuracy._apart(np.full(3, 7.0), 1e-8, layer)
+    assert not accuracy._apart(np.zeros(3), 1e60, accuracy.facade("rmsnorm"))
 
 
 def _grid_inputs(dtype):

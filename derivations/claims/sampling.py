@@ -21,6 +21,7 @@ from typing import Any
 
 import mpmath
 import sympy as sp
+from sympy.core.evalf import PrecisionExhausted
 
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, g, v
 from derivations.elementwise import Largest, apart
@@ -39,6 +40,10 @@ GRIDS: dict[str, tuple[sp.Expr, ...]] = {
 MAX_POINTS = 600
 MAX_EXPLICIT = 80  # explicit inputs (vectors, matrices) cost more each
 DIGITS = (30, 60, 120, 240)
+# The most digits SymPy's adaptive evaluation may work at to give a value its asked-for digits
+# (a Jacobian entry at x ~ 1e200 is a difference that cancels some 400 of them); a value it
+# cannot give so is no value: the point is not decided.
+MAXN = 3000
 
 
 def grid(symbol: sp.Basic) -> tuple[sp.Expr, ...]:
@@ -298,7 +303,11 @@ def _matrix_norm(matrix: Matrix, order: sp.Expr, point: Mapping, inputs: Explici
     digits = DIGITS[-1] + 20
     entries = at(matrix, point, inputs)
     with mpmath.workdps(digits):
-        values = mpmath.matrix([[mpmath.mpf(str(sp.N(e, digits + 10))) for e in row] for row in entries])
+        try:
+            exact = [[sp.N(e, digits + 10, maxn=MAXN, strict=True) for e in row] for row in entries]
+        except PrecisionExhausted as lost:
+            raise ValueError(f"an entry of the matrix has no {digits + 10} digits here") from lost
+        values = mpmath.matrix([[mpmath.mpf(str(e)) for e in row] for row in exact])
         if order == 2:
             norm = max(mpmath.svd_r(values, compute_uv=False))
         else:
@@ -308,8 +317,8 @@ def _matrix_norm(matrix: Matrix, order: sp.Expr, point: Mapping, inputs: Explici
 
 def _number(expr: sp.Expr, digits: int) -> sp.Expr | None:
     try:
-        value = sp.N(expr, digits)
-    except (ZeroDivisionError, TypeError, ValueError, OverflowError):
+        value = sp.N(expr, digits, maxn=MAXN, strict=True)
+    except (ZeroDivisionError, TypeError, ValueError, OverflowError, PrecisionExhausted):
         return None
     if not (value.is_number and value.is_real and value.is_finite):
         return None

@@ -32,12 +32,15 @@ def written():
     writes: (status, FOLDER, what it printed, the key it drew under).
 
     The first process to ask draws, under a lock, in the run's cache folder (shared by the xdist
-    workers, removed at the end of the run); any other reads what it recorded.  The key is the
+    workers, removed at the end of the run), in a folder of this run's own (a cache folder given
+    in the environment outlives runs); any other reads what it recorded.  The key is the
     real one, computed at each call, and a suffix naming that folder: no other run's, test's or
     setup's entry is under it, so the first setup draws; the recall test then recalls that set
     under the same key."""
-    shared = Path(os.environ["EPSILON_LAYERNORM_TEST_CACHE"]) / "test_figures"
-    shared.mkdir(exist_ok=True)
+    # xdist's id of this run, shared by its workers; a run without xdist is its one process.
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"process {os.getpid()}"
+    shared = Path(os.environ["EPSILON_LAYERNORM_TEST_CACHE"]) / "test_figures" / run
+    shared.mkdir(parents=True, exist_ok=True)
     folder, record, real = shared / "figures", shared / "drawn.json", cli._key
 
     def key():

@@ -23,7 +23,7 @@ from derivations.elementwise import Largest
 from derivations.sums import PowerSum
 from derivations.symbols import epsilon, i, k, x
 from figures._output import write_all
-from numeric import _rescale, accuracy, verify
+from numeric import _layer, accuracy, verify
 from numeric._lambdify import compile
 from numeric._layer import facade
 from numeric.agreement import AgreementError, assert_agree
@@ -34,17 +34,31 @@ from numeric.confirm import confirm
 
 @pytest.mark.parametrize(("key", "size"), [("layernorm", 64), ("rmsnorm_affine", 48), ("layernorm_std_eps", 3)])
 def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size):
-    """Two whole blocks and a partial third, with an epsilon and a gain per row: each row as if alone."""
+    """Two whole blocks of the fused program and a partial third, with an epsilon and a gain per
+    row, and rows the program cannot take as they are (their scale near 1e±200, computed again
+    rescaled) in each block: the forward pass and the vjp of each row as if it were alone."""
     layer = facade(key)
-    rows = 2 * max(1, _rescale.BLOCK // size) + 3
+    step = max(1, _layer.FUSED_BLOCK // size)
+    rows = 2 * step + 3
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((rows, size)) * np.logspace(-4, 4, rows)[:, None]
+    scale = np.logspace(-4, 4, rows)
+    far = np.array([1, 2, step + 1, step + 2, 2 * step + 1, 2 * step + 2, *rng.choice(rows, 6, replace=False)])
+    scale[far] = np.where(np.arange(far.size) % 2, 1e200, 1e-200)
+    x = rng.standard_normal((rows, size)) * scale[:, None]
     eps = rng.permutation(np.logspace(-6, 2, rows))
+    dy = rng.standard_normal((rows, size))
     parameters = [rng.standard_normal((rows, size)) for _ in layer.definition.parameters]
-    together = layer.forward(x, eps, *parameters)
-    picked = [0, rows // 2, rows - 3, rows - 2, rows - 1, *rng.choice(rows, 40, replace=False)]
-    alone = np.array([layer.forward(x[r], eps[r], *(p[r] for p in parameters)) for r in picked])
-    assert_agree(together[picked], alone, rtol=1e-15, what=f"{key}.forward in blocks vs row by row")
+    picked = [0, step - 1, step, 2 * step, rows - 1, *far, *rng.choice(rows, 30, replace=False)]
+    assert {r // step for r in picked} == {0, 1, 2}
+    for name, vectors in (("forward", []), ("vjp", [dy])):
+
+        def function(*args, name=name):
+            value = getattr(layer, name)(*args)
+            return value[0] if isinstance(value, tuple) else value  # an affine layer's vjp: (dx, dgain, dbias)
+
+        together = function(x, eps, *vectors, *parameters)
+        alone = np.array([function(x[r], eps[r], *(v[r] for v in [*vectors, *parameters])) for r in picked])
+        assert_agree(together[picked], alone, rtol=1e-15, what=f"{key}.{name} in blocks vs row by row")
 
 
 # --- the agreement tolerance ---------------------------------------------------

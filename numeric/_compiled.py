@@ -162,6 +162,29 @@ class Compiled:
         return tuple(m for m, base in enumerate(self.indicators) if base in bases)
 
     @cached_property
+    def witness(self) -> int | None:
+        """Position of a statistic that, as the fused program returns it per row, is not finite
+        wherever an entry of the row is not (derived), else None.
+
+        A mean of x itself qualifies, and an unrestricted mean of a polynomial of positive
+        degree in x_j: NaN and inf reach any such polynomial and any sum of its values (at the
+        centered input too, where an entry that is not finite makes every entry NaN or inf).
+        A summand an indicator restricts, or a bounded one such as tanh(x_j), does not.  The
+        forward pass then takes no separate pass over x for its finiteness (`_layer._fused`)."""
+        for m, stat in enumerate(self.layer.statistics):
+            if not stat.mean or self.restricted[m] is not None or any(stat.summand.has(b) for b in self.indicators):
+                continue
+            if stat.symbol in self.shifted:
+                return m
+            try:
+                degree = sp.Poly(stat.summand, x[j]).degree()
+            except sp.PolynomialError:
+                continue
+            if degree >= 1:
+                return m
+        return None
+
+    @cached_property
     def spread(self) -> int:
         """Position of the statistic that vanishes at the degenerate input."""
         return self.statistics.index(self.layer.spread)

@@ -194,8 +194,11 @@ class NumericLayer:
         the output of each block of rows, in float32 where x is float32; the
         rows whose scale or offset it cannot take as they are
         (`numeric._rescale.fits`) are computed again, rescaled, in float64.
+        Where the layer has a statistic that is not finite wherever an entry is
+        not (`Compiled.witness`), x's finiteness is read off it, not off a
+        pass of its own.
         """
-        array, e, dtype, batch = _rescale.validated(x, epsilon, keep_float=True)
+        array, e, dtype, batch = _rescale.validated(x, epsilon, keep_float=True, finite=self._c.witness is None)
         size = array.shape[-1]
         full = np.broadcast_to(array, (*batch, size))
         params = [_per_row(p, size) for p in self._parameters(full, parameters, named)]
@@ -229,7 +232,9 @@ class NumericLayer:
         safe: Callable[[np.ndarray], list[np.ndarray]],
     ) -> list[np.ndarray]:
         """``program`` over cache-sized blocks of ``rows``, in the ``compute`` dtype; the rows it
-        cannot take as they are (`numeric._rescale.fits`) are computed again by ``safe(index)``."""
+        cannot take as they are (`numeric._rescale.fits`) are computed again by ``safe(index)``.
+        A row whose `Compiled.witness` statistic is not finite is searched for an entry that is
+        not (a `ValueError` naming x); where none is (finite entries overflowing), it goes on."""
         c = self._c
         size = rows.shape[-1]
         degree = c.statistic_degrees[c.statistics[c.spread]]
@@ -241,6 +246,7 @@ class NumericLayer:
         spread = np.empty((rows.shape[0], 1), dtype=compute)
         means = [np.empty((rows.shape[0], 1), dtype=compute) for _ in shifted]
         tops = [np.empty((rows.shape[0], 1), dtype=compute) for _ in vectors]
+        witness = np.zeros((rows.shape[0], 1), dtype=compute)
         step = max(1, FUSED_BLOCK // size)
         with np.errstate(all="ignore"):
             for start in range(0, rows.shape[0], step):
@@ -257,10 +263,15 @@ class NumericLayer:
                     np.multiply(values[2 * r], values[2 * r + 1], out=out[block])
                 stats = values[2 * program.results :]
                 spread[block] = stats[c.spread]
+                if c.witness is not None:
+                    witness[block] = stats[c.witness]
                 for mean, m in zip(means, shifted, strict=True):
                     mean[block] = stats[m]
                 for top, vector in zip(tops, here, strict=True):
                     top[block] = _rescale.largest(vector)
+            unseen = np.flatnonzero(~np.isfinite(witness[:, 0]))
+            if unseen.size:
+                _validate._finite(rows[unseen], "x")
             scale = _rescale.epsilon_root(spread, degree)
             ok = _rescale.fits(scale, means, self.epsilon_root(eps_rows), tops, compute)
         index = np.flatnonzero(~ok)

@@ -195,10 +195,11 @@ def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
 
 
 def validated(
-    values: Any, eps: Any, keep_float: bool = False
+    values: Any, eps: Any, keep_float: bool = False, finite: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.dtype, tuple[int, ...]]:
-    """x, epsilon, the result dtype and the batch shape they broadcast to."""
-    array = _validate.vector(values, keep_float=keep_float)
+    """x, epsilon, the result dtype and the batch shape they broadcast to (``finite``:
+    as `_validate.vector`)."""
+    array = _validate.vector(values, keep_float=keep_float, finite=finite)
     e = _validate.epsilon(eps)
     try:
         batch = np.broadcast_shapes(e.shape, array.shape[:-1])

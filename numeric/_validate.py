@@ -82,13 +82,15 @@ def amplitude(value: Any) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
-def vector(value: Any, keep_float: bool = False) -> np.ndarray:
+def vector(value: Any, keep_float: bool = False, finite: bool = True) -> np.ndarray:
     """x with shape (..., n), n >= 2, every entry finite; as float64, or (``keep_float``)
-    in its own floating dtype, integers still becoming float64."""
+    in its own floating dtype, integers still becoming float64.  With ``finite`` False the
+    caller checks the entries' finiteness itself (`numeric._layer.NumericLayer._fused`)."""
     array = _real(value, "x")
     if array.ndim == 0 or array.shape[-1] < 2:
         raise ValueError(f"x must have shape (..., n) with n >= 2 features, got shape {array.shape}")
-    _finite(array, "x")
+    if finite:
+        _finite(array, "x")
     if keep_float and array.dtype.kind == "f":
         return array
     return array.astype(np.float64, copy=False)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import numeric
 from derivations import LAYERS
 from numeric import layernorm, response, slope
+from numeric._compiled import compiled
 
 X = np.array([0.3, -1.2, 2.0])
 VECTOR_FUNCTIONS = (layernorm.forward, layernorm.jacobian, layernorm.eigenvalues, layernorm.spectral_norm)
@@ -128,6 +129,43 @@ def test_one_non_finite_entry_anywhere_is_refused(rows, size, where, bad, dtype,
         numeric.rmsnorm.forward(x, 1e-5)
     x = np.clip(np.where(np.isfinite(x), x, 1.0), -1, 1) * (np.finfo(dtype).max / 2)
     assert np.isfinite(numeric.rmsnorm.forward(x, 1e-5)).all()
+
+
+def _forward(key: str, x: np.ndarray) -> np.ndarray:
+    """``key``'s forward pass at x, epsilon (or alpha) 0.5, every parameter at 1.5."""
+    layer = LAYERS[key]
+    named = {name: np.full(x.shape[-1], 1.5) for name, _ in layer.parameters}
+    if layer.has_epsilon:
+        named.update({name: 1.5 for name, _ in layer.scalars})
+    return getattr(numeric, key).forward(x, 0.5, **named)
+
+
+@pytest.mark.parametrize("key", list(LAYERS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_forward_refuses_a_non_finite_entry_in_any_row_and_position(key, dtype):
+    """The forward pass reads x's finiteness off a statistic that sees every entry, where the
+    layer has one (`Compiled.witness`), instead of a pass of its own: a NaN or an inf at any
+    entry of any row (beyond partial RMSNorm's first k entries too) is still refused, and
+    finite entries whose squares overflow are not."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((5, 16)).astype(dtype)
+    assert np.isfinite(_forward(key, x)).all()
+    for row, column, bad in [(0, 0, np.nan), (3, 15, np.inf), (4, 9, -np.inf), (2, 7, np.nan)]:
+        broken = x.copy()
+        broken[row, column] = bad
+        with pytest.raises(ValueError, match=f"x must be finite, got {bad}"):
+            _forward(key, broken)
+    huge = np.sign(x) * (np.finfo(dtype).max / 2)
+    assert np.isfinite(_forward(key, huge)).all()
+
+
+def test_only_a_statistic_that_sees_every_entry_stands_for_x_finiteness():
+    """`Compiled.witness`, derived: a mean of x or of a polynomial in x_j over every entry;
+    not partial RMSNorm's mean over its first k entries, and none for Dynamic Tanh (no
+    statistic), which then checks x in a pass of its own."""
+    found = {key: compiled(key).witness for key in ("layernorm", "rmsnorm", "prmsnorm", "dyt")}
+    names = {key: None if m is None else str(compiled(key).statistics[m]) for key, m in found.items()}
+    assert names == {"layernorm": "mu", "rmsnorm": "r", "prmsnorm": "r", "dyt": None}
 
 
 @pytest.mark.parametrize("key", list(LAYERS))

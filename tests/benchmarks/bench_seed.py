@@ -93,7 +93,11 @@ def jacobians() -> None:
 
 SHAPE = (4096, 768)
 EPS = 1e-5
-ROUNDS = 7
+# Rounds of a few milliseconds each: with 7, a ratio (RMSNorm's float32 forward) moved by up
+# to 0.1 from one run of the same code to the next here.  A Hessian product (about a second)
+# takes 7.
+ROUNDS = 21
+HVP_ROUNDS = 7
 
 
 def _medians(functions: dict[str, Any], rounds: int = ROUNDS) -> dict[str, float]:
@@ -194,7 +198,7 @@ def backward() -> None:
         _row(f"forward + vjp {name}", _medians(both), "ours", "peer", 1.5)
         if torch is not None:
             hvp = {"ours": partial(numeric.layernorm.hvp, x, eps, dy, v), "torch": hvp_torch}
-            times = _medians(hvp)
+            times = _medians(hvp, HVP_ROUNDS)
             print(
                 f"{'hvp ' + name:<28}{times['ours'] * 1e3:>8.1f}ms{'':>17}"
                 f"{times['torch'] * 1e3:>8.1f}ms{times['ours'] / times['torch']:>7.2f}   (torch.func jvp of grad)"

@@ -196,11 +196,13 @@ class NumericLayer:
         (`numeric._rescale.fits`) are computed again, rescaled, in float64.
         Where the layer has a statistic that is not finite wherever an entry is
         not (`Compiled.witness`), x's finiteness is read off it, not off a
-        pass of its own.
+        pass of its own (so the other arguments' errors come first).
         """
         array, e, dtype, batch = _rescale.validated(x, epsilon, keep_float=True, finite=self._c.witness is None)
         size = array.shape[-1]
         full = np.broadcast_to(array, (*batch, size))
+        if not full.size:
+            _validate._finite(array, "x")  # no row to read it off: x broadcast to an empty batch
         params = [_per_row(p, size) for p in self._parameters(full, parameters, named)]
         rows = full.reshape(-1, size)
         eps_rows = np.broadcast_to(e, batch).reshape(-1, 1)

@@ -1,5 +1,7 @@
 """Bad input gets a ValueError naming the argument; shapes and dtypes behave like NumPy."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -131,13 +133,13 @@ def test_one_non_finite_entry_anywhere_is_refused(rows, size, where, bad, dtype,
     assert np.isfinite(numeric.rmsnorm.forward(x, 1e-5)).all()
 
 
-def _forward(key: str, x: np.ndarray) -> np.ndarray:
-    """``key``'s forward pass at x, epsilon (or alpha) 0.5, every parameter at 1.5."""
+def _forward(key: str, x: np.ndarray, epsilon: Any = 0.5) -> np.ndarray:
+    """``key``'s forward pass at x and epsilon (or alpha), every parameter at 1.5."""
     layer = LAYERS[key]
     named = {name: np.full(x.shape[-1], 1.5) for name, _ in layer.parameters}
     if layer.has_epsilon:
         named.update({name: 1.5 for name, _ in layer.scalars})
-    return getattr(numeric, key).forward(x, 0.5, **named)
+    return getattr(numeric, key).forward(x, epsilon, **named)
 
 
 @pytest.mark.parametrize("key", list(LAYERS))
@@ -157,6 +159,9 @@ def test_forward_refuses_a_non_finite_entry_in_any_row_and_position(key, dtype):
             _forward(key, broken)
     huge = np.sign(x) * (np.finfo(dtype).max / 2)
     assert np.isfinite(_forward(key, huge)).all()
+    empty = np.zeros((0, 1), dtype=dtype)  # x broadcast to no row at all: still refused
+    with pytest.raises(ValueError, match="x must be finite, got nan"):
+        _forward(key, np.where(np.arange(16) == 5, np.nan, x[0]), empty)
 
 
 def test_only_a_statistic_that_sees_every_entry_stands_for_x_finiteness():

@@ -64,7 +64,8 @@ class NumericReparametrized:
             raise ValueError(f"{unknown[0]} is not a parameter of {self.key} (parameters: {self._stored})")
         missing = [name for name in self._stored if name not in named]
         if missing:
-            raise ValueError(f"{missing[0]} is required by {self.key}")
+            name = missing[0]
+            raise ValueError(f"{name} is required by {self.key}, by keyword: forward(x, epsilon, {name}=...)")
         size = np.shape(x)[-1] if np.ndim(x) else 0
         (stored,) = (_validate.parameter(named[name], name, (size,)) for name in self._stored)
         return {

@@ -87,6 +87,11 @@ def test_array_results_are_writable(call):
         (lambda: layernorm_affine.bound(0.1, []), "gain must have at least one entry"),
         (lambda: rmsnorm_affine.bound(np.ones(3) * 0.1, np.ones((4, 2))), "epsilon .* gain"),
         (lambda: layernorm_affine.forward(np.ones((2, 3)), np.ones(3) * 0.1, np.ones(3), np.zeros(3)), "epsilon"),
+        # Gemma's stored weight given by position: say that it goes by keyword.
+        (
+            lambda: numeric.rmsnorm_gemma.forward(np.ones(3), 0.1, np.ones(3)),
+            r"weight is required by rmsnorm_gemma, by keyword: forward\(x, epsilon, weight=\.\.\.\)",
+        ),
     ],
 )
 def test_parameter_errors_name_the_argument(call, message):

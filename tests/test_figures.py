@@ -16,7 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import MultipleLocator
 
 import figures.__main__ as cli
-from figures import FIGURES, _pdflatex
+from figures import FIGURES, _pdflatex, spectrum
 from figures import layer_normalization_epsilon_response as seed_figure
 from numeric.agreement import AgreementError, assert_agree
 
@@ -159,6 +159,17 @@ def test_the_seed_curves_are_the_derived_functions_on_both_sides_of_zero():
             t = np.asarray(curve.get_xdata())
             assert (t.min(), t.max()) == (-span, span)
             assert_agree(curve.get_ydata(), function(t, epsilon), rtol=0, what=f"curve at epsilon = {epsilon}")
+
+
+def test_the_spectrum_plots_each_eigenvalue_times_the_root_of_epsilon():
+    """spectrum.png plots lambda sqrt(epsilon) against q/epsilon, so that the bound 1/sqrt(epsilon)
+    is the line at 1: 1/s gives 1/sqrt(1 + q/epsilon), epsilon/s**3 gives (1 + q/epsilon)**-1.5
+    (typed here, independently of the derivation)."""
+    axes = spectrum.draw().axes[0]
+    complement, centered = [line for line in axes.get_lines() if len(line.get_xdata()) > 2]
+    ratio = np.asarray(complement.get_xdata())
+    assert_agree(complement.get_ydata(), 1 / np.sqrt(1 + ratio), rtol=1e-14, what="1/s times sqrt(epsilon)")
+    assert_agree(centered.get_ydata(), (1 + ratio) ** -1.5, rtol=1e-14, what="epsilon/s**3 times sqrt(epsilon)")
 
 
 def test_conventions_legend_carries_each_derived_slope_at_zero():

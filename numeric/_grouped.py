@@ -89,11 +89,6 @@ class NumericGrouped(_layer.NumericLayer):
         if self.definition.argument is None:
             if len(shape) == 2 and e.shape == (1, shape[-1]):
                 e = e.reshape(-1)
-            elif len(shape) == 1:
-                # x of shape (B,) is one feature: epsilon's last axis is the features', of length 1.
-                if e.shape[-1] != 1:
-                    raise ValueError(f"epsilon of shape {e.shape} does not broadcast with the features (1,) of x")
-                e = e[..., 0]
             against, told = ((shape[-1],) if len(shape) == 2 else ()), "the features"
         else:
             against, told = shape[:-1], "the batch shape"

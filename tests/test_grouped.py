@@ -94,19 +94,6 @@ def test_a_batch_takes_one_epsilon_per_feature(rng):
         )
 
 
-def test_one_feature_takes_its_epsilon_as_a_batch_of_features_does(rng):
-    """x of shape (B,) is one feature: epsilon (1,) or (1, 1) is that feature's, as (F,) and
-    (1, F) are for x of shape (B, F); any axes before the feature's come in front."""
-    x, eps = rng.standard_normal(5), 0.25
-    alone = numeric.batchnorm_train.forward(x, eps)
-    assert alone.shape == (5,)
-    assert_agree(numeric.batchnorm_train.forward(x, np.array([eps])), alone, rtol=0, what="epsilon (1,)")
-    assert_agree(numeric.batchnorm_train.forward(x[:, None], np.array([[eps]]))[:, 0], alone, rtol=0, what="(B, 1)")
-    two = numeric.batchnorm_train.forward(x, np.array([[eps], [4 * eps]]))
-    assert two.shape == (2, 5)
-    assert_agree(two[1], numeric.batchnorm_train.forward(x, 4 * eps), rtol=0, what="an axis in front")
-
-
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_groupnorm_jacobian_is_block_diagonal_and_matches_differences(epsilon):
     rng = np.random.default_rng(7)
@@ -203,12 +190,6 @@ def test_float32_stays_float32():
             lambda: numeric.groupnorm.forward(np.ones((4, 6)), np.full((1, 6), 0.1), groups=2),
             r"epsilon of shape \(1, 6\) does not broadcast with the batch shape \(4,\) of x",  # the caller's layout
         ),
-        # x of shape (B,) is one feature: an epsilon per example is not an epsilon per feature.
-        (
-            lambda: numeric.batchnorm_train.forward(np.arange(4.0), np.full((1, 4), 0.1)),
-            r"epsilon of shape \(1, 4\) does not broadcast with the features \(1,\) of x",
-        ),
-        (lambda: numeric.batchnorm_train.vjp(np.arange(4.0), np.full(4, 0.1), np.ones(4)), r"features \(1,\)"),
     ],
 )
 def test_bad_input_names_the_argument(call, message):

@@ -94,6 +94,19 @@ def test_a_batch_takes_one_epsilon_per_feature(rng):
         )
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (1, 5), (2, 1)])
+def test_one_feature_is_layernorm_over_the_batch_at_any_epsilon_shape(shape, rng):
+    """x of shape (B,) is one feature normalized over its B examples: LayerNorm of x, with
+    epsilon broadcast as every layer broadcasts it against x of shape (n,), its axes in front."""
+    x, dy = rng.standard_normal(5), rng.standard_normal(5)
+    eps = np.full(shape, 0.25) * (1 + np.arange(int(np.prod(shape)))).reshape(shape)
+    batch, row = numeric.batchnorm_train, numeric.layernorm
+    assert_agree(batch.forward(x, eps), row.forward(x, eps), rtol=0, what="forward")
+    assert batch.forward(x, eps).shape == (*shape, 5)
+    assert_agree(batch.vjp(x, eps, dy), row.vjp(x, eps, dy), rtol=0, what="vjp")
+    assert_agree(batch.jacobian(x, eps), row.jacobian(x, eps), rtol=0, what="jacobian")
+
+
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_groupnorm_jacobian_is_block_diagonal_and_matches_differences(epsilon):
     rng = np.random.default_rng(7)

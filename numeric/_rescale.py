@@ -113,7 +113,12 @@ def normalized(
         lost = inner == 0
         inner = np.where(lost, 1.0, inner)
         values = values / inner
-        m = np.where(lost, root, m * inner)
+        # m is at most 2**1023 and inner at most about 3 (x up to float64's largest, centered):
+        # their product, the true scale, can exceed float64.  It is then inf, whose powers are
+        # what the result's own are: 1 at degree 0 (the output), an overflow above, and below an
+        # underflow to 0 of a value under 2**-1022 in size.  No warning for that overflow.
+        with np.errstate(over="ignore"):
+            m = np.where(lost, root, m * inner)
         # Divided once by the final scale: root / m alone can be subnormal
         # (epsilon far below a large offset) and lose its digits.
         relative_root = np.where(lost, 1.0, root / m)

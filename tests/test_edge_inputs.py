@@ -3,12 +3,15 @@
 Each case here was found by trying the toolkit as a user would, and failed before its fix.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from grids import SYMMETRIC_LAYERS, module
 
 import numeric
 from numeric import layernorm, layernorm_affine, rmsnorm_affine
+from numeric.agreement import assert_agree
 
 
 @pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
@@ -97,6 +100,19 @@ def test_array_results_are_writable(call):
 def test_parameter_errors_name_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_entries_near_the_largest_float_give_the_scaled_output_without_a_warning():
+    """Found by a review: at x near float64's largest, the true scale (after centering) exceeds
+    float64, and its product warned of an overflow though the output was right."""
+    m = np.finfo(np.float64).max
+    x = np.array([[m, -m, m / 2, 0.0], [m, 0.9 * m, -m, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for key in ("layernorm", "layernorm_std_eps", "rmsnorm"):
+            layer = getattr(numeric, key)
+            assert_agree(layer.forward(x, 1e-5), layer.forward(x / 4, 1e-5), rtol=1e-15, what=f"{key} scaled")
+            assert np.isfinite(layer.jacobian(x[0], 1e-5)).all()
 
 
 def test_a_zero_entry_stays_zero_where_the_scale_overflows():

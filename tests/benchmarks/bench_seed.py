@@ -80,15 +80,19 @@ def _closed_form_jacobian(x: np.ndarray, eps: float) -> np.ndarray:
 
 
 def jacobians() -> None:
-    """numeric.layernorm.jacobian (assembled from the derived eigenstructure) against the closed form."""
-    print(f"\n{'jacobian':<10}{'derived':>12}{'closed form':>14}{'ratio':>9}   (target <= 2)")
+    """numeric.layernorm.jacobian (assembled from the derived eigenstructure) against the closed form.
+
+    Issue 8 asked for 2x at n = 64; it was resolved at about 6x, the fixed cost of some forty
+    NumPy calls a call (validation, rescaling, statistics, eigenpairs), and the row says so."""
+    print(f"\n{'jacobian':<10}{'derived':>12}{'closed form':>14}{'ratio':>9}   (issue 8: <= 2 at n = 64)")
     for size in (8, 64, 768):
         x = np.random.default_rng(size).standard_normal(size)
         numeric.layernorm.jacobian(x, 1e-5)
         repeats = 200 if size < 768 else 20
         a = min(timeit.repeat(lambda x=x: numeric.layernorm.jacobian(x, 1e-5), number=repeats, repeat=5)) / repeats
         b = min(timeit.repeat(lambda x=x: _closed_form_jacobian(x, 1e-5), number=repeats, repeat=5)) / repeats
-        print(f"n = {size:<6}{a * 1e3:>10.3f}ms{b * 1e3:>12.3f}ms{a / b:>9.2f}")
+        note = "" if a / b <= 2 else "   not met: a call's fixed cost, not its arithmetic"
+        print(f"n = {size:<6}{a * 1e3:>10.3f}ms{b * 1e3:>12.3f}ms{a / b:>9.2f}{note}")
 
 
 SHAPE = (4096, 768)
@@ -196,13 +200,16 @@ def backward() -> None:
             vjp["torch"], both["torch"], hvp_torch = _torch_peers(torch, x, dy, v)
         _row(f"vjp {name}", _medians(vjp), "ours", "peer", 1.5)
         _row(f"forward + vjp {name}", _medians(both), "ours", "peer", 1.5)
+        hvp = {"ours": partial(numeric.layernorm.hvp, x, eps, dy, v)}
         if torch is not None:
-            hvp = {"ours": partial(numeric.layernorm.hvp, x, eps, dy, v), "torch": hvp_torch}
-            times = _medians(hvp, HVP_ROUNDS)
-            print(
-                f"{'hvp ' + name:<28}{times['ours'] * 1e3:>8.1f}ms{'':>17}"
-                f"{times['torch'] * 1e3:>8.1f}ms{times['ours'] / times['torch']:>7.2f}   (torch.func jvp of grad)"
-            )
+            hvp["torch"] = hvp_torch
+        times = _medians(hvp, HVP_ROUNDS)
+        peer = (
+            f"{times['torch'] * 1e3:>8.1f}ms{times['ours'] / times['torch']:>7.2f}   (torch.func jvp of grad)"
+            if torch is not None
+            else f"{'n/a':>10}"
+        )
+        print(f"{'hvp ' + name:<28}{times['ours'] * 1e3:>8.1f}ms{'':>17}{peer}")
 
 
 def _torch_peers(torch: Any, x: np.ndarray, dy: np.ndarray, v: np.ndarray) -> tuple[Any, Any, Any]:

@@ -133,13 +133,17 @@ def test_one_non_finite_entry_anywhere_is_refused(rows, size, where, bad, dtype,
     assert np.isfinite(numeric.rmsnorm.forward(x, 1e-5)).all()
 
 
+def _named(key: str, per_feature: np.ndarray) -> dict[str, Any]:
+    """``key``'s parameters by name: each per-feature one at ``per_feature``, a scalar one
+    (ScaleNorm's gain) at 1.5; one in epsilon's place (alpha) is the second argument."""
+    layer = LAYERS[key]
+    named: dict[str, Any] = {name: per_feature for name, _ in layer.parameters}
+    return named | {name: 1.5 for name, _ in layer.scalars if layer.has_epsilon}
+
+
 def _forward(key: str, x: np.ndarray, epsilon: Any = 0.5) -> np.ndarray:
     """``key``'s forward pass at x and epsilon (or alpha), every parameter at 1.5."""
-    layer = LAYERS[key]
-    named = {name: np.full(x.shape[-1], 1.5) for name, _ in layer.parameters}
-    if layer.has_epsilon:
-        named.update({name: 1.5 for name, _ in layer.scalars})
-    return getattr(numeric, key).forward(x, epsilon, **named)
+    return getattr(numeric, key).forward(x, epsilon, **_named(key, np.full(x.shape[-1], 1.5)))
 
 
 @pytest.mark.parametrize("key", list(LAYERS))
@@ -179,9 +183,7 @@ def test_an_epsilon_per_row_broadcasts_against_one_x_in_the_jacobian(key):
     own epsilon, whichever way the layer assembles J (eigenstructure or entry)."""
     layer = getattr(numeric, key)
     x = np.array([0.3, -1.0, 2.0, 0.5])
-    named = {name: np.linspace(0.5, 1.5, x.size) for name, _ in LAYERS[key].parameters}
-    # A scalar parameter (ScaleNorm's gain) by name; one in epsilon's place (alpha) is the second argument.
-    named |= {name: 1.5 for name, _ in LAYERS[key].scalars if LAYERS[key].has_epsilon}
+    named = _named(key, np.linspace(0.5, 1.5, x.size))
     epsilons = np.array([0.1, 1.0, 10.0])
     together = layer.jacobian(x, epsilons, **named)
     assert together.shape == (3, x.size, x.size)

@@ -188,7 +188,7 @@ def _check(argv: list[str]) -> int:
         sys.stdout.flush()
         decided = decided and verdict.verdict != "error"
         if not verdict.met:
-            status = max(status, 2 if verdict.verdict == "error" else 1)
+            status = max(status, 2 if verdict.verdict in ("error", "vacuous") else 1)
     written.append(stream.tail)
     sys.stdout.write(stream.tail)
     if entry is not None and decided:

@@ -321,7 +321,7 @@ def test_codegen_refuses_it_and_says_why():
     ("text", "assume", "verdict", "says"),
     [
         ("slope_at_zero == gamma*alpha", (), "proved", "alpha in R"),
-        ("slope_at_zero == alpha", ("gamma == 1",), "supported", "alpha in R"),
+        ("slope_at_zero == alpha", ("gamma == 1",), "proved", "alpha in R"),
         ("slope_at_zero == alpha", (), "refuted", "confirmed numerically"),
         ("slope_at_zero == 1/sqrt(epsilon)", (), "error", "dyt has no epsilon (its scale is set by alpha)"),
         ("slope_at_zero == 1", ("epsilon == 0",), "error", "dyt has no epsilon"),

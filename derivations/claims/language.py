@@ -5,7 +5,7 @@ A claim is one relation between two expressions::
     claim      := expr ("==" | "<=" | "<" | ">=" | ">") expr
     expr       := numbers, names, + - * / **, unary -, parentheses, calls
     call       := sqrt(e) | abs(e) | exp(e) | max(e, e, ...) | min(e, e, ...)
-                | limit(e, t, point)            point: oo, -oo or a number
+                | limit(e, t, point[, "+" | "-"])   point: oo, -oo or a number
 
 Names are the derived quantities of the layer (``slope_at_zero``,
 ``spectral_norm``, ...), the symbols (``t``, ``epsilon``, ``n``, ``q``,
@@ -192,17 +192,52 @@ class _Builder:
         return FUNCTIONS[name](*arguments)
 
     def limit(self, node: ast.Call) -> sp.Expr:
-        if len(node.args) != 3:
-            raise ClaimError(f"limit() at {_where(node)} takes (expression, variable, point)")
-        expr, variable, point = node.args
+        """``limit(e, variable, point)``, two-sided, or ``limit(e, variable, point, "+")`` (or ``"-"``)
+        from one side: left unevaluated (`Lim`) until the assumptions are known."""
+        if len(node.args) not in (3, 4):
+            raise ClaimError(f'limit() at {_where(node)} takes (expression, variable, point) or (..., "+" or "-")')
+        expr, variable, point = node.args[:3]
         if not isinstance(variable, ast.Name) or variable.id not in self.limit_variables:
             raise ClaimError(f"limit() at {_where(node)}: the variable must be one of {sorted(self.limit_variables)}")
         target = self.build(point)
-        if target.free_symbols:
+        if target.free_symbols or target.has(sp.zoo, sp.nan) or not target.is_extended_real:
             raise ClaimError(f"limit() at {_where(node)}: the point must be a number, oo or -oo")
+        side = direction(node.args[3], node) if len(node.args) == 4 else TWO_SIDED
+        if target.is_infinite and side != TWO_SIDED:
+            raise ClaimError(f"limit() at {_where(node)}: a limit at {target} has one side only; give no direction")
         # Stand-ins for derived quantities are replaced first: the limit is of
         # the quantity's expression, not of a name.
-        return sp.limit(self.expand(self.build(expr)), self.limit_variables[variable.id], target)
+        return Lim(self.expand(self.build(expr)), self.limit_variables[variable.id], target, side)
+
+
+# The side a limit is taken from: the right ("+"), the left ("-"), or both.
+RIGHT, LEFT, TWO_SIDED = sp.Integer(1), sp.Integer(-1), sp.Integer(0)
+_SIDES = {"+": RIGHT, "-": LEFT}
+
+
+def direction(node: ast.AST, call: ast.AST) -> sp.Integer:
+    """The side a limit's fourth argument names: the string "+" or "-", nothing else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _SIDES:
+        return _SIDES[node.value]
+    shown = repr(node.value) if isinstance(node, ast.Constant) else type(node).__name__.lower()
+    raise ClaimError(f'limit() at {_where(call)}: the direction must be "+" or "-"; got {shown[:20]}')
+
+
+class Lim(sp.Function):
+    """A limit as the claim states it, not yet taken: (body, variable, point, side), the side
+    `RIGHT`, `LEFT` or `TWO_SIDED`.  `derivations.claims.limits` takes it once the domain of
+    every other symbol is known."""
+
+    nargs = 4
+
+    @property
+    def side(self) -> str:
+        return {RIGHT: "+", LEFT: "-"}.get(self.args[3], "")
+
+    def _sympystr(self, printer: object) -> str:
+        body, variable, point = (printer._print(a) for a in self.args[:3])  # type: ignore[attr-defined]
+        side = f', "{self.side}"' if self.side else ""
+        return f"limit({body}, {variable}, {point}{side})"
 
 
 def _describe(node: ast.AST, text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import sympy as sp
@@ -81,10 +82,12 @@ def _prove_case(lhs: sp.Expr, op: str, rhs: sp.Expr) -> str | None:
             numerator, denominator = sp.fraction(squares)
             if squares.is_positive or (denominator.is_positive and sp.expand(numerator).is_positive):
                 return "squares compared: the difference of the squares is positive"
-        if (small.is_negative and large.is_nonnegative) or (small.is_nonpositive and large.is_positive):
+        if (small.is_extended_negative and large.is_extended_nonnegative) or (
+            small.is_extended_nonpositive and large.is_extended_positive
+        ):
             return "one side is negative, the other not"
         return None
-    if small.is_nonpositive and large.is_nonnegative:
+    if small.is_extended_nonpositive and large.is_extended_nonnegative:
         return "the smaller side is not positive and the larger not negative"
     try:
         return f"reduced to a known-nonnegative form: {less_equal(small, large, 'claim')}"
@@ -92,11 +95,12 @@ def _prove_case(lhs: sp.Expr, op: str, rhs: sp.Expr) -> str | None:
         return None
 
 
-def reparametrized(condition: sp.Basic) -> tuple[sp.Symbol, sp.Expr, str] | None:
-    """A bound on one symbol as a substitution that meets it for every u >= 0 (or u > 0).
+def reparametrized(condition: sp.Basic) -> tuple[sp.Symbol, list[sp.Expr], str] | None:
+    """A bound on one symbol as substitutions that together meet it for every u >= 0 (or u > 0).
 
-    ``s >= a`` is s = a + u; ``s <= b`` is s = b - u for a real s and s = b/(1 + u)
-    for a positive or nonnegative s and b > 0, which covers (0, b].
+    ``s >= a`` is s = a + u; ``s <= b`` is s = b - u for a real s.  For a nonnegative s
+    and b > 0 it is two cases, s = 0 and s = b/(1 + u), which together cover [0, b]
+    (for a positive s, only the second): s = b/(1 + u) alone would leave out 0.
     """
     if not isinstance(condition, (sp.GreaterThan, sp.StrictGreaterThan, sp.LessThan, sp.StrictLessThan)):
         return None
@@ -110,11 +114,13 @@ def reparametrized(condition: sp.Basic) -> tuple[sp.Symbol, sp.Expr, str] | None
     above = isinstance(condition, (sp.GreaterThan, sp.StrictGreaterThan)) != flipped
     u = sp.Dummy("u", positive=True) if strict else sp.Dummy("u", nonnegative=True)
     if above:
-        return lhs, rhs + u, f"{lhs} = {rhs} + u"
+        return lhs, [rhs + u], f"{lhs} = {rhs} + u"
+    if lhs.is_positive and rhs > 0:
+        return lhs, [rhs / (1 + u)], f"{lhs} = {rhs}/(1 + u)"
     if lhs.is_nonnegative and rhs > 0:
-        return lhs, rhs / (1 + u), f"{lhs} = {rhs}/(1 + u)"
+        return lhs, [sp.Integer(0), rhs / (1 + u)], f"{lhs} = 0 or {lhs} = {rhs}/(1 + u)"
     if not lhs.is_nonnegative:
-        return lhs, rhs - u, f"{lhs} = {rhs} - u"
+        return lhs, [rhs - u], f"{lhs} = {rhs} - u"
     return None
 
 
@@ -146,28 +152,40 @@ def prove(relation: Relation, allowed: sp.Set, conditions: Sequence[sp.Basic] = 
                 return None
             pieces.append(f"{'otherwise' if condition is sp.true else f'where {condition}'}: {how}")
         return "; ".join(pieces)
-    swap: dict[sp.Basic, sp.Expr] = {}
+    swaps: dict[sp.Basic, list[sp.Expr]] = {}
     used = []
     for condition in conditions:
         if condition.free_symbols == {n}:
             continue
         found = reparametrized(condition)
-        if found is not None and found[0] not in swap:
-            swap[found[0]] = found[1]
+        if found is not None and found[0] not in swaps:
+            swaps[found[0]] = found[1]
             used.append(found[2])
-    lhs, rhs = relation.lhs.xreplace(swap), relation.rhs.xreplace(swap)
+    pieces = []
+    for values in itertools.product(*swaps.values()):
+        swap = dict(zip(swaps, values, strict=True))
+        how = _prove_swapped(relation.lhs.xreplace(swap), relation.op, relation.rhs.xreplace(swap), allowed)
+        if how is None:
+            return None
+        pieces.append(how)
+    prefix = f"with {', '.join(used)}; " if used else ""
+    return prefix + "; ".join(dict.fromkeys(pieces))
+
+
+def _prove_swapped(lhs: sp.Expr, op: str, rhs: sp.Expr, allowed: sp.Set) -> str | None:
+    """One case of the substitutions: each sign of a free t apart, each case of n apart."""
     branches: list[tuple[str, dict[sp.Basic, sp.Expr]]] = [("", {})]
-    if t in (lhs - rhs).free_symbols:
-        u = sp.Dummy("u", nonnegative=True)
-        branches = [("t >= 0", {t: u}), ("t <= 0", {t: -u})]
+    free = [s for s in (lhs - rhs).free_symbols if s.name == t.name and s.is_nonnegative is None]
+    if free:
+        (variable,) = free
+        u = sp.Dummy("u", positive=True) if variable.is_nonzero else sp.Dummy("u", nonnegative=True)
+        sign = ">" if variable.is_nonzero else ">="
+        branches = [(f"t {sign} 0", {variable: u}), (f"t {sign.replace('>', '<')} 0", {variable: -u})]
     pieces = []
     for label, branch in branches:
         for where in _partition(sp.Tuple(lhs, rhs), allowed):
-            how = _prove_case(
-                _restrict(lhs.xreplace(branch), where), relation.op, _restrict(rhs.xreplace(branch), where)
-            )
+            how = _prove_case(_restrict(lhs.xreplace(branch), where), op, _restrict(rhs.xreplace(branch), where))
             if how is None:
                 return None
             pieces.append(f"{describe_n(where)}{', ' + label if label else ''}: {how}")
-    prefix = f"with {', '.join(used)}; " if used else ""
-    return prefix + "; ".join(pieces)
+    return "; ".join(pieces)

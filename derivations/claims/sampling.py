@@ -26,7 +26,7 @@ from sympy.core.evalf import PrecisionExhausted
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, g, v
 from derivations.elementwise import Largest, apart
 from derivations.sums import PowerSum
-from derivations.symbols import beta, epsilon, gamma, gamma_max, i, k, n, x
+from derivations.symbols import beta, gamma, gamma_max, i, k, x
 
 _POWERS = (-300, -200, -100, -30, -12, -8, -5, -2, 2, 5, 8, 12, 30, 100, 200, 300)
 _LOG = tuple(sp.Rational(10) ** p for p in _POWERS)
@@ -35,7 +35,8 @@ GRIDS: dict[str, tuple[sp.Expr, ...]] = {
     "epsilon": (*map(sp.Rational, ("1/4", "1", "1/100", "4", "100")), *_LOG),
     "nonnegative": (*map(sp.Rational, ("1", "0", "1/4", "4", "1/100", "100")), *_LOG),
     "real": (*map(sp.Rational, ("1", "0", "-1", "1/2", "-1/10", "3", "-3")), *_LOG, *(-value for value in _LOG)),
-    "gain": tuple(map(sp.Rational, ("1", "-2", "1/2", "3", "-1/10"))),
+    # A zero gain is sampled too: max|gamma_i| = 0 there, and J = 0.
+    "gain": tuple(map(sp.Rational, ("1", "-2", "1/2", "0", "3", "-1/10"))),
 }
 MAX_POINTS = 600
 MAX_EXPLICIT = 80  # explicit inputs (vectors, matrices) cost more each
@@ -46,25 +47,49 @@ DIGITS = (30, 60, 120, 240)
 MAXN = 3000
 
 
-def grid(symbol: sp.Basic) -> tuple[sp.Expr, ...]:
-    if symbol == n:
-        return GRIDS["n"]
-    if symbol == gamma_max:
-        return tuple(abs(value) for value in GRIDS["gain"])
-    if isinstance(symbol, sp.Indexed):
-        return GRIDS["gain"]
-    if symbol == epsilon or symbol.is_positive:
-        return GRIDS["epsilon"]
-    if symbol.is_nonnegative:
-        return GRIDS["nonnegative"]
-    return GRIDS["real"]
+def grid(symbol: sp.Basic, where: sp.Set | None = None) -> tuple[sp.Expr, ...]:
+    """The values a symbol is sampled at: by its name and properties, within ``where`` (its
+    range in the claim's domain; a finite range is sampled whole)."""
+    if where is not None and where.is_finite_set and isinstance(where, (sp.FiniteSet, sp.Range)):
+        return tuple(sorted(where, key=lambda value: (abs(value), value)))[:16]
+    name = getattr(symbol, "name", "")
+    if name == "n":
+        values = GRIDS["n"]
+    elif name in ("gamma_max", "gemma_max"):
+        values = tuple(dict.fromkeys(abs(value) for value in GRIDS["gain"]))
+    elif isinstance(symbol, sp.Indexed):
+        values = GRIDS["gain"]
+    elif symbol.is_positive:
+        values = GRIDS["epsilon"]
+    elif name == "epsilon" and symbol.is_nonnegative:
+        values = (GRIDS["epsilon"][0], sp.Integer(0), *GRIDS["epsilon"][1:])
+    elif symbol.is_nonnegative:
+        values = GRIDS["nonnegative"]
+    elif symbol.is_negative:
+        values = tuple(-value for value in GRIDS["epsilon"])
+    elif symbol.is_nonpositive:
+        values = tuple(-value for value in GRIDS["nonnegative"])
+    else:
+        values = GRIDS["real"]
+    if where is not None:
+        values = tuple(value for value in values if where.contains(value) is sp.true)
+        if not values and isinstance(where, sp.Interval) and where.inf.is_finite:
+            values = (where.inf,) if where.contains(where.inf) is sp.true else ()
+    return values
 
 
-def points(symbols: Sequence[sp.Basic], conditions: Sequence[sp.Basic], seed: int = 0) -> Iterator[dict]:
+def points(
+    symbols: Sequence[sp.Basic],
+    conditions: Sequence[sp.Basic],
+    seed: int = 0,
+    ranges: Mapping[sp.Basic, sp.Set] | None = None,
+) -> Iterator[dict]:
     """Points over the symbols' grids: every combination of the first few values of
     each, then seeded random combinations of all, up to MAX_POINTS, those meeting
-    ``conditions`` only."""
-    grids = [grid(symbol) for symbol in symbols]
+    ``conditions`` only.  ``ranges`` are the symbols' ranges in the claim's domain."""
+    grids = [grid(symbol, (ranges or {}).get(symbol)) for symbol in symbols]
+    if any(not values for values in grids):
+        return
     seen: set[tuple[Any, ...]] = set()
     nice = itertools.product(*(values[:4] for values in grids))
     rng = random.Random(seed)
@@ -134,8 +159,8 @@ class Explicit:
 
 
 def explicit_inputs(sizes: Sequence[int], vectors: set[str], seed: int = 0) -> Iterator[Explicit]:
-    """Explicit inputs, the sizes taken in turn: small integers, a constant input, zero, then
-    seeded random rationals at scales 1e-300 .. 1e300."""
+    """Explicit inputs, the sizes taken in turn: small integers, a constant input (with a zero
+    gain), zero, then seeded random rationals at scales 1e-300 .. 1e300."""
     rng = random.Random(seed)
     scales = (sp.Integer(1), *_LOG)
     kinds = len(scales) + 3
@@ -153,6 +178,9 @@ def explicit_inputs(sizes: Sequence[int], vectors: set[str], seed: int = 0) -> I
             extra = {
                 name: tuple(sp.Rational(rng.randint(-99, 99), 10) for _ in range(size)) for name in sorted(vectors)
             }
+            if kind == 1 and "gamma" in extra:
+                # A zero gain, the boundary of every gain: max|gamma_i| = 0 and J = 0 there.
+                extra["gamma"] = tuple(sp.Integer(0) for _ in range(size))
             yield Explicit(
                 entries, extra.get("g", ()), extra.get("v", ()), extra.get("gamma", ()), extra.get("beta", ())
             )
@@ -334,7 +362,8 @@ def decide(lhs: Any, op: str, rhs: Any, point: Mapping) -> bool | None:
         if any(r is False for r in results):
             return False
         return None if any(r is None for r in results) else True
-    difference = sp.nsimplify(lhs - rhs) if (lhs - rhs).is_Rational else lhs - rhs
+    # A rational difference is decided exactly, at any size: 1/10**40 is not 0.
+    difference = lhs - rhs
     if difference.is_Rational:
         return _compare(difference, op)
     for digits in DIGITS:

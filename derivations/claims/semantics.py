@@ -23,9 +23,10 @@ import sympy as sp
 from derivations import Layer, NotApplicable, jacobian, quantities, scaling
 from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
-from derivations.claims.language import MAX_EXPONENT, Built, ClaimError, _Builder, _describe, _where
+from derivations.claims.definedness import Requirement, requirements
+from derivations.claims.language import MAX_EXPONENT, RIGHT, Built, ClaimError, Lim, _Builder, _describe, _where
 from derivations.elementwise import Largest, apart
-from derivations.sums import PowerSum, over_entries, reduce_sums
+from derivations.sums import over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
 g = sp.IndexedBase("g", real=True)
@@ -81,9 +82,14 @@ class Usage:
     scalars: set[str] = field(default_factory=set)  # a layer's scalar inputs named (ScaleNorm's g_s)
     limit_epsilon: bool = False
     epsilon: bool = False  # epsilon named (or its limit taken)
-    limit_over_statistics: bool = False  # epsilon -> 0 of something the statistics enter
     matrices: dict[str, Matrix] = field(default_factory=dict)  # held by OpaqueNorm
-    divisors: list[sp.Expr] = field(default_factory=list)  # may vanish: the claim is where they do not
+    # Where each term the claim names or forms is defined (`derivations.claims.definedness`).
+    requirements: list[Requirement] = field(default_factory=list)
+
+    def require(self, expr: sp.Basic, origin: str) -> None:
+        """Record where ``expr``, unsimplified, is defined."""
+        known = {r.condition for r in self.requirements}
+        self.requirements += [r for r in requirements(expr, origin) if r.condition not in known]
 
 
 def mean_statistic(layer: Layer) -> sp.Symbol | None:
@@ -137,6 +143,8 @@ class Builder(_Builder):
                 self.usage.patterns[(item.values, item.coordinate)] = item
             else:
                 self.usage.general = True
+            self.usage.require(value, f"{layer_key}.{identifier}")
+            self.defined(layer, constant=quantities.at_constant_input(identifier))
             if layer.parameters:
                 self.usage.gains = True
             return value
@@ -166,13 +174,35 @@ class Builder(_Builder):
             if layer.parameters:
                 self.usage.gains = True
             self._scalars_in(layer.output, layer)
+            self.defined(layer)
             return Vector(layer.output)
         if identifier == "J":
             if layer.parameters:
                 self.usage.gains = True
             self._scalars_in(layer.output, layer)
-            return Matrix(jacobian.entry(layer), jacobian_of=layer.key)
+            self.defined(layer)
+            entry = jacobian.entry(layer)
+            self.usage.require(entry, f"the Jacobian of {layer.key}")
+            return Matrix(entry, jacobian_of=layer.key)
         return None
+
+    def defined(self, layer: Layer, constant: bool = False) -> None:
+        """A quantity of ``layer`` exists only where the layer does: its definition's
+        requirements, at the constant input x = t 1 for a quantity taken there."""
+        output = layer.output
+        if constant:
+            from derivations.claims.domain import constant_input_statistics
+
+            values = constant_input_statistics(layer)
+            if values is None:
+                return
+            output = output.xreplace(values)
+        known = {r.condition for r in self.usage.requirements}
+        for requirement in requirements(output, f"{layer.key}'s definition"):
+            # A condition on one entry x_i (none of the catalog's layers has one) is left to the audit.
+            on_entries = any(e.base == x for e in requirement.condition.atoms(sp.Indexed))
+            if not on_entries and requirement.condition not in known:
+                self.usage.requirements.append(requirement)
 
     def _scalars_in(self, value: sp.Expr, layer: Layer) -> None:
         """A layer's scalar inputs a value depends on (ScaleNorm's g_s, Dynamic Tanh's alpha) are
@@ -269,15 +299,16 @@ class Builder(_Builder):
         if op is ast.Div:
             if not _is_scalar(right):
                 raise ClaimError(f"division by a {_kind(right)} at {_where(node)}")
-            if right.free_symbols and right.is_zero is not False:
-                # SymPy cancels q/q to 1: the claim then holds only where q != 0, and says so.
-                self.usage.divisors.append(right)
+            # SymPy cancels q/q to 1: the claim then holds only where q != 0, and says so.
+            self.usage.require(sp.Pow(right, -1, evaluate=False), f"the division by {right} at {_where(node)}")
             if not _is_scalar(left):
                 return _scale(left, 1 / right)
         if op is ast.Pow and not (_is_scalar(left) and _is_scalar(right)):
             raise ClaimError(f"'**' of a {_kind(left)} at {_where(node)}; powers are of scalars")
         if op is ast.Pow:
             _bound_expansion(left, right, node)
+            # q**-1 * q is 1 once formed: the power is read before SymPy cancels it.
+            self.usage.require(sp.Pow(left, right, evaluate=False), f"the power at {_where(node)}")
         return super().build(ast.BinOp(left=Built(left), op=node.op, right=Built(right), col_offset=node.col_offset))
 
     def matmul(self, left: Value, right: Value, node: ast.AST) -> Value:
@@ -316,6 +347,8 @@ class Builder(_Builder):
             arguments = [self.build(a) for a in node.args]
             if not all(_is_scalar(a) for a in arguments):
                 raise ClaimError(f"{name}() at {_where(node)} takes scalars; use norm() for vectors")
+            if name == "sqrt" and len(arguments) == 1:
+                self.usage.require(sp.Pow(arguments[0], sp.S.Half, evaluate=False), f"sqrt() at {_where(node)}")
             if name == "exp" and arguments and _is_scalar(arguments[0]):
                 value = arguments[0]
                 if value.is_number and value.is_extended_real and abs(value) > 10**4:
@@ -350,26 +383,31 @@ class Builder(_Builder):
         )
 
     def limit(self, node: ast.Call) -> sp.Expr:
-        if len(node.args) == 3 and isinstance(node.args[1], ast.Name) and node.args[1].id == "epsilon":
+        """``limit(e, t, point[, side])`` or ``limit(e, epsilon, 0)``: left unevaluated (`Lim`) until
+        the domain is known; a limit in epsilon is over epsilon > 0, from the right."""
+        if not 3 <= len(node.args) <= 4:
+            return super().limit(node)
+        before = len(self.usage.requirements)
+        body = self.build(node.args[0])
+        # The body need not be defined where its variable tends to: what it requires of that
+        # variable is not required of the claim (limit(abs(t)/t, t, 0, "+") is defined).
+        variable = {"t": t, "epsilon": epsilon}.get(getattr(node.args[1], "id", ""))
+        self.usage.requirements[before:] = [
+            r for r in self.usage.requirements[before:] if variable is None or not r.condition.has(variable)
+        ]
+        if not _is_scalar(body):
+            raise ClaimError(f"limit() at {_where(node)} is of a scalar")
+        call = ast.Call(func=node.func, args=[Built(body), *node.args[1:]], keywords=[])
+        call.col_offset = node.col_offset
+        value = super().limit(call)
+        if value.args[1] == epsilon:
             self.usage.limit_epsilon = self.usage.epsilon = True
-            point = self.build(node.args[2])
-            if point != 0:
+            if value.args[2] != 0:
                 raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 only")
-            body = self.build(node.args[0])
-            if not _is_scalar(body):
-                raise ClaimError(f"limit() at {_where(node)} is of a scalar")
-            statistics = {stat.symbol for key in (self.usage.layers or {self.key}) for stat in LAYERS[key].statistics}
-            if body.free_symbols & statistics or body.has(PowerSum):
-                self.usage.limit_over_statistics = True
-            try:
-                return sp.limit(body, epsilon, 0, "+")
-            except NotImplementedError:
-                raise ClaimError(f"limit() at {_where(node)}: SymPy cannot take this limit") from None
-        if len(node.args) == 3:
-            point = self.build(node.args[2])
-            if point.has(sp.zoo, sp.nan) or (point.is_number and not point.is_extended_real):
-                raise ClaimError(f"limit() at {_where(node)}: the point must be a number, oo or -oo")
-        return super().limit(node)
+            if value.side == "-":
+                raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 from above only (epsilon > 0)")
+            value = Lim(*value.args[:3], RIGHT)
+        return value
 
 
 def _spectral_norm_name(layer: Layer) -> str:

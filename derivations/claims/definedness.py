@@ -1,0 +1,68 @@
+r"""Where a claim is defined, read off its unsimplified terms before SymPy cancels anything.
+
+SymPy simplifies as it builds: ``q**-1 * q`` is 1 and ``0 * (2 t^2)^{-3/2}`` is 0
+the moment they are formed, so a division by zero is visible only in the terms
+themselves.  Each term of a claim (a name, a quantity's formula, the layer's
+definition, every operation the claim applies) leaves a `Requirement` here:
+
+- a negative power ``b**-p`` (a division) needs ``b != 0``;
+- an even root ``b**(1/2)`` needs ``b >= 0`` (real values only);
+- a formula defined by cases with no ``otherwise`` (a derivative on either side
+  of a clamp's kink) needs one of its cases to hold.
+
+The domain (`derivations.claims.domain`) decides each requirement under what
+it knows: one that always holds is dropped, one that never holds makes the
+claim undefined everywhere, and any other excludes the points where it fails
+from the verdict's quantifier ("for all t, where t != 0").
+
+>>> from derivations.symbols import q, t
+>>> [r.condition for r in requirements(q**-1 * t, "the claim")]
+[Ne(q, 0)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derivations.claims.language import Lim
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A condition under which a term is defined, and what it comes from."""
+
+    condition: sp.Basic
+    origin: str
+
+
+def requirements(expr: sp.Basic, origin: str) -> list[Requirement]:
+    """The conditions under which every term of ``expr`` is defined (`Requirement`)."""
+    found: dict[sp.Basic, Requirement] = {}
+    _walk(expr, origin, found)
+    return list(found.values())
+
+
+def _walk(expr: sp.Basic, origin: str, found: dict[sp.Basic, Requirement]) -> None:
+    if isinstance(expr, Lim):
+        # A limit's body need not be defined at the point it tends to; its own variable is bound.
+        return
+    if isinstance(expr, sp.Pow):
+        base, exponent = expr.args
+        if exponent.is_negative:
+            _add(found, sp.Ne(base, 0, evaluate=False), origin)
+        if exponent.is_Rational and not exponent.is_Integer and exponent.q % 2 == 0:
+            _add(found, sp.Ge(base, 0, evaluate=False), origin)
+    if isinstance(expr, sp.Piecewise) and not any(condition is sp.true for _, condition in expr.args):
+        _add(found, sp.Or(*(condition for _, condition in expr.args)), origin)
+    for argument in expr.args:
+        if isinstance(argument, sp.Basic):
+            _walk(argument, origin, found)
+
+
+def _add(found: dict[sp.Basic, Requirement], condition: sp.Basic, origin: str) -> None:
+    if not condition.free_symbols:
+        condition = condition.func(*condition.args)  # a condition on numbers: decided now
+    if condition is not sp.true and condition not in found:
+        found[condition] = Requirement(condition, origin)

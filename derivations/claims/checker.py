@@ -24,13 +24,13 @@ import sympy as sp
 from derivations import LAYERS, quantities
 from derivations._proof import is_zero
 from derivations.catalog import CORE
-from derivations.claims import bounded, sampling, solver
+from derivations.claims import audit, bounded, sampling, solver
 from derivations.claims.domain import Domain, Vacuous, build_domain, settle
 from derivations.claims.language import ClaimError, Relation
 from derivations.claims.proof import prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, build, mean_statistic
 from derivations.sums import Indicator, PowerSum
-from derivations.symbols import gamma, gamma_max, k, n, t
+from derivations.symbols import epsilon, gamma, gamma_max, k, n, t
 
 VERDICTS = ("proved", "refuted", "supported", "vacuous", "error")
 
@@ -61,6 +61,8 @@ class Verdict:
     quantifier: str = ""
     excluded: tuple[str, ...] = ()
     audit: str = ""
+    # The counterexample exactly (an `audit.Point`), for the audit; not part of what is printed.
+    witness: Any = field(default=None, repr=False, compare=False)
 
     @property
     def met(self) -> bool:
@@ -109,7 +111,8 @@ def check(claim: Claim, confirm: Confirm | None = None, timeout: float | None = 
     try:
         return _check(claim, confirm)
     except Vacuous as conflict:
-        return Verdict(claim, "vacuous", f"vacuous: the assumptions admit no input: {conflict}")
+        vacuous = Verdict(claim, "vacuous", f"vacuous: the assumptions admit no input: {conflict}")
+        return _audited(claim, vacuous, None)
     except ClaimError as error:
         return Verdict(claim, "error", str(error))
     except (RecursionError, MemoryError) as error:
@@ -150,11 +153,15 @@ def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
     quantifier = domain.quantifier(claim.layer)
     used = tuple(dict.fromkeys(f"{key}.{name}" for key, name in usage.quantities))
     found = Verdict(claim, "error", "", quantities=used, quantifier=quantifier, excluded=domain.excluded)
+    return _audited(claim, _verdict(claim, domain, sides, found, confirm), domain)
+
+
+def _verdict(claim: Claim, domain: Domain, sides: _Sides, found: Verdict, confirm: Confirm | None) -> Verdict:
     if domain.missing:
         return _nonexistent(claim, domain, sides, found, confirm)
     how = _prove(domain, sides)
     if how is not None:
-        return dataclasses.replace(found, verdict="proved", detail=f"proved {quantifier}. {how}")
+        return dataclasses.replace(found, verdict="proved", detail=f"proved {found.quantifier}. {how}")
     decided, candidate = _decide(domain, sides, found)
     if decided is not None:
         return decided
@@ -163,6 +170,130 @@ def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
         return sampled
     # No sampled point violates it, but z3 found one: decided again exactly before it refutes.
     return _refuted_at(claim, domain, sides, found, confirm, candidate, "found by z3, decided exactly") or sampled
+
+
+# --- the audit ------------------------------------------------------------------------
+
+
+def _audited(claim: Claim, verdict: Verdict, domain: Domain | None) -> Verdict:
+    """The verdict once the independent audit has judged it (`derivations.claims.audit`): a
+    proof or support contradicted at a point of the domain is refuted there, a refutation the
+    audit does not confirm is withdrawn, a vacuous claim whose assumptions hold somewhere is an
+    error; what the audit did is said in every verdict."""
+    try:
+        claimed = audit.Claimed(claim.text, claim.layer, claim.assumptions, verdict.excluded)
+    except ClaimError:
+        return verdict
+    zero = domain.epsilon_zero if domain is not None else True
+    if verdict.verdict == "refuted":
+        if verdict.witness is None:
+            return _withdrawn(verdict, "the counterexample was not kept exactly")
+        confirmed, why = audit.at_counterexample(claimed, verdict.witness, zero)
+        if confirmed is not True:
+            return _withdrawn(verdict, why)
+        return _noted(verdict, f"the independent audit confirms it there in ball arithmetic ({why})")
+    ranges = _audit_ranges(domain, claimed)
+    if verdict.verdict == "vacuous":
+        inside = audit.admitted(claimed, ranges)
+        if inside is not None:
+            return dataclasses.replace(
+                verdict,
+                verdict="error",
+                detail=f"INTERNAL ERROR: the checker found the assumptions vacuous, but the independent audit finds "
+                f"them met at {_shown(inside)}; {verdict.detail}",
+            )
+        return verdict
+    if verdict.verdict not in ("proved", "supported"):
+        return verdict
+    report = audit.run(claimed, ranges, zero)
+    finding = next((f for f in report.findings if f.rigorous), report.findings[0] if report.findings else None)
+    if finding is None:
+        return _noted(verdict, report.text())
+    internal = "INTERNAL ERROR: the prover had proved it. " if verdict.verdict == "proved" else ""
+    if not finding.rigorous:
+        return dataclasses.replace(
+            verdict,
+            verdict="error",
+            detail=f"{internal}undecided: the independent audit finds it {finding.why} at {_shown(finding.point)}, "
+            f"by a step that is not rigorous (a limit taken numerically); {report.text()}",
+        )
+    return dataclasses.replace(
+        verdict,
+        verdict="refuted",
+        counterexample=finding.point,
+        detail=f"{internal}fails at {_shown(finding.point)} (claimed {verdict.quantifier}): the claim is "
+        f"{finding.why}, by the independent audit in ball arithmetic; {report.text()}",
+        audit=report.text(),
+    )
+
+
+def _noted(verdict: Verdict, text: str) -> Verdict:
+    return dataclasses.replace(verdict, detail=f"{verdict.detail}; {text}", audit=text)
+
+
+def _withdrawn(verdict: Verdict, why: str) -> Verdict:
+    return dataclasses.replace(
+        verdict,
+        verdict="error",
+        counterexample=None,
+        detail=f"undecided: a refutation was withdrawn ({why}); {verdict.detail}",
+        audit=f"refutation withdrawn: {why}",
+    )
+
+
+# The values the audit tries for each symbol, the simplest first, where the domain does not fix it.
+_AUDIT_EPSILONS = tuple(map(sp.Rational, ("1/4", "1", "4", "1/1024", "1024")))
+_AUDIT_TS = tuple(map(sp.Rational, ("0", "1", "-1", "1/2", "-2", "1/1024", "-1024", "3")))
+_AUDIT_SCALARS = tuple(map(sp.Rational, ("1", "-1", "0", "1/2", "3")))
+
+
+def _audit_ranges(domain: Domain | None, claimed: audit.Claimed) -> dict[str, Any]:
+    """The values the audit's points take: each symbol's special values within its range in the
+    domain (with the ends the assumptions give), n = 2, 3 and 4 where admitted."""
+    if domain is None:
+        return {
+            "n": [2, 3, 4],
+            "epsilon": [*_AUDIT_EPSILONS, sp.Integer(0)],
+            "t": list(_AUDIT_TS),
+        }
+    allowed = domain.n_set
+    sizes = [size for size in (2, 3, 4) if allowed.contains(size) is sp.true]
+    if not sizes:
+        low = int(allowed.inf)
+        sizes = [size for size in (low, low + 1) if allowed.contains(size) is sp.true]
+    out: dict[str, Any] = {"n": sizes}
+    out["epsilon"] = _audit_values(domain, epsilon, (*_AUDIT_EPSILONS, sp.Integer(0)))
+    out["t"] = _audit_values(domain, t, _AUDIT_TS)
+    for layer in domain.layers:
+        for _, symbol in layer.scalars:
+            out[str(symbol)] = _audit_values(domain, symbol, _AUDIT_SCALARS)
+    if domain.pinned and not claimed.pattern:
+        out["x"] = [_pinned_input(domain)]
+    return out
+
+
+def _audit_values(domain: Domain, symbol: sp.Symbol, defaults: tuple[sp.Expr, ...]) -> list[sp.Expr]:
+    if symbol in domain.fixed:
+        return [domain.fixed[symbol]]
+    where = domain.ranges.get(symbol)
+    if where is None:
+        return list(defaults)
+    if isinstance(where, sp.FiniteSet):
+        return list(where)[:8]
+    ends = [end for end in (where.inf, where.sup) if end.is_finite and where.contains(end) is sp.true]
+    values = [value for value in (*ends, *defaults) if where.contains(value) is sp.true]
+    inside = [where.inf + 1, where.sup - sp.Rational(1, 2)] if where.inf.is_finite and where.sup.is_finite else []
+    return list(dict.fromkeys(values + [v for v in inside if where.contains(v) is sp.true])) or ends
+
+
+def _pinned_input(domain: Domain) -> Callable[[int, int], list[sp.Expr]]:
+    """Inputs with the statistics the assumptions fix (mu == 3, q == 1/100, r == 1/4), exactly."""
+    values = {str(symbol): value for symbol, value in domain.pinned.items()}
+
+    def make(size: int, kind: int) -> list[sp.Expr]:
+        return exact_input(values, size, kind)
+
+    return make
 
 
 def _decide(domain: Domain, sides: _Sides, found: Verdict) -> tuple[Verdict | None, dict | None]:
@@ -192,14 +323,21 @@ def _refuted_at(
     left, right = sides.lhs.xreplace(point), sides.rhs.xreplace(point)
     if sampling.decide(left, sides.op, right, point) is not False:
         return None
-    return _refutation(claim, found, _example(point, None, domain), (left, right), confirm, f"; {how}")
+    example = (_example(point, None, domain), _witness(point, None, domain))
+    return _refutation(claim, found, example, (left, right), confirm, f"; {how}")
 
 
 def _refutation(
-    claim: Claim, found: Verdict, example: dict, sides: tuple[Any, Any], confirm: Confirm | None, how: str = ""
+    claim: Claim,
+    found: Verdict,
+    at: tuple[dict, audit.Point],
+    sides: tuple[Any, Any],
+    confirm: Confirm | None,
+    how: str = "",
 ) -> Verdict:
-    """Refuted at ``example``, its two sides shown apart; where ``confirm`` is given, only if an
-    independent numeric evaluation fails there too."""
+    """Refuted at the point ``at`` (as shown, and exactly), its two sides shown apart; where
+    ``confirm`` is given, only if an independent numeric evaluation fails there too."""
+    example, witness = at
     shown = _apart(*sides)
     detail = f"fails at {_shown(example)} (claimed {found.quantifier}{how}): lhs = {shown[0]}, rhs = {shown[1]}"
     if confirm is not None:
@@ -208,7 +346,7 @@ def _refutation(
         if confirmation.startswith("NOT confirmed"):
             # A refutation stands only where an independent evaluation fails too.
             return dataclasses.replace(found, detail=f"undecided: {detail}")
-    return dataclasses.replace(found, verdict="refuted", detail=detail, counterexample=example)
+    return dataclasses.replace(found, verdict="refuted", detail=detail, counterexample=example, witness=witness)
 
 
 def _entries_of(*sides: Any) -> list[sp.Expr]:
@@ -274,7 +412,10 @@ def _nonexistent(claim: Claim, domain: Domain, sides: _Sides, found: Verdict, co
             if where is sp.true or (where is not sp.false and sampling._holds(where, point)):
                 example = _example(point, inputs, domain)
                 detail = f"fails at {_shown(example)} (claimed {found.quantifier}): {missing.what}"
-                return dataclasses.replace(found, verdict="refuted", detail=detail, counterexample=example)
+                witness = _witness(point, inputs, domain)
+                return dataclasses.replace(
+                    found, verdict="refuted", detail=detail, counterexample=example, witness=witness
+                )
     return dataclasses.replace(
         found, detail=f"undecided: {domain.missing[0].what} somewhere, but no admissible point of it was found"
     )
@@ -305,7 +446,8 @@ def _sample(claim: Claim, domain: Domain, sides: _Sides, found: Verdict, confirm
             continue
         checked += 1
         if result is False:
-            return _refutation(claim, found, _example(point, inputs, domain), (left, right), confirm)
+            at = (_example(point, inputs, domain), _witness(point, inputs, domain))
+            return _refutation(claim, found, at, (left, right), confirm)
     if checked == 0:
         return dataclasses.replace(found, detail=f"no admissible point where both sides are defined, {quantifier}")
     sampled = (
@@ -334,6 +476,10 @@ def _points(domain: Domain, sides: _Sides, claim: Claim):
         symbols |= _sampled(missing.where)
     symbols.discard(sp.Symbol("i", integer=True, nonnegative=True))
     symbols -= {sp.Symbol(name) for name in domain.usage.matrices}  # held matrices, not numbers
+    if domain.usage.general and domain.pattern is None:
+        # A statistic an assumption bounds is sampled even where the sides no longer name it:
+        # the input shown must meet the assumption (q > 0), whatever the sides say.
+        symbols |= {domain.symbol(s) for s in domain.statistics() if s in domain.ranges and s not in domain.fixed}
     if domain.inputs:
         yield from _explicit_points(domain, sorted(symbols, key=sp.default_sort_key), claim)
         return
@@ -504,6 +650,51 @@ def _example(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> d
 
 def _plain_symbol(symbol: sp.Basic) -> sp.Basic:
     return symbol
+
+
+def _witness(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> audit.Point:
+    """The counterexample exactly, as the audit evaluates it: the explicit input, or the
+    pattern's t, or an x with the point's statistics (an exact algebraic number each)."""
+    named = {str(s): v for s, v in {**domain.fixed, **domain.pinned}.items() if not isinstance(s, sp.Indexed)}
+    named.update({str(s): v for s, v in point.items() if not isinstance(s, sp.Indexed)})
+    entries = {str(s): v for s, v in {**domain.fixed, **point}.items() if isinstance(s, sp.Indexed)}
+    pattern = domain.pattern
+    size = int(named.get("n", len(pattern.values) if pattern is not None else (inputs.size if inputs else 4)))
+    witness = audit.Point(n=size, epsilon=named.get("epsilon"), t=named.get("t"))
+    if inputs is not None:
+        witness.x = list(inputs.x)
+        witness.gain, witness.bias = (list(inputs.gain), list(inputs.bias)) if inputs.gain else (None, None)
+        witness.g, witness.v = (list(inputs.g) or None), (list(inputs.v) or None)
+    elif pattern is None and any(quantities.at_constant_input(name) for _, name in domain.usage.quantities):
+        witness.x = [named.get("t", sp.Integer(0))] * size
+    elif pattern is None:
+        witness.x = exact_input(named, size)
+    layers = domain.layers
+    if witness.gain is None and any(layer.parameters for layer in layers):
+        coordinate = pattern.coordinate if pattern is not None else 0
+        gain = entries.get(f"gamma[{coordinate}]")
+        largest = named.get("gamma_max")
+        fill = largest if largest is not None else (abs(gain) if gain is not None else sp.Integer(1))
+        witness.gain = [fill] * size
+        if gain is not None and coordinate < size:
+            witness.gain[coordinate] = gain
+        witness.bias = [entries.get(f"beta[{m}]", sp.Integer(0)) for m in range(size)]
+    for layer in layers:
+        for _, symbol in layer.scalars:
+            if str(symbol) in named:
+                witness.scalars[str(symbol)] = named[str(symbol)]
+    return witness
+
+
+def exact_input(values: dict[str, Any], size: int, kind: int = 0) -> list[sp.Expr]:
+    """An x of ``size`` entries with the given mean mu and variance q (or mean square r), exactly:
+    x = mu + sqrt(q) z with z of mean 0 and mean square 1 (reversed for an odd ``kind``)."""
+    mean = values.get("mu", sp.Integer(0))
+    variance = values["q"] if "q" in values else (values["r"] - mean**2 if "r" in values else sp.Integer(0))
+    centre = sp.Rational(size - 1, 2)
+    spread = sp.sqrt(sp.Rational(size**2 - 1, 12))
+    order = range(size) if kind % 2 == 0 else range(size - 1, -1, -1)
+    return [mean + sp.sqrt(variance) * (m - centre) / spread for m in order]
 
 
 def _shown(example: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from derivations import LAYERS, quantities
 from derivations._layer import Layer, Pattern
@@ -592,12 +593,37 @@ def _on_n(condition: sp.Basic, allowed: sp.Set) -> sp.Basic:
     return condition
 
 
+class _ClaimPrinter(StrPrinter):
+    """SymPy terms in the claim language: abs(), max(), and conditions joined by ``and``/``or``."""
+
+    def _print_Abs(self, expr: sp.Abs) -> str:
+        return f"abs({self._print(expr.args[0])})"
+
+    def _print_Max(self, expr: sp.Max) -> str:
+        return f"max({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Min(self, expr: sp.Min) -> str:
+        return f"min({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_And(self, expr: sp.And) -> str:
+        return " and ".join(f"({self._print(a)})" for a in expr.args)
+
+    def _print_Or(self, expr: sp.Or) -> str:
+        return " or ".join(f"({self._print(a)})" for a in expr.args)
+
+    def _print_Unequality(self, expr: sp.Ne) -> str:
+        return f"{self._print(expr.lhs)} != {self._print(expr.rhs)}"
+
+
+def claim_text(expr: sp.Basic) -> str:
+    """A condition or term as the claim language writes it, which the audit reads back."""
+    return _ClaimPrinter().doprint(expr)
+
+
 def _condition_text(condition: sp.Basic) -> str:
     if isinstance(condition, sp.And):
         return " and ".join(_condition_text(c) for c in condition.args)
-    if isinstance(condition, sp.Ne):
-        return f"{sp.sstr(condition.lhs)} != {sp.sstr(condition.rhs)}"
-    return sp.sstr(condition)
+    return claim_text(condition)
 
 
 def substitute(value: Any, replace: dict) -> Any:

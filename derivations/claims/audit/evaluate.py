@@ -1,0 +1,624 @@
+r"""A claim's syntax tree evaluated at one point, every name from its layer's definition.
+
+The tree is Python's (the claim language is Python's expression syntax, read
+by `derivations.claims.language.parse_expression` with its bounds and
+nothing evaluated).  Scalars are the numbers of `numbers`, vectors lists of
+them, a transposed vector a `Row`, a matrix a `Matrix`.  Each quantity name is
+evaluated by what it means (the registry says which stem and which input
+pattern or eigen direction it is), from the definition:
+
+- ``response``, ``slope``, ``slope_at_zero`` at the pattern's input, the slope
+  by a jet in t; ``asymptote`` and the one-sided slopes at a kink as limits;
+- ``eigen_<direction>`` as J d = lambda d along the direction's vector;
+- ``spectral_norm`` as ||J||_2; ``spectral_bound`` and ``norm_bound`` as what
+  they are at least; ``second_moment`` as the mean of y_i^2.
+
+A limit is evaluated at points tending to it: the one step that is not
+rigorous, which `Evaluator.rigorous` records.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sympy as sp
+from flint import arb, fmpq
+
+from derivations import LAYERS, quantities
+from derivations.claims.audit.definition import LayerAt, compiled, direction, gain_is_zero, kink, number, spectral_norm
+from derivations.claims.audit.numbers import (
+    ONE,
+    ZERO,
+    AtLeast,
+    Inf,
+    Jet,
+    Num,
+    Undefined,
+    Unknown,
+    ball,
+    compare,
+    divide,
+    exact,
+    holds_zero,
+    hull,
+    is_zero,
+    positive,
+    root,
+    short,
+    total,
+    upper,
+)
+from derivations.claims.language import parse_expression
+
+# Steps toward a limit point, as powers of two: 2^-20, 2^-40, ... (or 2^20, ... toward oo); far
+# enough that a point's own scales (an x of 1e-30 has q = 1e-60) are passed long before the last.
+_STEPS = (20, 40, 80, 160, 320, 640, 1280, 2560)
+# A fixed vector, with no special structure, projected onto a complement to give one of its vectors.
+_START = (3, -1, 4, -1, 5, -9, 2, 6, -5, 3, 5, -8, 9, -7, 9, 3, 2, -3, 8, 4, -6, 2, 6, 4)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A transposed vector."""
+
+    entries: list[Num]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    rows: list[list[Num]]
+
+
+@dataclass
+class Point:
+    """One point of a claim's domain, every number exact (SymPy numbers or Python ones)."""
+
+    n: int
+    epsilon: Any = None
+    t: Any = None
+    x: list[Any] | None = None
+    gain: list[Any] | None = None
+    bias: list[Any] | None = None
+    g: list[Any] | None = None
+    v: list[Any] | None = None
+    scalars: dict[str, Any] = field(default_factory=dict)
+
+    def shown(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": self.n}
+        for name in ("epsilon", "t"):
+            if getattr(self, name) is not None:
+                out[name] = _shown_number(getattr(self, name))
+        for name in ("x", "gain", "bias", "g", "v"):
+            if getattr(self, name) is not None:
+                out[name] = [_shown_number(value) for value in getattr(self, name)]
+        out.update({name: _shown_number(value) for name, value in self.scalars.items()})
+        return out
+
+
+def _shown_number(value: Any) -> Any:
+    if isinstance(value, (fmpq, arb)):
+        return float(short(value))
+    value = sp.sympify(value) if isinstance(value, (int, float)) else value
+    return int(value) if value.is_Integer else float(sp.N(value, 17))
+
+
+class Evaluator:
+    """Evaluates a claim's syntax tree at one point about the layer ``key``; ``pattern`` is the
+    input pattern its quantities are taken at, if it names one."""
+
+    def __init__(self, key: str, point: Point, pattern: Any = None) -> None:
+        self.key = key
+        self.point = point
+        self.pattern = pattern
+        self.rigorous = True
+        self._layers: dict[str, LayerAt] = {}
+
+    def values(self) -> dict[str, Any]:
+        """The point's numbers by name, as jets: what a definition's terms read."""
+        point = self.point
+        out: dict[str, Any] = {}
+        if point.epsilon is not None:
+            out["epsilon"] = Jet(number(point.epsilon))
+        for name, entries in (("gamma", point.gain), ("beta", point.bias), ("g", point.g), ("v", point.v)):
+            if entries is not None:
+                out[name] = [Jet(number(value)) for value in entries]
+        if point.gain is not None:
+            largest = ZERO
+            for value in point.gain:
+                largest = _largest(largest, abs(number(value)))
+            out["gamma_max"] = Jet(largest)
+        out.update({name: Jet(number(value)) for name, value in point.scalars.items()})
+        return out
+
+    def input(self, t: Any = None) -> list[Jet]:
+        """The input: the pattern's entries at t (a jet, to differentiate), or the point's x."""
+        if self.pattern is not None:
+            at = t if isinstance(t, Jet) else Jet(number(_needed(self.point.t, "t") if t is None else t))
+            return [compiled(value)({"t": at}) for value in self.pattern.values]
+        if self.point.x is None:
+            raise Unknown("the point gives no input x")
+        return [Jet(number(value)) for value in self.point.x]
+
+    def at(self, key: str) -> LayerAt:
+        if key not in self._layers:
+            self._layers[key] = LayerAt(key, self.input(), self.values())
+        return self._layers[key]
+
+    # --- relations
+    def relation(self, text: str) -> bool | None:
+        """Whether the relation ``text`` holds here: True, False, None (cannot tell); `Undefined`."""
+        return self.decide(parse_expression(text, {}, {}))
+
+    def decide(self, node: ast.AST) -> bool | None:
+        if isinstance(node, ast.BoolOp):
+            parts = [self.decide(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in parts else (None if None in parts else True)
+            return True if True in parts else (None if None in parts else False)
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+            raise Unknown("not one relation")
+        ops = {ast.Eq: "==", ast.NotEq: "!=", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
+        op = ops[type(node.ops[0])]
+        return relate(self.value(node.left), op, self.value(node.comparators[0]))
+
+    # --- the tree
+    def value(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise Unknown("a literal that is not a number")
+            return exact(node.value)
+        if isinstance(node, ast.Name):
+            return self.name(node.id, self.key)
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in LAYERS:
+                return self.name(node.attr, node.value.id)
+            if node.attr == "T":
+                return _transposed(self.value(node.value))
+            raise Unknown(f"attribute .{node.attr}")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.value(node.operand)
+            return _scale(inner, -ONE) if isinstance(node.op, ast.USub) else inner
+        if isinstance(node, ast.BinOp):
+            return _binary(type(node.op), self.value(node.left), self.value(node.right))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "limit":
+                return self.limit(node)
+            return _call(node.func.id, [self.value(a) for a in node.args])
+        raise Unknown(type(node).__name__)
+
+    def limit(self, node: ast.Call) -> Any:
+        """A limit, by values at points tending to it: not rigorous."""
+        body, variable, point = node.args[:3]
+        side = str(node.args[3].value) if len(node.args) == 4 and isinstance(node.args[3], ast.Constant) else ""
+        name = getattr(variable, "id", "")
+        target = self.value(point)
+        self.rigorous = False
+        sides = [side] if side else (["+"] if name == "epsilon" or isinstance(target, Inf) else ["+", "-"])
+        found = [self._toward(body, name, target, s) for s in sides]
+        if len(found) == 2 and relate(found[0], "==", found[1]) is False:
+            raise Undefined(
+                f"the limit does not exist: from the right {short(found[0])}, from the left {short(found[1])}"
+            )
+        if len(found) == 2 and not isinstance(found[0], Inf) and not isinstance(found[1], Inf):
+            return hull(found[0], found[1])
+        return found[0]
+
+    def _toward(self, body: ast.AST, name: str, target: Any, side: str) -> Any:
+        if name not in ("t", "epsilon"):
+            raise Unknown(f"a limit in {name}")
+        values = []
+        for step in _STEPS:
+            at = (
+                arb(2) ** step * target.sign
+                if isinstance(target, Inf)
+                else target + (arb(2) ** -step) * (1 if side == "+" else -1)
+            )
+            moved = replace(self.point, t=at) if name == "t" else replace(self.point, epsilon=at)
+            other = Evaluator(self.key, moved, self.pattern)
+            values.append(other.value(body))
+        return extrapolated(values)
+
+    # --- names
+    def name(self, identifier: str, key: str) -> Any:
+        point = self.point
+        if identifier == "oo":
+            return Inf(1)
+        if identifier == "t":
+            return number(_needed(point.t, "t"))
+        if identifier == "epsilon":
+            return number(_needed(point.epsilon, "epsilon"))
+        if identifier in ("n", "d"):
+            return exact(point.n)
+        known = quantities.names(LAYERS[key])
+        if identifier in known and known[identifier][0].claim:
+            quantity, item = known[identifier]
+            return self.quantity(quantity.stem, item, key)
+        vector = self.vector(identifier, key)
+        if vector is not None:
+            return vector
+        return self.symbol(identifier, key)
+
+    def symbol(self, identifier: str, key: str) -> Num:
+        layer = LAYERS[key]
+        if identifier in layer.named_symbols:
+            # A gain entry, its largest size, a scalar parameter: none needs the input.
+            return compiled(layer.named_symbols[identifier])(self.values()).value
+        at = self.at(key)
+        if identifier in {str(stat.symbol) for stat in layer.statistics}:
+            return at.statistic(identifier)
+        if identifier == "s":
+            for old, new in layer.display:
+                if str(new) == "s":
+                    return compiled(old)(at.flat_env()).value
+        raise Unknown(f"the name {identifier}")
+
+    def vector(self, identifier: str, key: str) -> Any:
+        size = self.point.n
+        if identifier == "ones":
+            return [ONE] * size
+        if identifier in ("g", "v"):
+            entries = getattr(self.point, identifier)
+            if entries is None:
+                raise Unknown(f"the point gives no {identifier}")
+            return [number(value) for value in entries]
+        if identifier not in ("x", "c", "y", "J"):
+            return None
+        at = self.at(key)
+        if identifier == "x":
+            return [e.value for e in at.x]
+        if identifier == "c":
+            mean = at.statistic("mu")
+            return [e.value - mean for e in at.x]
+        if identifier == "y":
+            return at.y()
+        return Matrix(at.jacobian())
+
+    def quantity(self, stem: str, item: Any, key: str) -> Any:
+        if item is not None and hasattr(item, "coordinate"):
+            return self.on_pattern(stem, item, key)
+        if stem == "constant_response":
+            return self.constant_response(key)
+        at = self.at(key)
+        if stem == "eigen":
+            value, rigorous = eigenvalue(item, at)
+            self.rigorous = self.rigorous and rigorous
+            return value
+        if stem == "spectral_norm":
+            return spectral_norm(at.jacobian())
+        if stem == "norm_bound":
+            return AtLeast(spectral_norm(at.jacobian()))
+        if stem == "spectral_bound":
+            if gain_is_zero(key, self.point.gain):
+                return ZERO  # J = diag(gain) J' = 0 at every input: the bound over all inputs is 0
+            return AtLeast(self.largest_norm(key))
+        if stem == "second_moment":
+            values = at.y()
+            return divide(total([v * v for v in values]), exact(len(values)))
+        raise Unknown(f"the quantity {stem}")
+
+    def on_pattern(self, stem: str, pattern: Any, key: str) -> Any:
+        evaluator = Evaluator(key, self.point, pattern)
+        values = self.values()
+
+        def response(t: Any, derivative: bool = False) -> Num:
+            tangent = Jet(number(t), [ONE] if derivative else [])
+            inputs = evaluator.input(tangent)
+            out = LayerAt(key, inputs, values).outputs(inputs)[pattern.coordinate]
+            return (out.d[0] if out.d else ZERO) if derivative else out.value
+
+        if stem == "response":
+            return response(_needed(self.point.t, "t"))
+        if stem == "slope":
+            return response(_needed(self.point.t, "t"), derivative=True)
+        if stem == "slope_at_zero":
+            return response(ZERO, derivative=True)
+        self.rigorous = False
+        if stem == "asymptote":
+            return extrapolated([response(arb(2) ** step) for step in _STEPS])
+        found = kink(key, lambda t: evaluator.input(Jet(t)), values)
+        if stem == "kink":
+            return found
+        sign = -1 if stem == "slope_below_kink" else 1
+        return extrapolated([response(found * (1 + sign * arb(2) ** -step), derivative=True) for step in _STEPS])
+
+    def constant_response(self, key: str) -> Num:
+        if LAYERS[key].parameters:
+            raise Unknown("the constant response of a layer with a gain is one value per entry")
+        t = number(_needed(self.point.t, "t"))
+        inputs = [Jet(t) for _ in range(self.point.n)]
+        return LayerAt(key, inputs, self.values()).outputs(inputs)[0].value
+
+    def largest_norm(self, key: str) -> Num:
+        """The largest ||J||_2 over a few inputs at this point's epsilon and parameters: what a
+        bound over all inputs is at least."""
+        size = self.point.n
+        candidates = [[ZERO] * size, [ONE] * size, [ONE] + [ZERO] * (size - 1)]
+        if self.point.x is not None or self.pattern is not None:
+            candidates.insert(0, [e.value for e in self.input()])
+        best: Num = ZERO
+        for x in candidates:
+            try:
+                value = spectral_norm(LayerAt(key, [Jet(e) for e in x], self.values()).jacobian())
+            except (Unknown, Undefined):
+                continue
+            if compare(value, ">", best):
+                best = value
+        return best if isinstance(best, fmpq) else best - best.rad()
+
+
+def eigenvalue(vector_of: Any, at: LayerAt) -> tuple[Num, bool]:
+    """The eigenvalue of J along the direction: (d . J d) / (d . d), where J d = lambda d holds;
+    where the direction vanishes (c = 0 at a constant input), its limit at inputs tending to
+    this one (not rigorous: the second value is False then)."""
+    vector = direction(vector_of, at, _START)
+    if is_zero(total([e * e for e in vector])):
+        nearby = []
+        for step in _STEPS[:5]:
+            moved = [Jet(e.value + exact(_START[m]) * arb(2) ** -step) for m, e in enumerate(at.x)]
+            nearby.append(_along(vector_of, LayerAt(at.layer.key, moved, at.values)))
+        return extrapolated(nearby), False
+    return _along(vector_of, at), True
+
+
+def _along(vector_of: Any, at: LayerAt) -> Num:
+    jacobian = at.jacobian()
+    vector = direction(vector_of, at, _START)
+    length = total([e * e for e in vector])
+    if not positive(length):
+        raise Unknown(f"the direction {vector_of.name} is zero here")
+    image = [total([jacobian[r][c] * vector[c] for c in range(len(vector))]) for r in range(len(vector))]
+    value = divide(total([a * b for a, b in zip(vector, image, strict=True)]), length)
+    if any(not holds_zero(image[r] - value * vector[r]) for r in range(len(vector))):
+        raise Unknown(f"the direction {vector_of.name} is not an eigenvector here")
+    return value
+
+
+def extrapolated(values: Sequence[Any]) -> Any:
+    """The value a sequence at points tending to a limit tends to: its last term where the last
+    steps shrink to nothing, an infinity where its size grows as a power of the distance to the
+    point (the logarithm in step with the steps); `Unknown` otherwise.  Not rigorous."""
+    if all(isinstance(v, (fmpq, arb)) for v in values):
+        balls = [ball(v) for v in values]
+        last, before, earlier = balls[-1], balls[-2], balls[-3]
+        step = abs(last - before)
+        scale = max(abs(last).mid(), arb(1))
+        if upper(step) <= scale * arb(2) ** -60 and upper(step) <= upper(abs(before - earlier)):
+            return values[-1] if is_zero(step) else arb(last.mid(), upper(step) * 4 + last.rad())
+        if all(positive(abs(v)) for v in balls[-3:]):
+            # |v| ~ C d^-p as the distance d = 2^-s shrinks: log2 |v| grows by p (s' - s); the
+            # steps double, so each growth is twice the one before.
+            logs = [abs(v).log() / arb(2).log() for v in balls[-3:]]
+            first, second = logs[1] - logs[0], logs[2] - logs[1]
+            if first > 8 and upper(abs(second - 2 * first)) < upper(first) / 8:
+                signs = {1 if v > 0 else -1 for v in balls[-3:]}
+                if len(signs) == 1:
+                    return Inf(signs.pop())
+    if all(isinstance(v, Inf) for v in values[-3:]) and len({v.sign for v in values[-3:]}) == 1:
+        return values[-1]
+    raise Unknown("a limit that does not settle at the points tried")
+
+
+def _needed(value: Any, name: str) -> Any:
+    if value is None:
+        raise Unknown(f"the point gives no {name}")
+    return value
+
+
+def _largest(a: Num, b: Num) -> Num:
+    ahead = compare(b, ">", a)
+    return b if ahead else (a if ahead is False else hull(a, b))
+
+
+# --- operations ---------------------------------------------------------------------------
+
+
+def _call(name: str, arguments: list[Any]) -> Any:
+    if name == "sqrt":
+        return _root(arguments[0])
+    if name == "abs":
+        return Inf(1) if isinstance(arguments[0], Inf) else abs(_finite(arguments[0]))
+    if name == "exp":
+        value = _finite(arguments[0])
+        return ONE if is_zero(value) else ball(value).exp()
+    if name in ("max", "min"):
+        best = arguments[0]
+        for value in arguments[1:]:
+            ahead = relate(value, ">" if name == "max" else "<", best)
+            if ahead is None:
+                best = hull(_finite(best), _finite(value))
+            elif ahead:
+                best = value
+        return best
+    if name == "sum":
+        return total(_vector(arguments[0]))
+    if name == "mean":
+        entries = _vector(arguments[0])
+        return divide(total(entries), exact(len(entries)))
+    if name == "dot":
+        return total([a * b for a, b in zip(_vector(arguments[0]), _vector(arguments[1]), strict=True)])
+    if name == "norm":
+        return _norm(arguments)
+    raise Unknown(f"{name}()")
+
+
+def _norm(arguments: list[Any]) -> Any:
+    target = arguments[0]
+    order = arguments[1] if len(arguments) > 1 else exact(2)
+    if isinstance(target, (list, Row)):
+        if isinstance(order, Inf) or order != 2:
+            raise Unknown("a vector norm other than 2")
+        return _root(total([e * e for e in _vector(target)]))
+    if isinstance(target, Matrix):
+        if isinstance(order, Inf):
+            best: Num = ZERO
+            for row in target.rows:
+                best = _largest(best, total([abs(e) for e in row]))
+            return best
+        if order == 2:
+            return spectral_norm(target.rows)
+    raise Unknown("norm() of this")
+
+
+def _binary(op: type, left: Any, right: Any) -> Any:
+    if op is ast.MatMult or (op is ast.Mult and isinstance(left, (Matrix, Row)) and not _scalar(right)):
+        return _matmul(left, right)
+    if op in (ast.Add, ast.Sub):
+        return _add(left, right, 1 if op is ast.Add else -1)
+    if op is ast.Mult:
+        if _scalar(left):
+            return _scale(right, left)
+        if _scalar(right):
+            return _scale(left, right)
+        raise Unknown("a product of two vectors")
+    if op is ast.Div:
+        if not _scalar(right):
+            raise Unknown("a division by a vector")
+        if not _scalar(left):
+            return _scale(left, _reciprocal(right))
+        if isinstance(left, Inf):
+            return _scale(left, _reciprocal(right))
+        return ZERO if isinstance(right, Inf) else divide(_finite(left), _finite(right))
+    if op is ast.Pow:
+        return _pow(_finite(left), _finite(right))
+    raise Unknown(f"operator {op.__name__}")
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (fmpq, arb, Inf, AtLeast))
+
+
+def _vector(value: Any) -> list[Num]:
+    if isinstance(value, Row):
+        return value.entries
+    if isinstance(value, list):
+        return value
+    raise Unknown("a vector was expected")
+
+
+def _transposed(value: Any) -> Any:
+    if isinstance(value, list):
+        return Row(value)
+    if isinstance(value, Row):
+        return value.entries
+    if isinstance(value, Matrix):
+        return Matrix([list(column) for column in zip(*value.rows, strict=True)])
+    raise Unknown(".T of a scalar")
+
+
+def _finite(value: Any) -> Num:
+    if not isinstance(value, (fmpq, arb)):
+        raise Unknown("arithmetic with an infinity or a bound")
+    return value
+
+
+def _add(left: Any, right: Any, sign: int) -> Any:
+    if isinstance(left, list) and isinstance(right, list):
+        return [a + sign * b for a, b in zip(left, right, strict=True)]
+    if isinstance(left, Matrix) and isinstance(right, Matrix):
+        rows = zip(left.rows, right.rows, strict=True)
+        return Matrix([[a + sign * b for a, b in zip(p, q, strict=True)] for p, q in rows])
+    if isinstance(left, Inf) and not isinstance(right, Inf):
+        _finite(right)
+        return left
+    if isinstance(right, Inf) and not isinstance(left, Inf):
+        _finite(left)
+        return Inf(right.sign * sign)
+    return _finite(left) + sign * _finite(right)
+
+
+def _scale(value: Any, factor: Any) -> Any:
+    factor = _finite(factor)
+    if isinstance(value, list):
+        return [e * factor for e in value]
+    if isinstance(value, Row):
+        return Row([e * factor for e in value.entries])
+    if isinstance(value, Matrix):
+        return Matrix([[e * factor for e in row] for row in value.rows])
+    if isinstance(value, Inf):
+        if factor > 0:
+            return value
+        if factor < 0:
+            return Inf(-value.sign)
+        raise Unknown("an infinity times a number that may be zero")
+    return _finite(value) * factor
+
+
+def _reciprocal(value: Any) -> Num:
+    if isinstance(value, Inf):
+        return ZERO
+    return divide(ONE, _finite(value))
+
+
+def _pow(base: Num, exponent: Num) -> Num:
+    if isinstance(exponent, fmpq) and exponent.q == 1:
+        power = int(exponent.p)
+        return base**power if power >= 0 else divide(ONE, base ** (-power))
+    if isinstance(exponent, fmpq) and exponent.q == 2:
+        return _pow(_root(base), fmpq(exponent.p))
+    if not positive(base):
+        raise Unknown("a fractional power of a number not known to be positive")
+    return ball(base) ** ball(exponent)
+
+
+def _root(value: Any) -> Any:
+    if isinstance(value, Inf):
+        if value.sign < 0:
+            raise Undefined("the square root of -oo")
+        return value
+    return root(_finite(value))
+
+
+def _matmul(left: Any, right: Any) -> Any:
+    if isinstance(left, Matrix) and isinstance(right, list):
+        return [total([a * b for a, b in zip(row, right, strict=True)]) for row in left.rows]
+    if isinstance(left, Matrix) and isinstance(right, Matrix):
+        columns = list(zip(*right.rows, strict=True))
+        return Matrix([[total([a * b for a, b in zip(row, col, strict=True)]) for col in columns] for row in left.rows])
+    if isinstance(left, (Row, list)) and isinstance(right, list):
+        return total([a * b for a, b in zip(_vector(left), right, strict=True)])
+    if isinstance(left, (Row, list)) and isinstance(right, Matrix):
+        entries = _vector(left)
+        columns = list(zip(*right.rows, strict=True))
+        out = [total([a * b for a, b in zip(entries, col, strict=True)]) for col in columns]
+        return Row(out) if isinstance(left, Row) else out
+    raise Unknown("@ of these")
+
+
+def relate(left: Any, op: str, right: Any) -> bool | None:
+    """``left op right`` for any two values of a claim; None where the numbers leave it open."""
+    if isinstance(left, AtLeast) or isinstance(right, AtLeast):
+        return _relate_bound(left, op, right)
+    if not _scalar(left) or not _scalar(right):
+        if op != "==":
+            raise Unknown("vectors compare with == only")
+        results = [compare(a, "==", b) for a, b in zip(_entries(left, right), _entries(right, left), strict=True)]
+        return False if False in results else (None if None in results else True)
+    return compare(left, op, right)
+
+
+def _entries(value: Any, other: Any) -> list[Any]:
+    if isinstance(value, Matrix):
+        return [e for row in value.rows for e in row]
+    if isinstance(value, (list, Row)):
+        return _vector(value)
+    # A scalar 0 compared with a vector or matrix is the zero vector or matrix.
+    return [value] * len(_entries(other, []))
+
+
+def _relate_bound(left: Any, op: str, right: Any) -> bool | None:
+    """A comparison with a number known only from below: decided where the lower bound does."""
+    if isinstance(right, AtLeast) and not isinstance(left, AtLeast):
+        flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[op]
+        return _relate_bound(right, flipped, left)
+    if isinstance(left, AtLeast) and isinstance(right, AtLeast):
+        return None
+    at_least = left.value
+    if op in ("<", "<=", "=="):
+        beyond = compare(at_least, ">" if op != "<" else ">=", right)
+        return False if beyond else None
+    if op in (">", ">="):
+        return True if compare(at_least, op, right) else None
+    return None

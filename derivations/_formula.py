@@ -35,7 +35,8 @@ class Formula:
 
     ``expr`` is an equation, an inequality, or a conjunction of them, always
     the output of a derivation.  ``proof`` says how the derivation showed that
-    output equal to the layer's stated form (empty where nothing was stated).
+    output equal to the layer's stated form (empty where nothing was stated), or
+    where ``stated`` is False, what it checked instead.
     ``shown`` is the same relation with the stated form in place of the
     derived one, where that proof holds: what is printed (None: ``expr``).
     """
@@ -49,6 +50,9 @@ class Formula:
     proof: str
     layer: str
     shown: sp.Basic | None = None
+    # Whether the layer states a form for this result: ``proof`` is then of that form, else of
+    # another fact the derivation checked (J v = J^T v for a symmetric J).
+    stated: bool = True
 
     @property
     def printed(self) -> sp.Basic:
@@ -100,6 +104,7 @@ class Formula:
             "established": self.established.value,
             "detail": self.detail,
             "proof": self.proof,
+            "stated": self.stated,
             "assumptions": list(self.assumptions),
             "layer": self.layer,
         }

@@ -149,7 +149,7 @@ def _(layer: Affine, name: str) -> str:
     # A stated H is proved too; only then is it what is printed.
     stated = backward.prove_stated(layer, name, backward.hvp(layer))
     proved = f"H(g) = H_{layer.base.key}(gain * g): {how}" + (f"; H as stated: {stated}" if stated else "")
-    return _with(proved, backward.symmetry(layer))
+    return f"{proved}; {backward.symmetry(layer)}"
 
 
 @backward.gradient_proof.register

@@ -263,7 +263,8 @@ def jvp_proof(layer: Layer, name: str) -> str:
     if not jacobian.is_symmetric(layer):
         return stated
     how = equal(jvp(layer), swap(vjp(layer), g, v), f"{layer.key}.{name} = J^T v")
-    return "; ".join(filter(None, [stated, f"J symmetric, so J v = J^T v: {how}"]))
+    how = how.replace("derived - stated", "J v - J^T v")
+    return "; ".join(filter(None, [stated, f"J symmetric, so J v equals the derived J^T g at g = v: {how}"]))
 
 
 @singledispatch
@@ -276,7 +277,7 @@ def symmetry(layer: Layer) -> str:
     """Prove <u, H v> = <v, H u> for H = sum_i g_i grad^2 y_i."""
     uhv = pairing(layer, u, hvp(layer))
     how = equal(uhv, swap(uhv, u, v), f"{layer.key}: <u, H v> = <v, H u>")
-    return f"<u, H v> = <v, H u>: {how}"
+    return f"H symmetric, <u, H v> = <v, H u>: {how.replace('derived - stated', '<u, H v> - <v, H u>')}"
 
 
 @singledispatch

@@ -511,7 +511,7 @@ def by_numeric(layer: Layer, numeric: str) -> tuple[str, Quantity, Any] | None:
 def formulas(layer: Layer) -> list[Formula]:
     """Every formula `make derive` prints for ``layer``, in order."""
     source = layer.derived_as
-    return [
+    made = [
         _without_epsilon(
             layer,
             layer.restate(_formula(quantity, source if quantity.applies(source, item) else layer, item)),
@@ -519,6 +519,8 @@ def formulas(layer: Layer) -> list[Formula]:
         for quantity, item in rows(layer)
         if quantity.formula
     ]
+    # A proof is of a stated form only where the layer states one; else it proved something else.
+    return [dataclasses.replace(f, stated=f.name in source.stated) for f in made]
 
 
 @cache

@@ -8,8 +8,17 @@ from collections.abc import Callable, Iterable
 Row = dict[str, object]
 
 
-def _proved(row: Row) -> str:
-    return f"proved equal to the stated form: {row['proof']}" if row["proof"] else "no stated form to compare"
+def proved_text(row: Row) -> str:
+    """What the row's proof showed: equality with the form the layer states, or (where it states
+    none) the check it made instead, such as J v = J^T v for a symmetric J."""
+    if not row["proof"]:
+        return "no stated form to compare"
+    if row.get("stated", True):
+        return f"proved equal to the stated form: {row['proof']}"
+    return f"no stated form; proved instead: {row['proof']}"
+
+
+_proved = proved_text
 
 
 def _how(row: Row) -> str:

@@ -24,7 +24,7 @@ import sympy as sp
 from derivations.catalog import LAYERS, rows
 from derivations.cli import OneLineParser, finish
 from derivations.notation import DEFAULT, RENAMABLE, Notation
-from derivations.render import PACKAGES, Row, equation
+from derivations.render import PACKAGES, Row, equation, proved_text
 from figures import FIGURES
 from figures._output import BUILD, prepare, write_all
 from figures._pdflatex import LatexError, available, compile_pdf
@@ -41,6 +41,12 @@ INTRO = (
 )
 
 
+def _sentence(row: Row) -> str:
+    """What the row's proof showed, as a sentence."""
+    text = proved_text(row)
+    return f"{text[0].upper()}{text[1:]}."
+
+
 def _formulas(every: list[Row]) -> list[str]:
     lines = ["## Formulas", ""]
     current = None
@@ -48,7 +54,7 @@ def _formulas(every: list[Row]) -> list[str]:
         if row["layer"] != current:
             current = str(row["layer"])
             lines += [f"### {LAYERS[current].title} (`{current}`)", ""]
-        proof = f" Proved equal to the stated form: {row['proof']}." if row["proof"] else ""
+        proof = f" {_sentence(row)}" if row["proof"] else ""
         lines += [
             f"**`{row['name']}`** — {row['statement']} *Established {row['established']} ({row['detail']}).*{proof}",
             "",
@@ -172,7 +178,7 @@ def document(every: list[Row], links: list[tuple[str, str]], checks: _Checks) ->
             current = str(row["layer"])
             body.append(rf"\subsection{{{escape(LAYERS[current].title)} (\texttt{{{escape(current)}}})}}")
         how = f"Established {row['established']} ({row['detail']})."
-        proof = f"Proved equal to the stated form: {row['proof']}." if row["proof"] else "No stated form to compare."
+        proof = _sentence(row)
         body += [
             rf"\paragraph{{\texttt{{{escape(row['name'])}}}}} {escape(row['statement'])}",
             equation(row),

@@ -13,7 +13,7 @@ import sympy as sp
 from grids import ROW_LAYERS, module, tiered
 
 import numeric
-from derivations import LAYERS, DerivationError, backward, formula, jacobian, quantities
+from derivations import LAYERS, DerivationError, backward, formula, formulas, jacobian, quantities
 from derivations.sums import Mean, mean, p
 from derivations.symbols import epsilon, g, gamma, j, k, mu, q, v, x
 from numeric.agreement import assert_agree
@@ -355,3 +355,17 @@ def test_vjp_at_two_features_is_accurate_where_the_entry_formula_cancels(key, ep
     x, dy = np.array([float(v) for v in point]), np.array([float(v) for v in gradient])
     got = getattr(numeric, key).vjp(x, epsilon, dy, **named, **scalars)
     np.testing.assert_allclose(got[0] if named else got, exact, rtol=1e-13, atol=0)
+
+
+def test_a_row_says_proved_equal_to_the_stated_form_only_where_a_form_is_stated(capsys):
+    """A jvp or hvp row of a layer that states no jvp or hvp proved something else (J v = J^T v,
+    the Hessian's symmetry): `make derive` says which, never "equal to the stated form"."""
+    from derivations.__main__ import main
+
+    assert main(["--layer", "layernorm", "--no-cache"]) == 0
+    blocks = {block.split("\n", 1)[0]: block for block in capsys.readouterr().out.split("\n\n")}
+    assert "no stated form; proved instead: J symmetric" in blocks["layernorm.jvp"]
+    assert "no stated form; proved instead: H symmetric" in blocks["layernorm.hvp"]
+    assert "proved equal to the stated form" in blocks["layernorm.vjp"]
+    for f in formulas("layernorm"):
+        assert f.stated == (f.name in LAYERS["layernorm"].stated)

@@ -208,6 +208,11 @@ def test_a_claim_past_its_time_budget_is_an_error_never_a_hang():
         (r"\|y\|^2 = d \cdot \operatorname{second\_moment}", "(norm(y))**(2) == (n) * (second_moment)"),
         (r"J^\top = J", "(J).T == J"),
         (r"\sigma_u \ge 0", "sigma_u >= 0"),
+        # A limit is two-sided unless a side is written, as 0^+, 0^{+} or 0^-.
+        (r"\lim_{t \to 0} \frac{|t|}{t} = 1", "limit((abs(t))/(t), t, 0) == 1"),
+        (r"\lim_{t \to 0^{+}} \frac{|t|}{t} = 1", 'limit((abs(t))/(t), t, 0, "+") == 1'),
+        (r"\lim_{t \to 0^-} \frac{|t|}{t} = -1", 'limit((abs(t))/(t), t, 0, "-") == -(1)'),
+        (r"\lim_{\varepsilon \to 0^+} \operatorname{slope} = 0", 'limit(slope, epsilon, 0, "+") == 0'),
     ],
 )
 def test_latex_claims_read_as_papers_write_them(source, claim):
@@ -220,6 +225,8 @@ def test_latex_claims_read_as_papers_write_them(source, claim):
         (r"\|J\|_2 \le \frac{1}{\sqrt{\epsilon}}", "proved"),
         (r"J \mathbf{1} = 0", "proved"),
         (r"\operatorname{slope\_at\_zero} = \frac{1}{\epsilon}", "refuted"),
+        (r"\lim_{t \to 0} \frac{|t|}{t} = 1", "refuted"),
+        (r"\lim_{t \to 0^{+}} \frac{|t|}{t} = 1", "proved"),
     ],
 )
 def test_latex_claims_get_the_same_verdicts(source, verdict):
@@ -312,3 +319,60 @@ def test_a_norm_squared_in_latex():
     assert latex.to_claim(r"\|y\|_2^2 \le n") == "(norm(y, 2))**(2) <= n"
     assert check(Claim(latex.to_claim(r"\|y\|_2^2 \le n"))).verdict == "proved"
     assert latex.to_claim(r"\frac14 \le 1") == "(1)/(4) <= 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('limit(abs(t)/t, t, 0, "up") == 1', 'the direction must be "+" or "-"; got \'up\''),
+        ("limit(abs(t)/t, t, 0, 1) == 1", 'the direction must be "+" or "-"; got 1'),
+        ('limit(response, t, oo, "+") == 1', "a limit at oo has one side only"),
+        ('limit(slope, epsilon, 0, "-") == 1', "epsilon tends to 0 from above only"),
+    ],
+)
+def test_a_limit_s_side_is_plus_or_minus_in_one_line(text, message):
+    verdict = check(Claim(text))
+    assert verdict.verdict == "error"
+    assert message in verdict.detail
+    assert "\n" not in verdict.detail
+
+
+def test_a_limit_in_epsilon_is_pointwise_in_t():
+    """limit(slope, epsilon, 0) is 0 for t != 0 and +oo at t = 0, where the slope is 1/sqrt(epsilon)."""
+    verdict = check(Claim("limit(slope, epsilon, 0) == 0"))
+    assert verdict.verdict == "refuted"
+    assert verdict.counterexample["t"] == 0
+    assert "lhs = oo" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("assumptions", "named"),
+    [
+        (("epsilon == 1", "epsilon == 2"), ["epsilon == 1", "epsilon == 2"]),
+        (("epsilon < 0",), ["epsilon < 0", "epsilon > 0"]),
+        (("q < 0",), ["q < 0", "q >= 0", "q does not appear in the claim"]),
+        (("n == 1",), ["n == 1", "n is an integer >= 2"]),
+        (("q > 3*epsilon", "q < epsilon"), ["q > 3*epsilon", "q < epsilon", "z3"]),
+    ],
+)
+def test_a_vacuous_claim_names_its_conflict(assumptions, named):
+    verdict = check(Claim("slope_at_zero == 1/sqrt(epsilon)", "layernorm", assumptions))
+    assert verdict.verdict == "vacuous", verdict.detail
+    for part in named:
+        assert part in verdict.detail
+
+
+def test_vacuous_is_its_own_verdict_in_every_format_with_status_2(capsys):
+    from derivations.__main__ import main
+
+    for fmt in ("text", "json", "markdown"):
+        argv = ["check", "slope_at_zero == 1", "--assume", "epsilon == 1", "--assume", "epsilon == 2"]
+        assert main([*argv, "--format", fmt, "--no-cache"]) == 2
+        assert "vacuous" in capsys.readouterr().out
+
+
+def test_every_verdict_says_what_the_audit_did():
+    for text, layer in (("slope_at_zero == 1/sqrt(epsilon)", "layernorm"), ("response <= 1", "layernorm")):
+        verdict = check(Claim(text, layer))
+        assert "audit" in verdict.detail, verdict.detail
+        assert verdict.audit

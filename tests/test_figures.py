@@ -189,6 +189,8 @@ def test_bad_arguments_print_one_line_and_exit_2(capsys):
 
 def test_report_holds_every_formula_figure_check_and_version(written, tmp_path, monkeypatch):
     from derivations import LAYERS, formulas
+    from derivations.catalog import rows
+    from derivations.render import proved_text
     from figures import report
 
     status, folder, *_ = written
@@ -228,7 +230,9 @@ def test_report_holds_every_formula_figure_check_and_version(written, tmp_path, 
             equation, after = block.split(f"\\end{{{env}}}\n", 1)
             assert " ".join(line.strip().removesuffix("\\\\").strip() for line in equation.splitlines()) == f.latex()
             assert after.startswith("\\noindent{\\small Established ")
-            proof = f"Proved equal to the stated form: {f.proof}." if f.proof else "No stated form to compare."
+            row = next(r for r in rows([key]) if r["name"] == f.qualified)
+            text = proved_text(row)
+            proof = f"{text[0].upper()}{text[1:]}."
             assert report.escape(proof) in after.split("\n", 1)[0]
     for module in FIGURES:
         assert f"\\includegraphics[width=\\linewidth]{{figures/{module.FILENAME}}}" in tex

@@ -143,6 +143,12 @@ class ToClaim(Transformer[Token, str]):
         variable, point, body = str(items[0]), items[1], items[2]
         return f"limit({body}, {_GREEK.get(variable, _LETTERS.get(variable, variable))}, {point})"
 
+    def at(self, items: list[Token]) -> str:
+        return str(items[0])
+
+    def at_side(self, items: list[Token]) -> str:
+        return f'{items[0]}, "{items[1]}"'
+
     def exp(self, items: list[str]) -> str:
         return f"exp({items[0]})"
 
@@ -160,9 +166,6 @@ class ToClaim(Transformer[Token, str]):
 
     def minus_infinity(self, items: list[str]) -> str:
         return "-oo"
-
-    def zero(self, items: list[str]) -> str:
-        return "0"
 
 
 @cache

@@ -84,6 +84,9 @@ class Quantity:
     limit: Callable[[Layer], sp.Expr] | None = None
     returned_by: str | None = None
     jacobian_product: str | None = None  # "direct" (J v) or "transpose" (J^T g) applied to its one vector
+    # How the independent audit of claims evaluates it from the layer's definition alone
+    # (`derivations.claims.audit.evaluate`), for a row a claim may name.
+    audit: str | None = None
 
     def name(self, item: Any) -> str:
         if self.over == "pattern":
@@ -199,6 +202,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_t",
         numeric="response",
         claim=True,
+        audit="value_at_pattern",
         meaning="the pattern's coordinate of the output, as a function of t",
     ),
     Quantity(
@@ -210,6 +214,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_t",
         numeric="slope",
         claim=True,
+        audit="derivative_at_pattern",
         derivative_of="response",
         meaning="d response / dt",
     ),
@@ -222,6 +227,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_epsilon",
         numeric="slope_at_zero",
         claim=True,
+        audit="derivative_at_pattern_origin",
         column="slope at 0 on (−t, 0, t)",
         meaning="the slope at t = 0",
     ),
@@ -234,6 +240,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_epsilon",
         numeric="asymptote",
         claim=True,
+        audit="value_at_pattern_far_out",
         meaning="the response's limit as t -> oo",
     ),
     Quantity(
@@ -246,6 +253,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_epsilon",
         numeric="kink",
         claim=True,
+        audit="case_switch_along_pattern",
         meaning="the amplitude |t| at which a clamped layer switches regimes",
     ),
     Quantity(
@@ -258,6 +266,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_epsilon",
         numeric="slope_below_kink",
         claim=True,
+        audit="derivative_just_inside_the_switch",
         meaning="the slope's limit as |t| rises to the kink",
     ),
     Quantity(
@@ -270,6 +279,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_epsilon",
         numeric="slope_above_kink",
         claim=True,
+        audit="derivative_just_outside_the_switch",
         meaning="the slope's limit as |t| falls to the kink",
     ),
     Quantity(
@@ -279,6 +289,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         response.constant_formula,
         response.at_constant,
         claim=True,
+        audit="value_at_constant_input",
         column="output at a constant input t·1",
         meaning="output entry i at the constant input x = t 1",
     ),
@@ -329,6 +340,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_statistics",
         numeric="eigen",
         claim=True,
+        audit="eigenvalue_along_direction",
         meaning="the eigenvalue of J along the direction",
     ),
     Quantity(
@@ -341,6 +353,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_statistics",
         numeric="spectral_norm",
         claim=True,
+        audit="norm2_of_jacobian",
         reference="norm2_of_jacobian",
         meaning="||J||_2 at the input",
     ),
@@ -354,6 +367,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_epsilon",
         numeric="bound",
         claim=True,
+        audit="norm2_of_jacobian_over_inputs",
         column="bound on ‖J‖₂",
         meaning="the bound on ||J||_2 over all inputs",
     ),
@@ -367,6 +381,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_statistics",
         numeric="norm_bound",
         claim=True,
+        audit="at_least_norm2_of_jacobian",
         column="bound on ‖J‖₂",
         cell=r"\text{none over all } x\text{; at } x\text{: } {}",
         meaning="a bound on ||J||_2 at the input (the triangle inequality over J's terms), not its value",
@@ -381,6 +396,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         evaluate="of_statistics",
         numeric="second_moment",
         claim=True,
+        audit="mean_square_of_output",
         reference="mean_square_of_output",
         meaning="mean of the squared output entries",
     ),

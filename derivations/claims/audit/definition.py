@@ -211,16 +211,16 @@ class LayerAt:
         return self._cache["y"]
 
     def jacobian(self) -> list[list[Num]]:
-        if "jacobian" not in self._cache:
+        if "J" not in self._cache:
             tangents = [
                 Jet(e.value, [ONE if row == column else ZERO for column in range(self.size)])
                 for row, e in enumerate(self.x)
             ]
-            self._cache["jacobian"] = [
+            self._cache["J"] = [
                 [(out.d[column] if column < len(out.d) else ZERO) for column in range(self.size)]
                 for out in self.outputs(tangents)
             ]
-        return self._cache["jacobian"]
+        return self._cache["J"]
 
 
 def spectral_norm(matrix: list[list[Num]]) -> Num:

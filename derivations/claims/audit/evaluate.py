@@ -20,7 +20,7 @@ rigorous, which `Evaluator.rigorous` records.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -235,7 +235,7 @@ class Evaluator:
         known = quantities.names(LAYERS[key])
         if identifier in known and known[identifier][0].claim:
             quantity, item = known[identifier]
-            return self.quantity(quantity.stem, item, key)
+            return self.quantity(quantity.audit or "", item, key)
         vector = self.vector(identifier, key)
         if vector is not None:
             return vector
@@ -276,30 +276,14 @@ class Evaluator:
             return at.y()
         return Matrix(at.jacobian())
 
-    def quantity(self, stem: str, item: Any, key: str) -> Any:
-        if item is not None and hasattr(item, "coordinate"):
-            return self.on_pattern(stem, item, key)
-        if stem == "constant_response":
-            return self.constant_response(key)
-        at = self.at(key)
-        if stem == "eigen":
-            value, rigorous = eigenvalue(item, at)
-            self.rigorous = self.rigorous and rigorous
-            return value
-        if stem == "spectral_norm":
-            return spectral_norm(at.jacobian())
-        if stem == "norm_bound":
-            return AtLeast(spectral_norm(at.jacobian()))
-        if stem == "spectral_bound":
-            if gain_is_zero(key, self.point.gain):
-                return ZERO  # J = diag(gain) J' = 0 at every input: the bound over all inputs is 0
-            return AtLeast(self.largest_norm(key))
-        if stem == "second_moment":
-            values = at.y()
-            return divide(total([v * v for v in values]), exact(len(values)))
-        raise Unknown(f"the quantity {stem}")
+    def quantity(self, how: str, item: Any, key: str) -> Any:
+        """A quantity by how the registry says it is evaluated from the definition (its ``audit``)."""
+        if how not in _QUANTITIES:
+            raise Unknown(f"no independent evaluation of {how}")
+        return _QUANTITIES[how](self, item, key)
 
-    def on_pattern(self, stem: str, pattern: Any, key: str) -> Any:
+    def at_pattern(self, pattern: Any, key: str) -> Callable[..., Num]:
+        """The pattern's response as a function of t: its value, or its t-derivative (a jet)."""
         evaluator = Evaluator(key, self.point, pattern)
         values = self.values()
 
@@ -309,20 +293,36 @@ class Evaluator:
             out = LayerAt(key, inputs, values).outputs(inputs)[pattern.coordinate]
             return (out.d[0] if out.d else ZERO) if derivative else out.value
 
-        if stem == "response":
-            return response(_needed(self.point.t, "t"))
-        if stem == "slope":
-            return response(_needed(self.point.t, "t"), derivative=True)
-        if stem == "slope_at_zero":
-            return response(ZERO, derivative=True)
-        self.rigorous = False
-        if stem == "asymptote":
-            return extrapolated([response(arb(2) ** step) for step in _STEPS])
-        found = kink(key, lambda t: evaluator.input(Jet(t)), values)
-        if stem == "kink":
-            return found
-        sign = -1 if stem == "slope_below_kink" else 1
+        return response
+
+    def switch(self, pattern: Any, key: str) -> Num:
+        """The amplitude t > 0 where the definition's case switches along the pattern."""
+        evaluator = Evaluator(key, self.point, pattern)
+        return kink(key, lambda t: evaluator.input(Jet(t)), self.values())
+
+    def just_beside_switch(self, pattern: Any, key: str, sign: int) -> Any:
+        self.rigorous = False  # a one-sided limit at the switch
+        response, found = self.at_pattern(pattern, key), self.switch(pattern, key)
         return extrapolated([response(found * (1 + sign * arb(2) ** -step), derivative=True) for step in _STEPS])
+
+    def far_out(self, pattern: Any, key: str) -> Any:
+        self.rigorous = False
+        response = self.at_pattern(pattern, key)
+        return extrapolated([response(arb(2) ** step) for step in _STEPS])
+
+    def eigen_along(self, item: Any, key: str) -> Num:
+        value, rigorous = eigenvalue(item, self.at(key))
+        self.rigorous = self.rigorous and rigorous
+        return value
+
+    def bound_over_inputs(self, key: str) -> Any:
+        if gain_is_zero(key, self.point.gain):
+            return ZERO  # J = diag(gain) J' = 0 at every input: the bound over all inputs is 0
+        return AtLeast(self.largest_norm(key))
+
+    def mean_square(self, key: str) -> Num:
+        values = self.at(key).y()
+        return divide(total([v * v for v in values]), exact(len(values)))
 
     def constant_response(self, key: str) -> Num:
         if LAYERS[key].parameters:
@@ -347,6 +347,24 @@ class Evaluator:
             if compare(value, ">", best):
                 best = value
         return best if isinstance(best, fmpq) else best - best.rad()
+
+
+# Each way the registry says a quantity is evaluated from the definition (its ``audit``), by name.
+_QUANTITIES: dict[str, Callable[[Evaluator, Any, str], Any]] = {
+    "value_at_pattern": lambda e, item, key: e.at_pattern(item, key)(_needed(e.point.t, "t")),
+    "derivative_at_pattern": lambda e, item, key: e.at_pattern(item, key)(_needed(e.point.t, "t"), True),
+    "derivative_at_pattern_origin": lambda e, item, key: e.at_pattern(item, key)(ZERO, True),
+    "value_at_pattern_far_out": lambda e, item, key: e.far_out(item, key),
+    "case_switch_along_pattern": lambda e, item, key: e.switch(item, key),
+    "derivative_just_inside_the_switch": lambda e, item, key: e.just_beside_switch(item, key, -1),
+    "derivative_just_outside_the_switch": lambda e, item, key: e.just_beside_switch(item, key, 1),
+    "value_at_constant_input": lambda e, item, key: e.constant_response(key),
+    "eigenvalue_along_direction": lambda e, item, key: e.eigen_along(item, key),
+    "norm2_of_jacobian": lambda e, item, key: spectral_norm(e.at(key).jacobian()),
+    "at_least_norm2_of_jacobian": lambda e, item, key: AtLeast(spectral_norm(e.at(key).jacobian())),
+    "norm2_of_jacobian_over_inputs": lambda e, item, key: e.bound_over_inputs(key),
+    "mean_square_of_output": lambda e, item, key: e.mean_square(key),
+}
 
 
 def eigenvalue(vector_of: Any, at: LayerAt) -> tuple[Num, bool]:

@@ -256,7 +256,7 @@ def _audit_ranges(domain: Domain | None, claimed: audit.Claimed) -> dict[str, An
             "epsilon": [*_AUDIT_EPSILONS, sp.Integer(0)],
             "t": list(_AUDIT_TS),
         }
-    allowed = domain.n_set
+    allowed = (domain.assumed or domain.ranges)[n]
     sizes = [size for size in (2, 3, 4) if allowed.contains(size) is sp.true]
     if not sizes:
         low = int(allowed.inf)
@@ -275,7 +275,7 @@ def _audit_ranges(domain: Domain | None, claimed: audit.Claimed) -> dict[str, An
 def _audit_values(domain: Domain, symbol: sp.Symbol, defaults: tuple[sp.Expr, ...]) -> list[sp.Expr]:
     if symbol in domain.fixed:
         return [domain.fixed[symbol]]
-    where = domain.ranges.get(symbol)
+    where = (domain.assumed or domain.ranges).get(symbol)
     if where is None:
         return list(defaults)
     if isinstance(where, sp.FiniteSet):

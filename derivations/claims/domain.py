@@ -88,6 +88,7 @@ class Domain:
     vectors: bool = False  # whether a side needs explicit vectors (a sum the statistics do not fix)
     free: list[str] = field(default_factory=list)  # the symbols left free once settled
     undecided: bool = False  # whether it is unknown if the assumptions admit any input
+    assumed: dict[sp.Basic, sp.Set] = field(default_factory=dict)  # the ranges before any exclusion
 
     @property
     def n_set(self) -> sp.Set:
@@ -460,6 +461,9 @@ def settle(domain: Domain, sides: list[Any], found: list[Requirement]) -> list[A
     # First the properties the ranges guarantee (gamma_max >= 0, not > 0), so that a requirement
     # is judged with exactly what the domain knows.
     domain.rename = renamed(domain, symbols)
+    # The ranges the assumptions leave, before the points where the claim is undefined are taken
+    # out: the audit's points come from these, and it checks the exclusions itself.
+    domain.assumed = dict(domain.ranges)
     undefined(domain, found)
     # An exclusion such as q != 0 on a nonnegative q narrows its range: q > 0 from here on.
     for exclusion in domain.exclusions:

@@ -34,6 +34,7 @@ import ast
 import itertools
 import random
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,7 @@ from derivations.claims.audit.evaluate import Evaluator, Point
 from derivations.claims.audit.numbers import Undefined, agree, is_zero, negative
 from derivations.claims.language import parse_expression
 
-__all__ = ["Claimed", "Finding", "Point", "Report", "admitted", "at_counterexample", "run"]
+__all__ = ["Claimed", "Finding", "Point", "Report", "admitted", "at_counterexample", "precision", "run"]
 
 # Bits of working precision: 77 digits, far more than a decision at a sampled point needs.
 PRECISION = 256
@@ -128,16 +129,14 @@ class Claimed:
         digits needs more than 77)."""
         found: tuple[bool | None, bool, str] = (None, True, "")
         for bits in precisions:
-            ctx.prec = bits
-            evaluator = Evaluator(self.key, point, self.pattern)
-            try:
-                holds = evaluator.decide(self.tree)
-            except Undefined as undefined:
-                return False, evaluator.rigorous, f"undefined there ({undefined})"
-            except Exception:  # Unknown, or any arithmetic the balls cannot do: not evaluable here
-                holds = None
-            finally:
-                ctx.prec = PRECISION
+            with precision(bits):
+                evaluator = Evaluator(self.key, point, self.pattern)
+                try:
+                    holds = evaluator.decide(self.tree)
+                except Undefined as undefined:
+                    return False, evaluator.rigorous, f"undefined there ({undefined})"
+                except Exception:  # Unknown, or any arithmetic the balls cannot do: not evaluable here
+                    holds = None
             found = (holds, evaluator.rigorous, "" if holds is not False else "false there")
             if holds is not None:
                 return found
@@ -244,9 +243,24 @@ def _gain(size: int, kind: int, rng: random.Random) -> list[Any]:
     return out
 
 
+@contextmanager
+def precision(bits: int = PRECISION) -> Iterator[None]:
+    """The audit's working precision for the balls, and flint's own restored after."""
+    before = ctx.prec
+    ctx.prec = bits
+    try:
+        yield
+    finally:
+        ctx.prec = before
+
+
 def run(claimed: Claimed, ranges: dict[str, Any], epsilon_zero: bool) -> Report:
     """The claim at the domain's points: a finding wherever it is false or a side undefined."""
-    ctx.prec = PRECISION
+    with precision():
+        return _run(claimed, ranges, epsilon_zero)
+
+
+def _run(claimed: Claimed, ranges: dict[str, Any], epsilon_zero: bool) -> Report:
     report = Report()
     for point in points(claimed, ranges):
         inside = claimed.in_domain(point, epsilon_zero)
@@ -266,7 +280,11 @@ def run(claimed: Claimed, ranges: dict[str, Any], epsilon_zero: bool) -> Report:
 def at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tuple[bool | None, str]:
     """Whether the audit confirms a refutation at ``point``: True (in the domain, and the claim
     false or undefined there), False (outside the domain, or the claim holds), None (cannot tell)."""
-    ctx.prec = PRECISION
+    with precision():
+        return _at_counterexample(claimed, point, epsilon_zero)
+
+
+def _at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tuple[bool | None, str]:
     inside = claimed.in_domain(point, epsilon_zero)
     if inside is False:
         return False, "the counterexample is outside the domain"
@@ -285,8 +303,8 @@ def at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tup
 
 def admitted(claimed: Claimed, ranges: dict[str, Any]) -> dict[str, Any] | None:
     """A point where every assumption holds, decided in ball arithmetic, or None."""
-    ctx.prec = PRECISION
-    for point in points(claimed, ranges):
-        if claimed.in_domain(point, epsilon_zero=True) is True:
-            return point.shown()
+    with precision():
+        for point in points(claimed, ranges):
+            if claimed.in_domain(point, epsilon_zero=True) is True:
+                return point.shown()
     return None

@@ -294,20 +294,25 @@ def kink(key: str, inputs: Callable[[Num], list[Jet]], values: Env) -> Num:
         raise Unknown("a case condition that is not one relation")
     gap = compiled(condition.lhs - condition.rhs)
 
-    def sign_at(t: Num) -> int:
+    def sign_at(t: Num) -> int | None:
         at = LayerAt(key, inputs(t), values)
         value = gap(at.env(at.x)).value
-        return 1 if value > 0 else (-1 if value < 0 else 0)
+        return 1 if value > 0 else (-1 if value < 0 else (0 if is_zero(value) else None))
 
     low, high = ZERO, ONE
     start = sign_at(low)
+    if start is None:
+        raise Unknown("the case at t = 0 is not decided")
     while sign_at(high) == start:
         high = high * 2
         if high > 2**400:
             raise Unknown("no kink along the pattern")
     for _ in range(200):
         middle = (low + high) / 2
-        if sign_at(middle) == start:
+        found = sign_at(middle)
+        if found is None:
+            break  # the balls cannot tell the side here: the switch is somewhere in [low, high]
+        if found == start:
             low = middle
         else:
             high = middle

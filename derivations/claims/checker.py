@@ -153,7 +153,12 @@ def _check(claim: Claim, confirm: Confirm | None) -> Verdict:
     quantifier = domain.quantifier(claim.layer)
     used = tuple(dict.fromkeys(f"{key}.{name}" for key, name in usage.quantities))
     found = Verdict(claim, "error", "", quantities=used, quantifier=quantifier, excluded=domain.excluded)
-    return _audited(claim, _verdict(claim, domain, sides, found, confirm), domain)
+    verdict = _audited(claim, _verdict(claim, domain, sides, found, confirm), domain)
+    if domain.undecided and verdict.verdict in ("proved", "supported"):
+        # A proof under assumptions that may admit no input at all holds vacuously there.
+        note = "whether the assumptions admit any input at all was not decided"
+        verdict = dataclasses.replace(verdict, detail=f"{verdict.detail}; {note}")
+    return verdict
 
 
 def _verdict(claim: Claim, domain: Domain, sides: _Sides, found: Verdict, confirm: Confirm | None) -> Verdict:

@@ -657,12 +657,12 @@ def substitute(value: Any, replace: dict) -> Any:
 def _epsilon_text(domain: Domain) -> str:
     if epsilon in domain.fixed:
         return f"epsilon = {domain.fixed[epsilon]}"
-    where = domain.ranges[epsilon]
-    if where == sp.Interval(0, sp.oo):
-        return "epsilon >= 0"
-    if where == sp.Interval.open(0, sp.oo):
-        return "epsilon > 0"
-    return f"epsilon in {where}"
+    # A narrower range comes from assumptions, which the quantifier lists after it.
+    return (
+        "epsilon > 0"
+        if (domain.assumed or domain.ranges)[epsilon].is_subset(sp.Interval.open(0, sp.oo))
+        else ("epsilon >= 0")
+    )
 
 
 def _quantifier(domain: Domain, key: str) -> str:
@@ -681,6 +681,7 @@ def _quantifier(domain: Domain, key: str) -> str:
         eps = ""  # a layer without epsilon (Dynamic Tanh): nothing to quantify over
     shown = [a.text for a in domain.assumptions if not a.text.replace(" ", "").startswith(("n>=", "n==", "d>="))]
     shown = [a for a in shown if not (a.replace(" ", "").startswith("epsilon==") and epsilon in domain.fixed)]
+    shown = [a for a in shown if a.replace(" ", "") not in ("epsilon>=0", "0<=epsilon")]  # said by "epsilon >= 0"
     tail = "".join(f", {a}" for a in shown)
     at_pattern = [
         f"{symbol} = {value}"

@@ -1,0 +1,136 @@
+"""The claim's domain, step by step: natural ranges, fixed values, narrowing, properties,
+definedness and limits, each on its own."""
+
+import pytest
+import sympy as sp
+
+from derivations.claims import ClaimError
+from derivations.claims.domain import (
+    Assumption,
+    Domain,
+    Vacuous,
+    build_domain,
+    claim_text,
+    fixed_values,
+    natural_ranges,
+    renamed,
+    settle,
+    substitute,
+)
+from derivations.claims.language import RIGHT, TWO_SIDED, Lim
+from derivations.claims.limits import take
+from derivations.claims.semantics import build
+from derivations.symbols import epsilon, gamma_max, n, q, t
+
+
+def _domain(text: str, layer: str = "layernorm", assumptions: tuple[str, ...] = ()) -> tuple[Domain, list]:
+    lhs, _, rhs, usage = build(text, layer)
+    domain = build_domain(layer, assumptions, usage, lhs, rhs)
+    sides = settle(domain, [lhs, rhs], usage.requirements)
+    return domain, sides
+
+
+@pytest.mark.parametrize(
+    ("relation", "zero"),
+    [
+        # As assumptions are read: unevaluated (epsilon is positive to SymPy).
+        (sp.Eq(epsilon, 0, evaluate=False), True),
+        (sp.Ge(epsilon, 0, evaluate=False), True),
+        (sp.Le(epsilon, 0, evaluate=False), True),
+        (sp.Le(epsilon, 1, evaluate=False), False),  # 0 is inside, not what the assumption is about
+        (sp.Gt(epsilon, 0, evaluate=False), False),
+        (sp.Ge(q, 0, evaluate=False), False),
+    ],
+)
+def test_epsilon_is_positive_unless_an_assumption_is_about_zero(relation, zero):
+    ranges = natural_ranges([], [Assumption("a", relation)])
+    assert (0 in ranges[epsilon]) == zero
+    assert ranges[n] == sp.Range(2, sp.oo)
+    assert ranges[gamma_max] == sp.Interval(0, sp.oo)  # max|gamma_i| is 0 at a zero gain
+
+
+def test_two_fixed_values_that_differ_leave_no_input():
+    domain, _ = _domain("slope_at_zero == 1")
+    with pytest.raises(Vacuous, match=r"epsilon == 1 and epsilon == 2 contradict each other"):
+        fixed_values(
+            domain, [Assumption("epsilon == 1", sp.Eq(epsilon, 1)), Assumption("epsilon == 2", sp.Eq(epsilon, 2))]
+        )
+
+
+def test_a_fixed_value_outside_its_range_leaves_no_input():
+    domain, _ = _domain("slope_at_zero == 1")
+    with pytest.raises(Vacuous, match=r"n == 1, but n is an integer >= 2"):
+        fixed_values(domain, [Assumption("n == 1", sp.Eq(n, 1))])
+
+
+@pytest.mark.parametrize(
+    ("assumptions", "message"),
+    [
+        (("epsilon < 0",), "epsilon < 0, but epsilon > 0"),
+        (("q < 0",), "q < 0, but q >= 0 (mean square of the centered entries); q does not appear in the claim"),
+        (("n >= 3", "n <= 2"), "n >= 3 and n <= 2, but n is an integer >= 2"),
+        (("1 > 2",), "the assumption 1 > 2 is false"),
+    ],
+)
+def test_narrowing_a_range_to_nothing_names_the_assumptions(assumptions, message):
+    with pytest.raises(Vacuous, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _domain("slope_at_zero == 1", assumptions=assumptions)
+
+
+def test_a_statistic_assumed_at_the_pattern_is_a_condition_on_t():
+    domain, _ = _domain("response**2 > 1", assumptions=("q > 3*epsilon",))
+    assert domain.pattern is not None
+    assert domain.conditions == [sp.Gt(2 * t**2 / 3, 3 * epsilon)]
+    assert "(q = 2*t**2/3 at this input)" in domain.quantifier("layernorm")
+
+
+def test_a_symbol_gets_exactly_the_properties_its_range_guarantees():
+    domain, _ = _domain("gamma_max >= 0", "layernorm_affine")
+    (new,) = [s for old, s in domain.rename.items() if old == gamma_max]
+    assert new.is_nonnegative
+    assert new.is_positive is None
+    positive, _ = _domain("slope >= 0", assumptions=("t > 0",))
+    assert renamed(positive, {t})[t].is_positive
+
+
+def test_definedness_is_read_before_sympy_cancels():
+    domain, sides = _domain("q**-1 * q == 1")
+    assert sides == [sp.Integer(1), sp.Integer(1)]  # what SymPy made of it
+    assert domain.excluded == ("q != 0",)
+
+
+def test_epsilon_zero_excludes_where_the_layer_is_undefined():
+    domain, _ = _domain("slope == 0", assumptions=("epsilon == 0",))
+    assert domain.excluded == ("t != 0",)
+    general, _ = _domain("second_moment == 1", assumptions=("epsilon == 0",))
+    assert general.excluded == ("q != 0",)
+
+
+def test_a_claim_undefined_everywhere_is_an_error():
+    with pytest.raises(ClaimError, match="undefined everywhere"):
+        _domain("constant_response == 0", assumptions=("epsilon == 0",))
+
+
+def test_a_limit_s_own_variable_is_never_substituted():
+    limit = Lim(epsilon * t, epsilon, sp.Integer(0), RIGHT)
+    replaced = substitute(limit + epsilon, {epsilon: sp.Integer(5), t: sp.Integer(2)})
+    assert replaced == Lim(2 * epsilon, epsilon, sp.Integer(0), RIGHT) + 5
+
+
+@pytest.mark.parametrize(
+    ("expr", "variable", "point", "value", "missing"),
+    [
+        (sp.Abs(t) / t, t, 0, sp.nan, 1),  # two-sided: no limit
+        (1 / t**2, t, 0, sp.oo, 0),
+        (epsilon / (epsilon + t**2), epsilon, 0, sp.Piecewise((1, sp.Eq(t, 0)), (0, True)), 0),
+    ],
+)
+def test_limits_are_two_sided_and_pointwise(expr, variable, point, value, missing):
+    found, lost = take(Lim(expr, variable, sp.Integer(point), TWO_SIDED))
+    assert found == value or (found is sp.nan and value is sp.nan)
+    assert len(lost) == missing
+
+
+def test_conditions_print_in_the_claim_language():
+    assert claim_text(sp.Ne(sp.Abs(t), 0)) == "abs(t) != 0"
+    assert claim_text(sp.Or(epsilon > 1, epsilon < 1)) == "(epsilon > 1) or (epsilon < 1)"

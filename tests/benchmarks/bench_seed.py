@@ -331,6 +331,62 @@ def cache_rows(rounds: int = 5) -> None:
     print(f"first numeric.response call, fresh process, warm cache {first_call:6.3f} s   (issue 13: 0.22-0.25 s)")
 
 
+# Claims a reviewer checks one at a time, proved and refuted, scalar and matrix, pattern and general.
+_AUDITED = (
+    ("slope_at_zero == 1/sqrt(epsilon)", "layernorm", ()),
+    ("spectral_norm == 1/sqrt(q + epsilon)", "layernorm", ()),
+    ("norm(J, 2) <= 1/sqrt(epsilon)", "layernorm", ()),
+    ("J @ c == c / s", "layernorm", ()),
+    ("limit(response, t, oo) == sqrt(3/2)", "layernorm", ()),
+    ("response**2 > 1", "layernorm", ("q > 3*epsilon",)),
+    ("gamma_max > 0", "layernorm_affine", ()),
+    ("eigen_x == epsilon/s**3", "rmsnorm", ()),
+)
+_WARM_CLAIM = "slope_at_zero == 1/sqrt(epsilon) + {k} - {k}"
+
+
+def claims_rows(rounds: int = 7) -> None:
+    """The audit of every verdict and z3's decisions: their share of a warm single claim, whose
+    text is new each round (the output cache misses; the derivations are warm)."""
+    from derivations.claims import Claim, check
+    from derivations.claims import checker as claims
+
+    warm = []
+    for k in range(rounds + 1):
+        start = time.perf_counter()
+        command = [sys.executable, "-m", "derivations", "check", _WARM_CLAIM.format(k=1000 + k)]
+        subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+        warm.append(time.perf_counter() - start)
+    whole = statistics.median(warm[1:])
+
+    def timed(claim: Claim) -> float:
+        start = time.perf_counter()
+        check(claim)
+        return time.perf_counter() - start
+
+    audited = claims._audited
+    decided = claims._decide
+    rows = []
+    for text, layer, assumptions in _AUDITED:
+        claim = Claim(text, layer, assumptions)
+        check(claim)  # warm: derivations, compiled terms
+        with_all = statistics.median(timed(claim) for _ in range(rounds))
+        claims._audited = lambda claim, verdict, domain: verdict
+        without_audit = statistics.median(timed(claim) for _ in range(rounds))
+        claims._decide = lambda domain, sides, found: (None, None)
+        without_both = statistics.median(timed(claim) for _ in range(rounds))
+        claims._audited, claims._decide = audited, decided
+        rows.append((text, layer, with_all, with_all - without_audit, max(without_audit - without_both, 0.0)))
+    print(f"\nclaims, medians of {rounds}: a warm single new claim (python -m derivations check) {whole:6.3f} s")
+    print(f"{'claim':<44}{'check':>9}{'audit':>9}{'z3':>9}{'audit / warm claim':>20}")
+    for text, layer, total, audit, solver in rows:
+        shown = f"{text} [{layer}]"[:43]
+        print(f"{shown:<44}{total:>8.3f}s{audit:>8.3f}s{solver:>8.3f}s{audit / whole:>19.1%}")
+    worst = max(audit for *_, audit, _ in rows)
+    print(f"the audit adds at most {worst / whole:.1%} to a warm single claim (target <= 25%)")
+
+
 if __name__ == "__main__":
     main()
     cache_rows()
+    claims_rows()

@@ -220,7 +220,7 @@ def _audited(claim: Claim, verdict: Verdict, domain: Domain | None) -> Verdict:
             verdict,
             verdict="error",
             detail=f"{internal}undecided: the independent audit finds it {finding.why} at {_shown(finding.point)}, "
-            f"by a step that is not rigorous (a limit taken numerically); {report.text()}",
+            f"by a step that is not rigorous (a limit or a derivative evaluated numerically); {report.text()}",
         )
     return dataclasses.replace(
         verdict,

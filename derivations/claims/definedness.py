@@ -54,11 +54,28 @@ def _walk(expr: sp.Basic, origin: str, found: dict[sp.Basic, Requirement]) -> No
             _add(found, sp.Ne(base, 0, evaluate=False), origin)
         if exponent.is_Rational and not exponent.is_Integer and exponent.q % 2 == 0:
             _add(found, sp.Ge(base, 0, evaluate=False), origin)
-    if isinstance(expr, sp.Piecewise) and not any(condition is sp.true for _, condition in expr.args):
-        _add(found, sp.Or(*(condition for _, condition in expr.args)), origin)
+    if isinstance(expr, sp.Piecewise):
+        _cases(expr, origin, found)
+        return
     for argument in expr.args:
         if isinstance(argument, sp.Basic):
             _walk(argument, origin, found)
+
+
+def _cases(expr: sp.Piecewise, origin: str, found: dict[sp.Basic, Requirement]) -> None:
+    """A formula by cases: some case must hold, and each case's value is required only where that
+    case is the one taken (x/||x|| needs ||x|| != 0 only outside the clamp)."""
+    conditions = [condition for _, condition in expr.args]
+    if not any(condition is sp.true for condition in conditions):
+        _add(found, sp.Or(*conditions), origin)
+    for position, (value, condition) in enumerate(expr.args):
+        inner: dict[sp.Basic, Requirement] = {}
+        _walk(value, origin, inner)
+        _walk(condition, origin, inner)
+        # Not taken: an earlier case holds, or this one does not.
+        elsewhere = [*conditions[:position], sp.Not(condition)]
+        for requirement in inner.values():
+            _add(found, sp.Or(*elsewhere, requirement.condition), requirement.origin)
 
 
 def _add(found: dict[sp.Basic, Requirement], condition: sp.Basic, origin: str) -> None:

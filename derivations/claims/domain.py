@@ -545,7 +545,7 @@ def undefined(domain: Domain, found: list[Requirement]) -> None:
         if condition is sp.false:
             raise ClaimError(f"the claim is undefined everywhere in its domain: {requirement.origin}")
         condition = _plain(condition, domain)
-        if condition is sp.true:
+        if condition is not sp.false and _always(condition, domain):
             continue
         if condition is sp.false:
             raise ClaimError(f"the claim is undefined everywhere in its domain: {requirement.origin}")
@@ -554,8 +554,39 @@ def undefined(domain: Domain, found: list[Requirement]) -> None:
         domain.exclusions.append(Exclusion(condition, _condition_text(condition), requirement.origin))
 
 
+def _always(condition: sp.Basic, domain: Domain) -> bool:
+    """Whether a condition holds at every point of the domain: SymPy's own judgment with n
+    written as 2 + m for a nonnegative integer m, or z3's (no point of the domain violates it)."""
+    if condition is sp.true:
+        return True
+    if n in condition.free_symbols and domain.n_set == sp.Range(2, sp.oo):
+        beyond = sp.Symbol("m", integer=True, nonnegative=True)
+        shifted = condition.xreplace({n: beyond + 2})
+        if shifted is sp.true or (
+            isinstance(shifted, sp.core.relational.Relational) and _relation_holds(shifted) is True
+        ):
+            return True
+    ranges = [sp.Contains(n, domain.n_set)] if n not in domain.fixed else []
+    try:
+        answer = solver.satisfiable([sp.Not(condition), *domain.conditions, *ranges], timeout_ms=500)
+    except solver.Outside:
+        return False
+    return answer.status == "unsat"
+
+
+def _relation_holds(relation: sp.Basic) -> bool | None:
+    gap = sp.factor(sp.together(relation.lhs - relation.rhs))
+    if isinstance(relation, sp.Ne):
+        return True if gap.is_zero is False else None
+    if isinstance(relation, (sp.Ge, sp.Gt)):
+        return True if (gap.is_nonnegative if isinstance(relation, sp.Ge) else gap.is_positive) else None
+    return None
+
+
 def _plain(condition: sp.Basic, domain: Domain) -> sp.Basic:
     """A condition on one symbol as that symbol's admitted values: 2 t**2/3 != 0 is t != 0."""
+    if isinstance(condition, sp.Ne) and condition.rhs == 0:
+        condition = sp.Ne(_nonzero_part(condition.lhs), 0)
     symbols = _leaves(condition)
     if symbols == {n}:
         return _on_n(condition, domain.n_set)
@@ -576,6 +607,14 @@ def _plain(condition: sp.Basic, domain: Domain) -> sp.Basic:
     if isinstance(left_out, sp.FiniteSet) and len(left_out) <= 4:
         return sp.And(*(sp.Ne(symbol, value) for value in left_out))
     return condition
+
+
+def _nonzero_part(expr: sp.Expr) -> sp.Expr:
+    """What must be nonzero for ``expr`` to be: its factors less those never zero, a power's base
+    (n**2 q/(n - 1) - n q/(n - 1) != 0 is q != 0)."""
+    factors = sp.Mul.make_args(sp.factor(expr))
+    kept = [f.base if isinstance(f, sp.Pow) and f.exp.is_positive else f for f in factors if f.is_zero is not False]
+    return sp.Mul(*kept) if kept else expr
 
 
 # Conditions on n (a case of a piecewise result) are about small n and all large ones.

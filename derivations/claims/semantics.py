@@ -144,7 +144,14 @@ class Builder(_Builder):
             else:
                 self.usage.general = True
             self.usage.require(value, f"{layer_key}.{identifier}")
-            self.defined(layer, constant=quantities.at_constant_input(identifier))
+            if quantity.evaluate != "of_epsilon":
+                # A quantity at the claim's own input exists only where the layer does there; one at
+                # a fixed point of the pattern (the slope at t = 0, the limit as t -> oo) does not
+                # depend on that input, and its own formula says where it is defined.
+                self.defined(layer, constant=quantities.at_constant_input(identifier))
+            if quantity.of_jacobian:
+                # ||J||_2 and J's eigenvalues exist where J does (not where a root of q meets q = 0).
+                self.usage.require(jacobian.entry(layer), f"the Jacobian of {layer_key}")
             if layer.parameters:
                 self.usage.gains = True
             return value

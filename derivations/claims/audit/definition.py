@@ -27,6 +27,7 @@ from derivations.claims.audit.numbers import (
     ball,
     compare,
     constant,
+    derivative_by_quotients,
     divide,
     exact,
     is_zero,
@@ -37,6 +38,7 @@ from derivations.claims.audit.numbers import (
     jet_sech,
     jet_sign,
     jet_tanh,
+    known,
     total,
     upper,
 )
@@ -165,6 +167,7 @@ class LayerAt:
         self.x = x
         self.values = values
         self.size = len(x)
+        self.rigorous = True  # False once a derivative came from difference quotients
         self._cache: dict[str, Any] = {}
 
     def base(self) -> Env:
@@ -211,16 +214,33 @@ class LayerAt:
         return self._cache["y"]
 
     def jacobian(self) -> list[list[Num]]:
+        """J by forward jets; a column the jets cannot give (a root at 0 inside) by the limits of
+        difference quotients along that entry, which is not rigorous (``rigorous`` says so)."""
         if "J" not in self._cache:
             tangents = [
                 Jet(e.value, [ONE if row == column else ZERO for column in range(self.size)])
                 for row, e in enumerate(self.x)
             ]
-            self._cache["J"] = [
-                [(out.d[column] if column < len(out.d) else ZERO) for column in range(self.size)]
-                for out in self.outputs(tangents)
-            ]
+            try:
+                outputs = self.outputs(tangents)
+                columns = [[(out.d[c] if c < len(out.d) else ZERO) for out in outputs] for c in range(self.size)]
+            except Unknown:
+                columns = [[arb("nan")] * self.size for _ in range(self.size)]
+            for c, column in enumerate(columns):
+                if not all(known(e) for e in column):
+                    self.rigorous = False
+                    columns[c] = [derivative_by_quotients(self._along(c, r), self.x[c].value) for r in range(self.size)]
+            self._cache["J"] = [[columns[c][r] for c in range(self.size)] for r in range(self.size)]
         return self._cache["J"]
+
+    def _along(self, column: int, row: int) -> Callable[[Num], Num]:
+        """Output ``row`` as a function of entry ``column`` of x, the others held."""
+
+        def value(at: Num) -> Num:
+            moved = [Jet(at) if m == column else Jet(e.value) for m, e in enumerate(self.x)]
+            return self.outputs(moved)[row].value
+
+        return value
 
 
 def spectral_norm(matrix: list[list[Num]]) -> Num:

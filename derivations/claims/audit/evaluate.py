@@ -20,7 +20,7 @@ rigorous, which `Evaluator.rigorous` records.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +31,7 @@ from derivations import LAYERS, quantities
 from derivations.claims.audit.definition import LayerAt, compiled, direction, gain_is_zero, kink, number, spectral_norm
 from derivations.claims.audit.numbers import (
     ONE,
+    STEPS,
     ZERO,
     AtLeast,
     Inf,
@@ -40,22 +41,21 @@ from derivations.claims.audit.numbers import (
     Unknown,
     ball,
     compare,
+    derivative_by_quotients,
     divide,
     exact,
+    extrapolated,
     holds_zero,
     hull,
     is_zero,
+    known,
     positive,
     root,
     short,
     total,
-    upper,
 )
 from derivations.claims.language import parse_expression
 
-# Steps toward a limit point, as powers of two: 2^-20, 2^-40, ... (or 2^20, ... toward oo); far
-# enough that a point's own scales (an x of 1e-30 has q = 1e-60) are passed long before the last.
-_STEPS = (20, 40, 80, 160, 320, 640, 1280, 2560)
 # A fixed vector, with no special structure, projected onto a complement to give one of its vectors.
 _START = (3, -1, 4, -1, 5, -9, 2, 6, -5, 3, 5, -8, 9, -7, 9, 3, 2, -3, 8, 4, -6, 2, 6, 4)
 
@@ -113,8 +113,24 @@ class Evaluator:
         self.key = key
         self.point = point
         self.pattern = pattern
-        self.rigorous = True
+        self._rigorous = True
         self._layers: dict[str, LayerAt] = {}
+
+    @property
+    def rigorous(self) -> bool:
+        """Whether every step so far enclosed its value: no limit, no difference quotient."""
+        return self._rigorous and all(at.rigorous for at in self._layers.values())
+
+    @rigorous.setter
+    def rigorous(self, value: bool) -> None:
+        self._rigorous = self._rigorous and value
+
+    def layer_at(self, key: str, inputs: list[Jet]) -> LayerAt:
+        """A layer at another input than the point's (the pattern at another t), kept so that
+        how it was evaluated counts in ``rigorous``."""
+        at = LayerAt(key, inputs, self.values())
+        self._layers[f"{key}:{len(self._layers)}"] = at
+        return at
 
     def values(self) -> dict[str, Any]:
         """The point's numbers by name, as jets: what a definition's terms read."""
@@ -210,7 +226,7 @@ class Evaluator:
         if name not in ("t", "epsilon"):
             raise Unknown(f"a limit in {name}")
         values = []
-        for step in _STEPS:
+        for step in STEPS:
             at = (
                 arb(2) ** step * target.sign
                 if isinstance(target, Inf)
@@ -285,13 +301,25 @@ class Evaluator:
     def at_pattern(self, pattern: Any, key: str) -> Callable[..., Num]:
         """The pattern's response as a function of t: its value, or its t-derivative (a jet)."""
         evaluator = Evaluator(key, self.point, pattern)
-        values = self.values()
+
+        def value(t: Any) -> Num:
+            inputs = evaluator.input(Jet(number(t)))
+            return self.layer_at(key, inputs).outputs(inputs)[pattern.coordinate].value
 
         def response(t: Any, derivative: bool = False) -> Num:
-            tangent = Jet(number(t), [ONE] if derivative else [])
-            inputs = evaluator.input(tangent)
-            out = LayerAt(key, inputs, values).outputs(inputs)[pattern.coordinate]
-            return (out.d[0] if out.d else ZERO) if derivative else out.value
+            if not derivative:
+                return value(t)
+            inputs = evaluator.input(Jet(number(t), [ONE]))
+            try:
+                out = self.layer_at(key, inputs).outputs(inputs)[pattern.coordinate]
+                found = out.d[0] if out.d else ZERO
+            except Unknown:
+                found = arb("nan")
+            if known(found):
+                return found
+            # A root at 0 inside (sqrt(r) at t = 0): the jets cannot tell; the difference quotients can.
+            self.rigorous = False
+            return derivative_by_quotients(value, number(t))
 
         return response
 
@@ -303,12 +331,12 @@ class Evaluator:
     def just_beside_switch(self, pattern: Any, key: str, sign: int) -> Any:
         self.rigorous = False  # a one-sided limit at the switch
         response, found = self.at_pattern(pattern, key), self.switch(pattern, key)
-        return extrapolated([response(found * (1 + sign * arb(2) ** -step), derivative=True) for step in _STEPS])
+        return extrapolated([response(found * (1 + sign * arb(2) ** -step), derivative=True) for step in STEPS])
 
     def far_out(self, pattern: Any, key: str) -> Any:
         self.rigorous = False
         response = self.at_pattern(pattern, key)
-        return extrapolated([response(arb(2) ** step) for step in _STEPS])
+        return extrapolated([response(arb(2) ** step) for step in STEPS])
 
     def eigen_along(self, item: Any, key: str) -> Num:
         value, rigorous = eigenvalue(item, self.at(key))
@@ -329,7 +357,7 @@ class Evaluator:
             raise Unknown("the constant response of a layer with a gain is one value per entry")
         t = number(_needed(self.point.t, "t"))
         inputs = [Jet(t) for _ in range(self.point.n)]
-        return LayerAt(key, inputs, self.values()).outputs(inputs)[0].value
+        return self.layer_at(key, inputs).outputs(inputs)[0].value
 
     def largest_norm(self, key: str) -> Num:
         """The largest ||J||_2 over a few inputs at this point's epsilon and parameters: what a
@@ -341,7 +369,7 @@ class Evaluator:
         best: Num = ZERO
         for x in candidates:
             try:
-                value = spectral_norm(LayerAt(key, [Jet(e) for e in x], self.values()).jacobian())
+                value = spectral_norm(self.layer_at(key, [Jet(e) for e in x]).jacobian())
             except (Unknown, Undefined):
                 continue
             if compare(value, ">", best):
@@ -374,7 +402,7 @@ def eigenvalue(vector_of: Any, at: LayerAt) -> tuple[Num, bool]:
     vector = direction(vector_of, at, _START)
     if is_zero(total([e * e for e in vector])):
         nearby = []
-        for step in _STEPS[:5]:
+        for step in STEPS[:5]:
             moved = [Jet(e.value + exact(_START[m]) * arb(2) ** -step) for m, e in enumerate(at.x)]
             nearby.append(_along(vector_of, LayerAt(at.layer.key, moved, at.values)))
         return extrapolated(nearby), False
@@ -392,31 +420,6 @@ def _along(vector_of: Any, at: LayerAt) -> Num:
     if any(not holds_zero(image[r] - value * vector[r]) for r in range(len(vector))):
         raise Unknown(f"the direction {vector_of.name} is not an eigenvector here")
     return value
-
-
-def extrapolated(values: Sequence[Any]) -> Any:
-    """The value a sequence at points tending to a limit tends to: its last term where the last
-    steps shrink to nothing, an infinity where its size grows as a power of the distance to the
-    point (the logarithm in step with the steps); `Unknown` otherwise.  Not rigorous."""
-    if all(isinstance(v, (fmpq, arb)) for v in values):
-        balls = [ball(v) for v in values]
-        last, before, earlier = balls[-1], balls[-2], balls[-3]
-        step = abs(last - before)
-        scale = max(abs(last).mid(), arb(1))
-        if upper(step) <= scale * arb(2) ** -60 and upper(step) <= upper(abs(before - earlier)):
-            return values[-1] if is_zero(step) else arb(last.mid(), upper(step) * 4 + last.rad())
-        if all(positive(abs(v)) for v in balls[-3:]):
-            # |v| ~ C d^-p as the distance d = 2^-s shrinks: log2 |v| grows by p (s' - s); the
-            # steps double, so each growth is twice the one before.
-            logs = [abs(v).log() / arb(2).log() for v in balls[-3:]]
-            first, second = logs[1] - logs[0], logs[2] - logs[1]
-            if first > 8 and upper(abs(second - 2 * first)) < upper(first) / 8:
-                signs = {1 if v > 0 else -1 for v in balls[-3:]}
-                if len(signs) == 1:
-                    return Inf(signs.pop())
-    if all(isinstance(v, Inf) for v in values[-3:]) and len({v.sign for v in values[-3:]}) == 1:
-        return values[-1]
-    raise Unknown("a limit that does not settle at the points tried")
 
 
 def _needed(value: Any, name: str) -> Any:

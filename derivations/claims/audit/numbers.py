@@ -45,6 +45,9 @@ class AtLeast:
 
 
 ZERO, ONE = fmpq(0), fmpq(1)
+# Steps toward a limit point, as powers of two: 2^-20, 2^-40, ... (or 2^20, ... toward oo); far
+# enough that a point's own scales (an x of 1e-30 has q = 1e-60) are passed long before the last.
+STEPS = (20, 40, 80, 160, 320, 640, 1280, 2560)
 
 
 def exact(value: Any) -> Num:
@@ -176,6 +179,50 @@ def agree(a: Any, b: Any) -> bool:
     return bool(0 in gap and gap.rad() < scale * arb(2) ** -180)
 
 
+def extrapolated(values: Sequence[Any]) -> Any:
+    """The value a sequence at points tending to a limit tends to: its last term where the last
+    steps shrink to nothing, an infinity where its size grows as a power of the distance to the
+    point (the logarithm in step with the steps); `Unknown` otherwise.  Not rigorous."""
+    if all(isinstance(v, (fmpq, arb)) for v in values):
+        balls = [ball(v) for v in values]
+        last, before, earlier = balls[-1], balls[-2], balls[-3]
+        step = abs(last - before)
+        scale = max(abs(last).mid(), arb(1))
+        if upper(step) <= scale * arb(2) ** -60 and upper(step) <= upper(abs(before - earlier)):
+            return values[-1] if is_zero(step) else arb(last.mid(), upper(step) * 4 + last.rad())
+        if all(positive(abs(v)) for v in balls[-3:]):
+            # |v| ~ C d^-p as the distance d = 2^-s shrinks: log2 |v| grows by p (s' - s); the
+            # steps double, so each growth is twice the one before.
+            logs = [abs(v).log() / arb(2).log() for v in balls[-3:]]
+            first, second = logs[1] - logs[0], logs[2] - logs[1]
+            if first > 8 and upper(abs(second - 2 * first)) < upper(first) / 8:
+                signs = {1 if v > 0 else -1 for v in balls[-3:]}
+                if len(signs) == 1:
+                    return Inf(signs.pop())
+    if all(isinstance(v, Inf) for v in values[-3:]) and len({v.sign for v in values[-3:]}) == 1:
+        return values[-1]
+    raise Unknown("a limit that does not settle at the points tried")
+
+
+def derivative_by_quotients(value_at: Any, at: Num) -> Num:
+    """The derivative of a function of one variable at ``at``, where jets could not give it:
+    the limits of its difference quotients from the right and from the left, which must agree
+    (`Undefined` where they do not: a kink).  Not rigorous."""
+    here = value_at(at)
+    sides = []
+    for sign in (1, -1):
+        quotients = [divide(value_at(at + sign * arb(2) ** -step) - here, sign * arb(2) ** -step) for step in STEPS[:6]]
+        sides.append(extrapolated(quotients))
+    if compare(sides[0], "==", sides[1]) is False:
+        raise Undefined(f"no derivative: from the right {short(sides[0])}, from the left {short(sides[1])}")
+    return sides[0] if isinstance(sides[0], Inf) else hull(sides[0], sides[1])
+
+
+def known(value: Num) -> bool:
+    """Not NaN: a derivative the jets could give."""
+    return not (isinstance(value, arb) and value.is_nan())
+
+
 # --- jets ------------------------------------------------------------------------------
 
 
@@ -229,9 +276,10 @@ def constant(value: Num, tangents: int = 0) -> Jet:
 
 def jet_sqrt(x: Jet) -> Jet:
     if is_zero(x.value):
-        if not x.flat:
-            raise Undefined("the derivative of a square root at 0")
-        return constant(ZERO, len(x.d))
+        # sqrt(u) at u = 0 has no derivative where u grows linearly, and may have one where u grows
+        # as a square (sqrt(x^4) = x^2): first derivatives cannot tell.  Unknown (NaN), which
+        # stays harmless unless a derivative is used (a clamp's other branch may not use it).
+        return Jet(ZERO, [arb("nan")] * len(x.d))
     value = root(x.value)
     return x.mapped(value, divide(ONE, 2 * value))
 

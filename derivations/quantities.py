@@ -87,8 +87,6 @@ class Quantity:
     # How the independent audit of claims evaluates it from the layer's definition alone
     # (`derivations.claims.audit.evaluate`), for a row a claim may name.
     audit: str | None = None
-    # A property of J at the input (an eigenvalue, a norm): defined only where J is.
-    of_jacobian: bool = False
 
     def name(self, item: Any) -> str:
         if self.over == "pattern":
@@ -343,7 +341,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         numeric="eigen",
         claim=True,
         audit="eigenvalue_along_direction",
-        of_jacobian=True,
         meaning="the eigenvalue of J along the direction",
     ),
     Quantity(
@@ -357,7 +354,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         numeric="spectral_norm",
         claim=True,
         audit="norm2_of_jacobian",
-        of_jacobian=True,
         reference="norm2_of_jacobian",
         meaning="||J||_2 at the input",
     ),
@@ -386,7 +382,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         numeric="norm_bound",
         claim=True,
         audit="at_least_norm2_of_jacobian",
-        of_jacobian=True,
         column="bound on ‖J‖₂",
         cell=r"\text{none over all } x\text{; at } x\text{: } {}",
         meaning="a bound on ||J||_2 at the input (the triangle inequality over J's terms), not its value",

@@ -141,6 +141,7 @@ def build_domain(key: str, texts: Iterable[str], usage: Usage, lhs: Any, rhs: An
     fixed, rest = fixed_values(domain, [a for a in assumptions if a.relation is not sp.true])
     domain.fixed = fixed
     domain.conditions = narrow(domain, rest)
+    couple_gains(domain)
     place(domain)
     return domain
 
@@ -490,6 +491,22 @@ def settle(domain: Domain, sides: list[Any], found: list[Requirement]) -> list[A
     return out
 
 
+def couple_gains(domain: Domain) -> None:
+    """|gamma_i| <= max|gamma_i| for each gain entry the claim or its assumptions name, where
+    either names the largest too: the one coupling between a gain entry and gamma_max."""
+    named = domain.named | {s for a in domain.assumptions for s in _leaves(a.relation)}
+    entries = [s for s in named if isinstance(s, sp.Indexed) and str(s.base) == "gamma" and s.indices[0].is_Integer]
+    if not entries or not (gamma_max in named or domain.usage.gains):
+        return
+    for entry in entries:
+        relation = substitute(sp.Le(sp.Abs(entry), gamma_max, evaluate=False), domain.fixed)
+        if relation is sp.false:
+            texts = " and ".join(a.text for a in domain.assumptions if a.relation is not sp.true)
+            raise Vacuous(f"{texts}, but |gamma| <= gamma_max = max|gamma_i|")
+        if relation is not sp.true:
+            domain.conditions.append(relation)
+
+
 def satisfiable(domain: Domain) -> None:
     """Whether the assumptions, over the domain's ranges, admit any input: `Vacuous` where z3's
     real arithmetic shows they do not (the ranges translated as an over-approximation, so that
@@ -551,7 +568,8 @@ def undefined(domain: Domain, found: list[Requirement]) -> None:
             raise ClaimError(f"the claim is undefined everywhere in its domain: {requirement.origin}")
         if any(e.condition == condition for e in domain.exclusions):
             continue
-        domain.exclusions.append(Exclusion(condition, _condition_text(condition), requirement.origin))
+        text = _condition_text(condition, _entry_names(domain))
+        domain.exclusions.append(Exclusion(condition, text, requirement.origin))
 
 
 def _always(condition: sp.Basic, domain: Domain) -> bool:
@@ -658,15 +676,25 @@ class _ClaimPrinter(StrPrinter):
         return f"{self._print(expr.lhs)} != {self._print(expr.rhs)}"
 
 
-def claim_text(expr: sp.Basic) -> str:
-    """A condition or term as the claim language writes it, which the audit reads back."""
-    return _ClaimPrinter().doprint(expr)
+def claim_text(expr: sp.Basic, names: dict[sp.Basic, str] | None = None) -> str:
+    """A condition or term as the claim language writes it, which the audit reads back; ``names``
+    are the claim's names of entries (gamma[2] is ``gamma``, the gain at the pattern's coordinate)."""
+    return _ClaimPrinter().doprint(expr.xreplace({e: sp.Symbol(name) for e, name in (names or {}).items()}))
 
 
-def _condition_text(condition: sp.Basic) -> str:
+def _condition_text(condition: sp.Basic, names: dict[sp.Basic, str] | None = None) -> str:
     if isinstance(condition, sp.And):
-        return " and ".join(_condition_text(c) for c in condition.args)
-    return claim_text(condition)
+        return " and ".join(_condition_text(c, names) for c in condition.args)
+    return claim_text(condition, names)
+
+
+def _entry_names(domain: Domain) -> dict[sp.Basic, str]:
+    return {
+        value: name
+        for layer in domain.layers
+        for name, value in layer.named_symbols.items()
+        if isinstance(value, sp.Indexed)
+    }
 
 
 def substitute(value: Any, replace: dict) -> Any:

@@ -16,11 +16,19 @@ def _normalize(where: sp.Set) -> sp.Set:
     """Range(2, oo) minus {2} as Range(3, oo): SymPy leaves such differences unevaluated."""
     if isinstance(where, sp.Complement) and isinstance(where.args[0], sp.Range):
         kept, removed = where.args
-        while kept.size != 0 and kept.inf in removed:
+        for _ in range(_NORMALIZE_STEPS):  # a removed set that holds every n from some on has no end
+            if kept.size == 0 or kept.inf not in removed:
+                break
             kept = sp.Range(kept.inf + 1, kept.sup + 1 if kept.sup != sp.oo else sp.oo)
-        if kept.intersect(removed) == sp.EmptySet:
-            return kept
+        if kept.size == 0 or kept.intersect(removed) == sp.EmptySet:
+            return kept if kept.size else sp.EmptySet
+        if kept.sup == sp.oo and removed.is_superset(sp.Interval(kept.inf, sp.oo)) is True:
+            return sp.EmptySet
     return where
+
+
+# How many smallest n `_normalize` takes out one by one before it looks at the rest as a whole.
+_NORMALIZE_STEPS = 64
 
 
 def _partition(expr: sp.Expr, allowed: sp.Set) -> list[sp.Set]:

@@ -23,7 +23,7 @@ import sympy as sp
 from derivations import Layer, NotApplicable, jacobian, quantities, scaling
 from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
-from derivations.claims.definedness import Requirement, requirements
+from derivations.claims.definedness import Requirement, at_node, gaps, requirements
 from derivations.claims.language import MAX_EXPONENT, RIGHT, Built, ClaimError, Lim, _Builder, _describe, _where
 from derivations.elementwise import Largest, apart
 from derivations.sums import over_entries, reduce_sums
@@ -86,10 +86,13 @@ class Usage:
     # Where each term the claim names or forms is defined (`derivations.claims.definedness`).
     requirements: list[Requirement] = field(default_factory=list)
 
-    def require(self, expr: sp.Basic, origin: str) -> None:
-        """Record where ``expr``, unsimplified, is defined."""
+    def require(self, found: list[Requirement]) -> None:
+        """Record requirements (`derivations.claims.definedness`), each once."""
         known = {r.condition for r in self.requirements}
-        self.requirements += [r for r in requirements(expr, origin) if r.condition not in known]
+        for requirement in found:
+            if requirement.condition not in known:
+                self.requirements.append(requirement)
+                known.add(requirement.condition)
 
 
 def mean_statistic(layer: Layer) -> sp.Symbol | None:
@@ -143,15 +146,12 @@ class Builder(_Builder):
                 self.usage.patterns[(item.values, item.coordinate)] = item
             else:
                 self.usage.general = True
-            self.usage.require(value, f"{layer_key}.{identifier}")
+            self.usage.require(gaps(value, f"{layer_key}.{identifier}"))
             if quantity.evaluate != "of_epsilon":
                 # A quantity at the claim's own input exists only where the layer does there; one at
                 # a fixed point of the pattern (the slope at t = 0, the limit as t -> oo) does not
                 # depend on that input, and its own formula says where it is defined.
                 self.defined(layer, constant=quantities.at_constant_input(identifier))
-            if quantity.of_jacobian:
-                # ||J||_2 and J's eigenvalues exist where J does (not where a root of q meets q = 0).
-                self.usage.require(jacobian.entry(layer), f"the Jacobian of {layer_key}")
             if layer.parameters:
                 self.usage.gains = True
             return value
@@ -189,7 +189,7 @@ class Builder(_Builder):
             self._scalars_in(layer.output, layer)
             self.defined(layer)
             entry = jacobian.entry(layer)
-            self.usage.require(entry, f"the Jacobian of {layer.key}")
+            self.usage.require(gaps(entry, f"the Jacobian of {layer.key}"))
             return Matrix(entry, jacobian_of=layer.key)
         return None
 
@@ -204,12 +204,9 @@ class Builder(_Builder):
             if values is None:
                 return
             output = output.xreplace(values)
-        known = {r.condition for r in self.usage.requirements}
-        for requirement in requirements(output, f"{layer.key}'s definition"):
-            # A condition on one entry x_i (none of the catalog's layers has one) is left to the audit.
-            on_entries = any(e.base == x for e in requirement.condition.atoms(sp.Indexed))
-            if not on_entries and requirement.condition not in known:
-                self.usage.requirements.append(requirement)
+        # A condition on one entry x_i (none of the catalog's layers has one) is left to the audit.
+        found = requirements(output, f"{layer.key}'s definition")
+        self.usage.require([r for r in found if not any(e.base == x for e in r.condition.atoms(sp.Indexed))])
 
     def _scalars_in(self, value: sp.Expr, layer: Layer) -> None:
         """A layer's scalar inputs a value depends on (ScaleNorm's g_s, Dynamic Tanh's alpha) are
@@ -307,7 +304,7 @@ class Builder(_Builder):
             if not _is_scalar(right):
                 raise ClaimError(f"division by a {_kind(right)} at {_where(node)}")
             # SymPy cancels q/q to 1: the claim then holds only where q != 0, and says so.
-            self.usage.require(sp.Pow(right, -1, evaluate=False), f"the division by {right} at {_where(node)}")
+            self.usage.require(at_node(sp.Pow(right, -1, evaluate=False), f"the division by {right} at {_where(node)}"))
             if not _is_scalar(left):
                 return _scale(left, 1 / right)
         if op is ast.Pow and not (_is_scalar(left) and _is_scalar(right)):
@@ -315,7 +312,7 @@ class Builder(_Builder):
         if op is ast.Pow:
             _bound_expansion(left, right, node)
             # q**-1 * q is 1 once formed: the power is read before SymPy cancels it.
-            self.usage.require(sp.Pow(left, right, evaluate=False), f"the power at {_where(node)}")
+            self.usage.require(at_node(sp.Pow(left, right, evaluate=False), f"the power at {_where(node)}"))
         return super().build(ast.BinOp(left=Built(left), op=node.op, right=Built(right), col_offset=node.col_offset))
 
     def matmul(self, left: Value, right: Value, node: ast.AST) -> Value:
@@ -355,7 +352,9 @@ class Builder(_Builder):
             if not all(_is_scalar(a) for a in arguments):
                 raise ClaimError(f"{name}() at {_where(node)} takes scalars; use norm() for vectors")
             if name == "sqrt" and len(arguments) == 1:
-                self.usage.require(sp.Pow(arguments[0], sp.S.Half, evaluate=False), f"sqrt() at {_where(node)}")
+                self.usage.require(
+                    at_node(sp.Pow(arguments[0], sp.S.Half, evaluate=False), f"sqrt() at {_where(node)}")
+                )
             if name == "exp" and arguments and _is_scalar(arguments[0]):
                 value = arguments[0]
                 if value.is_number and value.is_extended_real and abs(value) > 10**4:

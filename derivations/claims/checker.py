@@ -648,13 +648,20 @@ def _example(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> d
         out["x"] = [float(sp.N(point[t], 17))] * size  # the constant input t 1
     elif domain.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
-        named = {_plain_symbol(s): v for s, v in {**domain.pinned, **point}.items()}
-        out["x"] = [float(e) for e in sampling.input_for(named, size)]
+        out["x"] = [float(e) for e in sampling.input_for({**domain.pinned, **point}, size)]
+    # A counterexample is given in full: the size, and a gain whose largest |gamma_i| is the point's.
+    witness = _witness(point, inputs, domain).shown()
+    usage = domain.usage
+    if domain.pattern is None and (usage.general or usage.vectors or usage.gains):
+        out.setdefault("n", witness["n"])
+        if "x" in witness:
+            out.setdefault("x", witness["x"])
+    if domain.pattern is not None and usage.gains and "x" not in out:
+        out["x"] = [float(sp.N(e.xreplace({t: point.get(t, 0)}), 17)) for e in domain.pattern.values]
+    for name in ("gain", "bias"):
+        if name in witness and out.get("x") is not None and len(witness[name]) == len(out["x"]):
+            out.setdefault(name, witness[name])
     return out
-
-
-def _plain_symbol(symbol: sp.Basic) -> sp.Basic:
-    return symbol
 
 
 def _witness(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> audit.Point:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import sympy as sp
@@ -174,6 +175,7 @@ def natural_ranges(layers: list[Layer], assumptions: list[Assumption]) -> dict[s
     }
 
 
+@cache
 def _admits_zero(relation: sp.Basic) -> bool:
     """``epsilon == 0``, ``epsilon >= 0``, ``epsilon <= 0`` (either way round): a bound on epsilon
     alone whose set holds 0 as an end point, so 0 is what the assumption is about."""
@@ -271,10 +273,8 @@ def narrow(domain: Domain, assumptions: list[Assumption]) -> list[sp.Basic]:
 
 
 def _narrow_one(domain: Domain, symbol: sp.Basic, relation: sp.Basic, texts: list[str]) -> None:
-    stand_in = sp.Symbol("z", real=True)
-    try:
-        admitted = relation.xreplace({symbol: stand_in}).as_set().xreplace({stand_in: symbol})
-    except (NotImplementedError, TypeError, ValueError, AttributeError):
+    admitted = _admitted(symbol, relation)
+    if admitted is None:
         return
     if symbol == n:
         admitted = admitted.intersect(sp.S.Integers)
@@ -287,6 +287,16 @@ def _narrow_one(domain: Domain, symbol: sp.Basic, relation: sp.Basic, texts: lis
     if isinstance(narrowed, (sp.FiniteSet, sp.Range)) and narrowed.is_finite_set and len(narrowed) == 1:
         (value,) = narrowed
         domain.fixed[symbol] = value
+
+
+@cache
+def _admitted(symbol: sp.Basic, relation: sp.Basic) -> sp.Set | None:
+    """The values of ``symbol`` a relation on it alone admits, as a set of reals (None: unknown)."""
+    stand_in = sp.Symbol("z", real=True)
+    try:
+        return relation.xreplace({symbol: stand_in}).as_set().xreplace({stand_in: symbol})
+    except (NotImplementedError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _no_integer(where: sp.Set) -> bool:
@@ -611,10 +621,10 @@ def _plain(condition: sp.Basic, domain: Domain) -> sp.Basic:
     if len(symbols) != 1 or isinstance(condition, (sp.Or, sp.And)):
         return condition
     (symbol,) = symbols
-    stand_in = sp.Symbol("z", real=True)
-    try:
-        admitted = condition.xreplace({symbol: stand_in}).as_set().xreplace({stand_in: symbol})
-    except (NotImplementedError, TypeError, ValueError, AttributeError):
+    if not _plain_enough(condition, symbol):
+        return condition
+    admitted = _admitted(symbol, condition)
+    if admitted is None:
         return condition
     where = natural_range(domain, _original(domain, symbol)) if symbol.is_Symbol else sp.S.Reals
     if where.is_subset(admitted):
@@ -625,6 +635,18 @@ def _plain(condition: sp.Basic, domain: Domain) -> sp.Basic:
     if isinstance(left_out, sp.FiniteSet) and len(left_out) <= 4:
         return sp.And(*(sp.Ne(symbol, value) for value in left_out))
     return condition
+
+
+def _plain_enough(condition: sp.Basic, symbol: sp.Basic) -> bool:
+    """Whether SymPy can solve a condition on one symbol quickly: a polynomial of low degree in
+    it, or in its absolute value (a general solve can take seconds, and only shortens the text)."""
+    if not isinstance(condition, sp.core.relational.Relational):
+        return False
+    gap = (condition.lhs - condition.rhs).replace(sp.Abs, lambda e: e.args[0] if e.args[0] == symbol else e)
+    try:
+        return bool(gap.is_polynomial(symbol) and sp.degree(sp.expand(gap), symbol) <= 4)
+    except (sp.PolynomialError, TypeError, ValueError):
+        return False
 
 
 def _nonzero_part(expr: sp.Expr) -> sp.Expr:

@@ -52,7 +52,7 @@ __all__ = ["Claimed", "Finding", "Point", "Report", "admitted", "at_counterexamp
 # Bits of working precision: 77 digits, far more than a decision at a sampled point needs.
 PRECISION = 256
 # Points evaluated for a claim that was proved or supported (the special ones first).
-MAX_POINTS = 40
+MAX_POINTS = 28
 # The precisions a counterexample is evaluated at in turn, until the claim is decided there.
 _DEEPER = (PRECISION, 1024, 4096)
 

@@ -1,10 +1,12 @@
-"""Claims as reviewers state them: a whitelisted language, proofs, sampling, verdicts.
+"""Claims as reviewers state them: a whitelisted language, one domain each, proofs, audited verdicts.
 
 The modules follow the pipeline: `language` parses text into a relation
 without evaluating anything, `vocabulary` says what a claim about a layer may
-name (the registry's quantities), `proof` tries to prove the relation for
-every admissible value, `sampling` looks for a counterexample, `checker`
-gives the verdict, `files` reads claim files and `render` prints verdicts.
+name (the registry's quantities), `semantics` builds the claim's sides,
+`definedness` and `domain` say which points it is about (`limits` takes its
+limits), `proof` and `solver` prove it for every admissible value, `sampling`
+looks for a counterexample, `checker` gives the verdict, `audit` judges every
+verdict independently, `files` reads claim files and `render` prints verdicts.
 """
 
 from derivations.claims.checker import VERDICTS, Claim, Confirm, Verdict, check

@@ -1,14 +1,13 @@
-"""Verdicts on claims: proved, refuted (with a counterexample), supported, or error.
+"""Verdicts on claims: proved, refuted (with a counterexample), supported, vacuous, or error.
 
-Every quantity in a claim is taken at one input x in R^n and one epsilon; the
-statistics are functions of that x.  A claim that mixes quantities of an
-input pattern such as (-t, 0, t) with those of a general input is taken at
-that pattern.  The checker first tries to prove the claim for every
-admissible value, using the assumptions; failing that it samples inputs and
-decides each exactly (`derivations.claims.sampling`), reporting the first
-violation with the full input, or the number of inputs that satisfied it.
-Every verdict says what it quantified over.  No input gives a traceback:
-whatever goes wrong is an ``error`` verdict.
+A claim is read (`semantics`), given its one domain (`domain`: ranges,
+assumptions, the input, the points where it is undefined, its limits), then
+proved for every point of it (SymPy's tactics, then z3 for the algebraic
+fragment), else sampled for a counterexample decided exactly.  Before it is
+returned, every verdict is judged by the independent audit (`audit`), which
+may refute a proof, withdraw a refutation, or overturn a vacuous verdict.
+Every verdict says what it quantified over and what the audit did.  No input
+gives a traceback: whatever goes wrong is an ``error`` verdict.
 """
 
 from __future__ import annotations

@@ -144,3 +144,15 @@ def test_the_audit_reaches_the_boundary_points():
     assert any(p.x is not None and len(set(p.x)) == 1 and p.x[0] != 0 for p in points)  # q = 0
     assert any(p.x is not None and all(v == 0 for v in p.x) for p in points)
     assert any(p.gain is not None and all(v == 0 for v in p.gain) for p in points)
+
+
+@pytest.mark.parametrize("size", [2, 3, 5])
+def test_a_bound_over_all_inputs_is_audited_at_least_at_a_unit_input(size):
+    """At epsilon = 0 the zero and constant inputs have no Jacobian, so the bound's lower end
+    is ||J||_2 at e_1 = (1, 0, ..., 0), where sigma = sqrt(n - 1)/n: n/sqrt(n - 1) (J is P - y y^T/n
+    over sigma, and y is orthogonal to the constants), and 0 at n = 2, where P = y y^T/n."""
+    point = audit.Point(n=size, epsilon=sp.Integer(0))
+    with audit.precision():
+        found = ball(audit.evaluate.Evaluator("layernorm", point).largest_norm("layernorm"))
+    expected = size / arb(size - 1).sqrt() if size > 2 else arb(0)
+    assert abs(float((found - expected).mid())) < 1e-12

@@ -4,7 +4,7 @@ definedness and limits, each on its own."""
 import pytest
 import sympy as sp
 
-from derivations.claims import ClaimError
+from derivations.claims import Claim, ClaimError, check
 from derivations.claims.domain import (
     Assumption,
     Domain,
@@ -134,3 +134,27 @@ def test_limits_are_two_sided_and_pointwise(expr, variable, point, value, missin
 def test_conditions_print_in_the_claim_language():
     assert claim_text(sp.Ne(sp.Abs(t), 0)) == "abs(t) != 0"
     assert claim_text(sp.Or(epsilon > 1, epsilon < 1)) == "(epsilon > 1) or (epsilon < 1)"
+
+
+def test_a_limit_is_refused_where_the_roots_it_splits_at_cannot_all_be_found():
+    """exp(epsilon) - 1 - epsilon**3 vanishes at one epsilon near 1.9 that SymPy cannot name: the
+    limit in t is oo there and 0 elsewhere, so a limit taken as if it had no root would prove
+    the false claim that it is 0 everywhere."""
+    body = t / (t**2 + sp.exp(epsilon) - 1 - epsilon**3)
+    with pytest.raises(ClaimError, match="cannot find every epsilon where"):
+        take(Lim(body, t, sp.Integer(0), TWO_SIDED))
+    verdict = check(Claim("limit(t/(t**2 + exp(epsilon) - 1 - epsilon**3), t, 0) == 0", layer="layernorm"))
+    assert verdict.verdict == "error"
+
+
+@pytest.mark.parametrize("failure", [NotImplementedError, ValueError, TypeError])
+def test_a_limit_is_refused_where_sympy_gives_up_on_the_roots(monkeypatch, failure):
+    """Each way SymPy's solver says it cannot solve is a refusal of the limit, never a limit
+    taken as if the denominator had no root (0 at t = 0 here, where the limit is oo)."""
+
+    def gives_up(*args, **kwargs):
+        raise failure("cannot solve")
+
+    monkeypatch.setattr(sp, "solveset", gives_up)
+    with pytest.raises(ClaimError, match="cannot find every t where t\\*\\*2 is 0"):
+        take(Lim(epsilon / (epsilon + t**2), epsilon, sp.Integer(0), TWO_SIDED))

@@ -58,7 +58,7 @@ def take(expr: sp.Basic) -> tuple[sp.Basic, list[Nonexistent]]:
 
 def _pointwise(node: Lim) -> tuple[sp.Expr, list[Nonexistent]]:
     body, variable, point, side = node.args
-    cases = list(_cases(body, variable, point))
+    cases = list(_cases(body, variable, point, node))
     if len(cases) > MAX_CASES:
         raise ClaimError(f"{node}: the limit depends on too many symbols to be taken pointwise")
     branches: list[tuple[sp.Expr, sp.Basic]] = []
@@ -77,12 +77,12 @@ def _pointwise(node: Lim) -> tuple[sp.Expr, list[Nonexistent]]:
     return sp.Piecewise(*ordered[:-1], (ordered[-1][0], True)), missing
 
 
-def _cases(body: sp.Expr, variable: sp.Symbol, point: sp.Expr):
+def _cases(body: sp.Expr, variable: sp.Symbol, point: sp.Expr, node: Lim):
     """(condition, substitution, back-substitution) for each case of the symbols the body
     entangles with ``variable``: a sign each, and each root of a denominator at the point."""
     per_symbol = []
     for symbol in sorted(_entangled(body, variable), key=sp.default_sort_key):
-        roots = _roots(body, variable, point, symbol)
+        roots = _roots(body, variable, point, symbol, node)
         per_symbol.append(list(_symbol_cases(symbol, roots)))
     for combination in itertools.product(*per_symbol):
         where = sp.And(*(c for c, _, _ in combination))
@@ -111,9 +111,11 @@ def _leaves(expr: sp.Basic) -> set[sp.Basic]:
     return (expr.free_symbols - inside) | entries
 
 
-def _roots(body: sp.Expr, variable: sp.Symbol, point: sp.Expr, symbol: sp.Basic) -> list[sp.Expr]:
+def _roots(body: sp.Expr, variable: sp.Symbol, point: sp.Expr, symbol: sp.Basic, node: Lim) -> list[sp.Expr]:
     """Real roots, in ``symbol`` alone, of each denominator (or root's radicand) of the body at
-    the limit point, and of each case boundary there: where the generic limit may not hold."""
+    the limit point, and of each case boundary there: where the generic limit may not hold.
+    Where they cannot all be found (SymPy gives up, or finds a continuum or too many), the limit
+    is refused: a root left out would be a point whose limit nobody took."""
     if point.is_infinite:
         return []
     candidates = [
@@ -134,9 +136,12 @@ def _roots(body: sp.Expr, variable: sp.Symbol, point: sp.Expr, symbol: sp.Basic)
         try:
             solutions = sp.solveset(at_point.xreplace({symbol: stand_in}), stand_in, sp.S.Reals)
         except (NotImplementedError, ValueError, TypeError):
+            solutions = None
+        if solutions is sp.S.EmptySet:
             continue
-        if isinstance(solutions, sp.FiniteSet) and len(solutions) <= MAX_ROOTS:
-            found |= {root for root in solutions if _admits(symbol, root)}
+        if not isinstance(solutions, sp.FiniteSet) or len(solutions) > MAX_ROOTS:
+            raise ClaimError(f"{node}: cannot find every {symbol} where {at_point} is 0, so not the limit there")
+        found |= {root for root in solutions if _admits(symbol, root)}
     return sorted(found - {sp.Integer(0)}, key=sp.default_sort_key)
 
 

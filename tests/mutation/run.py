@@ -214,9 +214,9 @@ def run(arguments: argparse.Namespace) -> int:
                 try:
                     first = relevant_tests(mutant.path, tree)
                     outcome, where = pytest(tree, first, arguments.timeout)
-                    if outcome == "survived":  # the whole suite, both cores
+                    if outcome == "survived":  # the whole suite, on up to 8 cores as make test
                         rest = [f"--deselect={path}" for path in first[1:]]
-                        outcome, where = pytest(tree, ["-n", "2", *rest], arguments.timeout)
+                        outcome, where = pytest(tree, ["-n", "auto", "--maxprocesses", "8", *rest], arguments.timeout)
                 finally:
                     target.write_text(original, encoding="utf-8")
             results[outcome].append(name)

@@ -10,11 +10,13 @@ never enters here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from functools import cache
 from typing import Any
 
+import numpy as np
 import sympy as sp
-from flint import acb_mat, arb
+from flint import acb_mat, arb, fmpq
 
 from derivations import LAYERS
 from derivations.claims.audit.numbers import (
@@ -253,20 +255,55 @@ def spectral_norm(matrix: list[list[Num]]) -> Num:
             largest = jet_extreme([constant(abs(largest)), constant(abs(matrix[r][r]))], True).value
         return abs(largest)
     gram = [[total([matrix[r][a] * matrix[r][b] for r in range(size)]) for b in range(size)] for a in range(size)]
+    balls = [[ball(e) for e in row] for row in gram]
     try:
-        eigenvalues = acb_mat([[ball(e) for e in row] for row in gram]).eig(multiple=True)
-    except (ValueError, ArithmeticError) as error:
-        raise Unknown(f"the eigenvalues of J^T J cannot be enclosed ({error})") from None
-    reals = [value.real for value in eigenvalues]
-    top = max(reals, key=upper)
-    for value in reals:
-        if value is not top and not top > value:
-            top = top.union(value)  # two eigenvalues that overlap: either may be the largest
+        eigenvalues = acb_mat(balls).eig(multiple=True)
+    except (ValueError, ArithmeticError):
+        # Balls cannot isolate a repeated eigenvalue: bracket the largest instead.
+        top = _largest_eigenvalue(balls)
+    else:
+        reals = [value.real for value in eigenvalues]
+        top = max(reals, key=upper)
+        for value in reals:
+            if value is not top and not top > value:
+                top = top.union(value)  # two eigenvalues that overlap: either may be the largest
     if top < 0:
         raise Unknown("J^T J with a negative eigenvalue")
     if is_zero(top):
         return ZERO
     return (top if top > 0 else top.union(arb(0))).sqrt()
+
+
+def _largest_eigenvalue(gram: list[list[arb]]) -> arb:
+    """The largest eigenvalue of a symmetric matrix of balls, repeated or not: at least the
+    Rayleigh quotient of an approximate top eigenvector (exact in rationals), and at most any
+    c for which c I - G is proved positive definite (every pivot of its LDL^T a positive ball)."""
+    size = len(gram)
+    middle = np.array([[float(e.mid()) for e in row] for row in gram])
+    vector = [arb(fmpq(*Fraction(float(v)).as_integer_ratio())) for v in np.linalg.eigh(middle)[1][:, -1]]
+    length = sum((v * v for v in vector), arb(0))
+    below = sum((vector[a] * gram[a][b] * vector[b] for a in range(size) for b in range(size)), arb(0)) / length
+    scale = max(1.0, float(np.abs(middle).max()))
+    for digits in (28, 20, 12):
+        ceiling = arb((below + arb(10) ** -digits * scale).upper())
+        if _positive_definite([[(ceiling if a == b else 0) - gram[a][b] for b in range(size)] for a in range(size)]):
+            return arb(below.lower()).union(ceiling)
+    raise Unknown("the largest eigenvalue of J^T J cannot be bracketed")
+
+
+def _positive_definite(matrix: list[list[arb]]) -> bool:
+    """Whether every pivot of the symmetric matrix's LDL^T is a ball above 0 (Sylvester)."""
+    size = len(matrix)
+    low = [[arb(0)] * size for _ in range(size)]
+    pivots: list[arb] = []
+    for k in range(size):
+        pivot = matrix[k][k] - sum((low[k][j] * low[k][j] * pivots[j] for j in range(k)), arb(0))
+        if not pivot > 0:
+            return False
+        pivots.append(pivot)
+        for i in range(k + 1, size):
+            low[i][k] = (matrix[i][k] - sum((low[i][j] * low[k][j] * pivots[j] for j in range(k)), arb(0))) / pivot
+    return True
 
 
 def direction(vector_of: Any, at: LayerAt, start: tuple[int, ...]) -> list[Num]:

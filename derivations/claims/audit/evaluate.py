@@ -576,7 +576,11 @@ def _reciprocal(value: Any) -> Num:
 def _pow(base: Num, exponent: Num) -> Num:
     if isinstance(exponent, fmpq) and exponent.q == 1:
         power = int(exponent.p)
-        return base**power if power >= 0 else divide(ONE, base ** (-power))
+        # Products, not arb's **, which is nan for a ball around 0.
+        out = ONE
+        for _ in range(abs(power)):
+            out = out * base
+        return out if power >= 0 else divide(ONE, out)
     if isinstance(exponent, fmpq) and exponent.q == 2:
         return _pow(_root(base), fmpq(exponent.p))
     if not positive(base):

@@ -1,24 +1,28 @@
 """``python -m figures``: verify the numerics, then draw every figure.
 
 The drawn set is kept in the derivation cache (`derivations._cache`), keyed
-by every source file under ``derivations/``, ``numeric/`` and ``figures/``
-and the versions of the packages that compute and draw it.  A later run with
-the same key writes those very bytes without importing matplotlib or SymPy:
-they were drawn after a verification that passed on the same sources.
-``--no-cache`` verifies and draws again.
+by every source file under ``derivations/``, ``numeric/`` and ``figures/``,
+the versions of the packages that compute and draw it, and what matplotlib
+read when imported: the matplotlibrc it found (the current folder's first)
+and every setting it holds.  A later run with the same key writes those very
+bytes without importing pyplot or SymPy: they were drawn after a verification
+that passed on the same sources.  ``--no-cache`` verifies and draws again.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
 import io
+import json
 import os
-import pickle
 import sys
 from pathlib import Path
 from typing import Any
 
 from derivations import _cache
+from derivations._files import read_capped
 from derivations.cli import OneLineParser, finish
 from figures._output import BUILD, Writer, png, write_all
 
@@ -36,7 +40,32 @@ def _key() -> bytes:
     # The code that computes and draws, not what it wrote (figures/png holds copies of the set).
     parts = [_cache.code("numeric", "figures"), *(_cache.package(name) for name in _PACKAGES)]
     parts += [f"{name}={os.environ.get(name, '')}".encode() for name in _SETTINGS]
-    return b"\0".join(parts)
+    return b"\0".join([*parts, _matplotlib()])
+
+
+def _matplotlib() -> bytes:
+    """What matplotlib draws with besides its code: the matplotlibrc it read, and every setting as it stands."""
+    import matplotlib
+
+    path = matplotlib.matplotlib_fname()
+    contents = b""
+    with contextlib.suppress(OSError):
+        contents = read_capped(path, 2**20)
+    # Read as stored: asking rcParams for an unresolved backend would import pyplot to resolve it, and the
+    # sentinel it holds is named by its address.  The backend is in _SETTINGS, and a PNG is drawn by Agg.
+    settings = sorted((name, repr(value)) for name, value in dict.items(matplotlib.rcParams) if name != "backend")
+    return b"\0".join([path.encode(), contents, json.dumps(settings).encode()])
+
+
+def _stored(count: int, files: dict[str, bytes]) -> bytes:
+    """The entry of a drawn set: JSON, each file's bytes in base64."""
+    encoded = {name: base64.b64encode(data).decode() for name, data in files.items()}
+    return json.dumps({"count": count, "files": encoded}).encode()
+
+
+def _file_name(name: object) -> bool:
+    """Whether ``name`` names a file in --out (not a path elsewhere, nor a hidden or partial file)."""
+    return isinstance(name, str) and name == Path(name).name and not name.startswith(".")
 
 
 def _recalled(extra: bytes) -> tuple[int, dict[str, bytes]] | None:
@@ -45,13 +74,13 @@ def _recalled(extra: bytes) -> tuple[int, dict[str, bytes]] | None:
     if payload is None:
         return None
     try:
-        count, files = pickle.loads(payload)
-    except Exception:
+        stored = json.loads(payload)
+        count, files = stored["count"], stored["files"]
+        valid = type(count) is int and isinstance(files, dict)
+        valid = valid and all(_file_name(name) and isinstance(data, str) for name, data in files.items())
+        return (count, {name: base64.b64decode(v, validate=True) for name, v in files.items()}) if valid else None
+    except (ValueError, TypeError, KeyError):  # binascii.Error is a ValueError
         return None
-    valid = isinstance(count, int) and isinstance(files, dict)
-    if not valid or not all(isinstance(k, str) and isinstance(v, bytes) for k, v in files.items()):
-        return None
-    return count, files
 
 
 def __getattr__(name: str) -> Any:
@@ -110,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if found is None:
             print(f"{PROG}: no figure written", file=sys.stderr)
             return 1
-        _cache.write(ENTRY, pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL), extra)
+        _cache.write(ENTRY, _stored(*found), extra)
     # Every figure is drawn before any replaces its old file: the set is new, or as it was.
     for path in write_all({args.out / name: _writer(data) for name, data in found[1].items()}):
         print(f"wrote {path}")

@@ -37,11 +37,11 @@ def keep_derivations(folder: Path, kept: Path = KEPT) -> None:
 
     current = kept / _cache.key()
     try:
-        current.mkdir(parents=True, exist_ok=True)
+        current.mkdir(parents=True, exist_ok=True, mode=0o700)
         for stale in kept.iterdir():
             if stale != current:
                 shutil.rmtree(stale, ignore_errors=True)
-        (folder / _cache.PROJECT).mkdir(exist_ok=True)
+        (folder / _cache.PROJECT).mkdir(exist_ok=True, mode=0o700)
         (folder / _cache.PROJECT / current.name).symlink_to(current, target_is_directory=True)
     except OSError:
         pass

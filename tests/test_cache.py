@@ -1,7 +1,11 @@
 """The derivation cache: a warm run prints what a cold one does, and a bad or foreign entry is never used."""
 
 import dataclasses
+import hashlib
+import json
 import os
+import pickle
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,11 +27,14 @@ def cache_home(tmp_path, monkeypatch):
     """An empty cache of the test's own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv(_cache.ENVIRONMENT, raising=False)
+    monkeypatch.setattr(_cache, "_said", set())  # each test's warnings are its own
     return tmp_path / "xdg" / _cache.PROJECT
 
 
 def _entries(root: Path) -> list[Path]:
-    return [path for path in root.rglob("*") if path.is_file()] if root.exists() else []
+    """The entries under ``root``: every file but the folders' authentication keys."""
+    files = root.rglob("*") if root.exists() else []
+    return [path for path in files if path.is_file() and path.name != getattr(_cache, "SECRET", None)]
 
 
 def _python(code_or_module: list[str], home: Path, **environment: str) -> subprocess.CompletedProcess:
@@ -101,10 +108,27 @@ def test_no_cache_environment_reads_and_writes_nothing(tmp_path):
     assert not _entries(tmp_path / _cache.PROJECT)
 
 
-@pytest.mark.parametrize(("value", "on"), [("", True), ("0", True), ("1", False), ("yes", False)])
-def test_the_environment_variable_turns_the_cache_off(value, on, monkeypatch):
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        *[("", True), ("0", True), (" false ", True), ("No", True), ("off", True)],
+        *[("1", False), ("yes", False), ("TRUE", False), ("on", False)],
+    ],
+)
+def test_the_environment_variable_turns_the_cache_off(value, on, monkeypatch, capsys):
+    monkeypatch.setattr(_cache, "_said", set())
     monkeypatch.setenv(_cache.ENVIRONMENT, value)
     assert _cache.enabled() is on
+    assert capsys.readouterr().err == ""
+
+
+def test_a_value_not_understood_turns_the_cache_off_and_says_so_once(monkeypatch, capsys):
+    monkeypatch.setattr(_cache, "_said", set())
+    monkeypatch.setenv(_cache.ENVIRONMENT, "sometimes")
+    assert (_cache.enabled(), _cache.enabled()) == (False, False)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{_cache.ENVIRONMENT}='sometimes' is not understood" in err
 
 
 def test_no_cache_option_writes_nothing(cache_home, capsys):
@@ -427,3 +451,189 @@ def test_the_suite_keeps_the_current_keys_entries_between_runs_and_nothing_else(
     keep_derivations(run, kept)  # the next run
     assert _cache.read("probe") == b"kept"
     assert _cache.read("probe", extra=b"another key") is None
+
+
+# --- entries nobody may plant ---------------------------------------------------------
+
+
+def _square_cached(calls):
+    @_cache.derived
+    def square(value: int) -> int:
+        calls.append(value)
+        return value * value
+
+    return square, f"{square.__module__}.{square.__qualname__}(7)"
+
+
+def _old_checksum(name: str, payload: bytes) -> bytes:
+    digest = hashlib.sha256()
+    for part in (name.encode(), payload):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.digest()
+
+
+class _Gadget:
+    """A pickle that runs a shell command when it is loaded."""
+
+    def __init__(self, sentinel: Path) -> None:
+        self.sentinel = sentinel
+
+    def __reduce__(self):
+        return os.system, (f"touch {shlex.quote(str(self.sentinel))}",)
+
+
+def _gadgets(sentinel: Path) -> list[bytes]:
+    command = f"__import__('os').system('touch {sentinel}')"
+    return [
+        pickle.dumps(_Gadget(sentinel)),
+        pickle.dumps([1, _Gadget(sentinel)], protocol=0),
+        # A SymPy function sympifies a string argument, and sympify evaluates it.
+        json.dumps(["N", "sympy.functions.elementary.trigonometric:sin", command]).encode(),
+        json.dumps(["N", "sympy.core.function:Function", command]).encode(),
+        json.dumps(["C", "os:system", {"command": f"touch {sentinel}"}]).encode(),
+        json.dumps(["C", "derivations._cache:os", {"command": f"touch {sentinel}"}]).encode(),
+        json.dumps(["E", "builtins:eval", command]).encode(),
+        json.dumps(["S", "__call__"]).encode(),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_an_authenticated_gadget_never_runs_and_the_value_is_derived_again(case, cache_home, tmp_path):
+    calls: list[int] = []
+    square, name = _square_cached(calls)
+    sentinel = tmp_path / "ran"
+    _cache.write(name, _gadgets(sentinel)[case])  # sealed with this user's own key
+    assert square(7) == 49
+    assert not sentinel.exists(), "the entry ran code"
+    assert calls == [7]
+    assert _cache.loads(_cache.read(name)) == 49, "the planted entry stayed"
+
+
+def test_only_data_round_trips():
+    from derivations._formula import Established
+
+    value = {"a": (1, [None, True, "x"]), 2: Established.LIMIT, "f": sp.Function("f", real=True)(sp.Symbol("x"))}
+    assert _cache.loads(_cache.dumps(value)) == value
+    for unstored in (object(), sp.Dummy("d"), sp.Function("g"), float("inf"), {1, 2}, os.system):
+        with pytest.raises((TypeError, ValueError)):
+            _cache.dumps(unstored)
+
+
+def _plant_old_style(name: str, payload: bytes, extra: bytes = b"", magic: bytes = b"") -> None:
+    path = _cache._path(name, extra)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes((magic or _cache.MAGIC) + _old_checksum(name, payload) + payload)
+
+
+@pytest.mark.parametrize("magic", [b"epsilon-layernorm derivation cache 1\n", b""])
+def test_a_forged_verdict_with_a_bare_checksum_is_not_printed(magic, cache_home, capsys):
+    from derivations.__main__ import _CACHED_CHECK_OPTIONS, _confirming_code, _output_entry
+
+    argv = ["slope_at_zero == 1/sqrt(epsilon)", "--layer", "layernorm_std_eps"]
+    name = _output_entry(argv, " check", _CACHED_CHECK_OPTIONS)
+    _cache.write("another entry", b"", _confirming_code())  # the folder and its key exist
+    _plant_old_style(name, b"0\nproved (forged)\n", _confirming_code(), magic)
+    assert main(["check", *argv]) == 1
+    out = capsys.readouterr().out
+    assert "refuted" in out
+    assert "forged" not in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder", "dangling"])
+def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cache_home):
+    calls: list[int] = []
+    square, name = _square_cached(calls)
+    _cache.write(name, _cache.dumps(49))
+    path = _cache._path(name, b"")
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero" if kind == "dev-zero" else path.parent / "nowhere")
+    done: list[int] = []
+    reader = threading.Thread(target=lambda: done.append(square(7)), daemon=True)
+    reader.start()
+    reader.join(60)
+    assert done == [49], "reading the entry blocked or failed"
+    assert calls == [7]
+    if kind != "folder":  # a folder in the way stays: the value is only returned
+        assert path.is_file()
+        assert not path.is_symlink()
+
+
+def test_an_entry_larger_than_the_cap_is_a_miss(cache_home, monkeypatch):
+    monkeypatch.setattr(_cache, "LIMIT", 1000)
+    _cache.write("large", b"x" * 1000)
+    assert _cache.read("large") is None
+    _cache.write("small", b"x" * 900)
+    assert _cache.read("small") == b"x" * 900
+
+
+def test_folders_are_private_and_the_key_is_read_only_to_its_owner(cache_home):
+    _cache.write("entry", b"payload")
+    folder = _cache._path("entry", b"").parent
+    for path, mode in ((cache_home, 0o700), (folder, 0o700), (folder / _cache.SECRET, 0o600)):
+        assert os.stat(path).st_mode & 0o777 == mode, path
+    assert os.stat(folder / _cache.SECRET).st_size == 32
+
+
+def _as_another_user(path: Path) -> None:
+    os.chown(path, os.getuid() + 4242, -1, follow_symlinks=False)
+
+
+_ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user takes root")
+
+
+@pytest.mark.parametrize(
+    ("where", "change"),
+    [
+        ("entry", lambda path: path.chmod(0o606)),
+        ("folder", lambda path: path.chmod(0o720)),
+        ("root", lambda path: path.chmod(0o707)),
+        ("secret", lambda path: path.chmod(0o644)),
+        pytest.param("entry", _as_another_user, marks=_ROOT_ONLY),
+        pytest.param("folder", _as_another_user, marks=_ROOT_ONLY),
+        pytest.param("root", _as_another_user, marks=_ROOT_ONLY),
+        pytest.param("secret", _as_another_user, marks=_ROOT_ONLY),
+    ],
+)
+def test_a_cache_others_can_write_is_not_used_and_the_output_is_unchanged(where, change, cache_home, capsys):
+    argv = ["--layer", "rmsnorm"]
+    _cache.write(_entry(argv), b"forged output\n")
+    path = _cache._path(_entry(argv), b"")
+    change({"entry": path, "folder": path.parent, "root": cache_home, "secret": path.parent / _cache.SECRET}[where])
+    printed = []
+    for _ in range(2):
+        assert main(argv) == 0
+        printed.append(capsys.readouterr())
+    assert printed[0].out == printed[1].out
+    assert printed[0].out in GOLDEN
+    assert "forged" not in printed[0].out
+    err = printed[0].err + printed[1].err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"{_cache.PROJECT}: not using the derivation cache: ")
+
+
+@pytest.mark.parametrize("kind", ["short", "long", "fifo", "symlink", "folder"])
+def test_a_key_that_is_not_a_private_file_of_32_bytes_means_no_cache(kind, cache_home, capsys):
+    _cache.write("entry", b"payload")
+    secret = _cache._path("entry", b"").parent / _cache.SECRET
+    real = secret.read_bytes()
+    secret.unlink()
+    if kind in ("short", "long"):
+        secret.write_bytes(real[:-1] if kind == "short" else real + b"\0")
+        secret.chmod(0o600)
+    elif kind == "fifo":
+        os.mkfifo(secret, 0o600)
+    elif kind == "symlink":
+        (secret.parent / "elsewhere").write_bytes(real)
+        secret.symlink_to(secret.parent / "elsewhere")
+    else:
+        secret.mkdir(0o700)
+    assert _cache.read("entry") is None
+    _cache.write("entry", b"again")
+    assert _cache.read("entry") is None
+    assert capsys.readouterr().err.count("\n") == 1

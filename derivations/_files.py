@@ -1,0 +1,50 @@
+"""Reading a file nobody vouches for: a regular file only, and never more than a cap.
+
+A FIFO would block the reader forever and ``/dev/zero`` would fill memory, so
+the file is opened without blocking, checked to be a regular file on the open
+descriptor (not by name, which could change in between), and read up to one
+byte past the cap.
+
+>>> import tempfile, os
+>>> with tempfile.NamedTemporaryFile(delete=False) as handle:
+...     _ = handle.write(b"abc")
+>>> read_capped(handle.name, 3)
+b'abc'
+>>> read_capped(handle.name, 2)
+Traceback (most recent call last):
+...
+derivations._files.Unreadable: larger than 2 bytes
+>>> os.unlink(handle.name)
+>>> read_capped("/dev/null", 10)
+Traceback (most recent call last):
+...
+derivations._files.Unreadable: not a regular file
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class Unreadable(OSError):
+    """A file that is not a regular file, is too large, or cannot be opened; says which."""
+
+
+def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file ``path``, if it holds at most ``limit`` of them."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise Unreadable(error.strerror or str(error)) from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise Unreadable("not a regular file")
+        try:
+            data = handle.read(limit + 1)
+        except OSError as error:
+            raise Unreadable(error.strerror or str(error)) from None
+    if len(data) > limit:
+        raise Unreadable(f"larger than {limit} bytes")
+    return data

@@ -7,6 +7,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -39,23 +40,27 @@ def png(figure: Figure) -> Writer:
 def write_all(files: Mapping[Path, Writer]) -> list[Path]:
     """Write every file, or leave every old one as it was.
 
-    Each is written through a temporary in its own folder, synced, with the
-    permissions the umask gives.  Only when all are written does each replace
-    its target; the old target is kept as a hard link until all are in place.
-    A failure at any step, SIGTERM included, puts the old files back and
-    removes every temporary.
+    A symlink is followed: the file it leads to is written (`destination`).
+    Each is written through a temporary in that file's folder, synced, with
+    the permissions the umask gives.  Only when all are written does each
+    replace its file; the old file is kept as a hard link until all are in
+    place.  A failure at any step, SIGTERM included, puts the old files back
+    and removes every temporary.
     """
     leftovers: list[Path] = []  # removed at the end, whatever happens
-    replaced: list[tuple[Path, Path | None]] = []  # target, and its old file (None: none); before the rename
+    replaced: list[tuple[Path, Path | None]] = []  # file, and its old content (None: none); before the rename
     with _sigterm_exits():
         try:
             for folder in {target.parent for target in files}:
                 prepare(folder)
-            staged = [(target, _stage(target, write, leftovers)) for target, write in files.items()]
+            ends = {target: destination(target) for target in files}
+            for folder in {end.parent for end in ends.values()} - {target.parent for target in files}:
+                _sweep(folder)
+            staged = [(target, _stage(target, ends[target], write, leftovers)) for target, write in files.items()]
             for target, temporary in staged:
                 with _naming(target):
-                    replaced.append((target, _keep(target, leftovers)))
-                    os.replace(temporary, target)
+                    replaced.append((ends[target], _keep(ends[target], leftovers)))
+                    os.replace(temporary, ends[target])
         except BaseException:
             for target, old in reversed(replaced):
                 with suppress(OSError):
@@ -77,6 +82,31 @@ def prepare(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)) from None
+    _sweep(folder)
+
+
+def destination(target: Path) -> Path:
+    """The file a write to ``target`` replaces: ``target``, or where its symlinks lead.
+
+    Raises IsADirectoryError for a folder, and OSError "Not a regular file"
+    for a device, FIFO or socket, which a rename would replace by a file;
+    either names ``target``.
+    """
+    with _naming(target):
+        end = Path(os.path.realpath(target))
+        try:
+            mode = end.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):  # a new file, or a folder to be made (`prepare` says)
+            return end
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "Not a regular file")
+    return end
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the temporaries that killed processes left in ``folder``."""
     for path in folder.glob(f"{PARTIAL}*"):
         if _orphaned(path):
             with suppress(FileNotFoundError):
@@ -101,12 +131,10 @@ def _temporary(target: Path) -> Path:
     return target.with_name(f"{PARTIAL}{os.getpid()}-{secrets.token_hex(4)}-{target.name}")
 
 
-def _stage(target: Path, write: Writer, leftovers: list[Path]) -> Path:
-    """A temporary beside ``target`` holding what ``write`` writes, on disk."""
+def _stage(target: Path, end: Path, write: Writer, leftovers: list[Path]) -> Path:
+    """A temporary beside ``end``, the file ``target`` leads to, holding what ``write`` writes, on disk."""
     with _naming(target):
-        if target.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        temporary = _temporary(target)
+        temporary = _temporary(end)
         leftovers.append(temporary)  # before it exists: a SIGTERM in between still removes it
         # Mode 0o666 less the umask, as open() creates a file.
         with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as file:

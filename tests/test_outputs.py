@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 import figures
 import figures.__main__ as figures_command
 import figures._output
-from derivations import _cache, claims
+from derivations import _cache, catalog, claims
 from figures import _pdflatex, report
 from numeric import verify
 from numeric.agreement import AgreementError
@@ -176,6 +176,56 @@ def _old_report_and_full_disk(tmp, monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "fsync", full)
+
+
+def _report_at(name, make):
+    """Figures built, and ``make(path)`` at ``name``, where the command is to write an output."""
+
+    def arrange(tmp, monkeypatch):
+        _old(tmp, *NAMES)
+        make(tmp / name)
+
+    return arrange
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _folder(path):
+    path.mkdir()
+
+
+def _link_to(target):
+    """A symlink to ``target``, a path from the current folder; a ``target`` named ...fifo is made a FIFO first."""
+
+    def make(path):
+        if target.endswith("fifo"):
+            os.mkfifo(target)
+        path.symlink_to(Path(target).resolve())
+
+    return make
+
+
+def _fifo_at_b_png(tmp, monkeypatch):
+    _old(tmp, "a.png", "c.png")
+    os.mkfifo(tmp / OUT / "b.png")
+
+
+def _figure_folder(name):
+    """Tiny real PNGs in the folder ``name``, and pdflatex on, for the real report to compile."""
+
+    def arrange(tmp, monkeypatch):
+        folder = tmp / name
+        folder.mkdir()
+        for module in figures.FIGURES:
+            module.draw().savefig(folder / module.FILENAME, format="png")
+        monkeypatch.setattr(_pdflatex, "available", AVAILABLE)
+
+    return arrange
+
+
+AVAILABLE = _pdflatex.available
 
 
 def _nothing(tmp, monkeypatch):
@@ -342,6 +392,75 @@ CASES = {
         None,
         {"build/report.md", "build/report.tex"},
     ),
+    # 9, 10, 15. --out names the sheet: a file, its three outputs distinct, none of them the figures.
+    **{
+        f"figures.report {' '.join(map(repr, argv))}{' (' + why + ')' if why else ''}": (
+            "figures.report",
+            argv,
+            None,
+            arrange,
+            2,
+            f"{REPORT}: error: {line}",
+            set(),
+        )
+        for argv, why, arrange, line in [
+            (["--out", ""], "", _figures_built, "argument --out: must name a file, not be empty"),
+            (["--out", "  "], "", _figures_built, "argument --out: must name a file, not be empty"),
+            (["--out", "."], "", _figures_built, r"argument --out: must name a file, not a folder: \."),
+            (["--out", "sheets/"], "", _figures_built, "argument --out: must name a file, not a folder: sheets/"),
+            (["--out", "build"], "a folder", _figures_built, "argument --out: must name a file, not a folder: build"),
+            (["--out", "x\0y"], "", _figures_built, "argument --out: must not hold a NUL character"),
+            (["--figures", "x\0y"], "", _figures_built, "argument --figures: must not hold a NUL character"),
+            (
+                ["--out", "build/figures/a.png"],
+                "",
+                _figures_built,
+                r"argument --out: must end in \.md, \.tex or \.pdf, or have no suffix; got build/figures/a\.png",
+            ),
+            (
+                ["--out", "report.md"],
+                "a symlink to a figure",
+                _report_at("report.md", _link_to("build/figures/b.png")),
+                r"argument --out: report\.md is build/figures/b\.png, a figure the report embeds",
+            ),
+            (["--out", "x.md"], "a FIFO", _report_at("x.md", _fifo), r"x\.md: Not a regular file"),
+            (["--out", "x.pdf"], "x.tex a FIFO", _report_at("x.tex", _fifo), r"x\.tex: Not a regular file"),
+            (["--out", "x"], "x.md a folder", _report_at("x.md", _folder), r"x\.md: Is a directory"),
+            (
+                ["--out", "x.md"],
+                "a symlink to a FIFO",
+                _report_at("x.md", _link_to("fifo")),
+                r"x\.md: Not a regular file",
+            ),
+            (
+                ["--out", "x"],
+                "x.md a symlink to x.tex",
+                _report_at("x.md", _link_to("x.tex")),
+                r"argument --out: x\.md and x\.tex are the same file",
+            ),
+            (
+                ["--out", "x.md"],
+                "x.tex a symlink to a folder",
+                _report_at("x.tex", _link_to("build")),
+                r"x\.tex: Is a directory",
+            ),
+            (
+                ["--figures", 'say "cheese"', "--out", "x.md"],
+                "a quote in the figures' folder",
+                _figure_folder('say "cheese"'),
+                r"""argument --figures: pdflatex cannot include 'say "cheese"/a\.png': it holds '"'""",
+            ),
+        ]
+    },
+    "figures into a folder where a PNG is a FIFO": (
+        "figures",
+        [],
+        None,
+        _fifo_at_b_png,
+        2,
+        FIGURES_ERROR + r"build/figures/b\.png: Not a regular file",
+        set(),
+    ),
 }
 
 
@@ -383,6 +502,73 @@ def test_a_command_ends_in_its_status_and_at_most_one_line(case, tmp_path, monke
     after = _tree(tmp_path)
     assert set(after) - set(before) == new, "no temporary left, and nothing written that should not be"
     assert {name: after.get(name) for name in before} == before, "the old files are kept byte for byte"
+
+
+@pytest.fixture
+def short(monkeypatch):
+    """A sheet of the figures and checks alone: where it goes is tested, not what it holds."""
+    for module in (catalog, report):  # python -m figures.report imports it afresh from the catalog
+        monkeypatch.setattr(module, "rows", lambda keys, notation: [])
+
+
+def _compiled(tex, cwd):
+    return _pdflatex.Compiled(b"%PDF from " + tex.encode()[:20], "")
+
+
+# --out -> the sheet's three files: Markdown, LaTeX, PDF (compiled by a stand-in here).
+SHEETS = {
+    "report": ("report.md", "report.tex", "report.pdf"),
+    "report.md": ("report.md", "report.tex", "report.pdf"),
+    "report.tex": ("report.md", "report.tex", "report.pdf"),
+    "report.pdf": ("report.md", "report.tex", "report.pdf"),
+    "sub/x.y.md": ("sub/x.y.md", "sub/x.y.tex", "sub/x.y.pdf"),
+    ".hidden": (".hidden.md", ".hidden.tex", ".hidden.pdf"),
+}
+
+
+@pytest.mark.parametrize("out", SHEETS)
+@pytest.mark.usefixtures("fast", "short")
+def test_the_sheet_goes_to_three_files_named_after_out(out, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _old(tmp_path, *NAMES)
+    monkeypatch.setattr(_pdflatex, "available", lambda: True)
+    monkeypatch.setattr(_pdflatex, "compile_pdf", _compiled)
+    assert _python_m(REPORT.removeprefix("python -m "), ["--out", out], monkeypatch) == 0
+    markdown, tex, pdf = SHEETS[out]
+    assert capsys.readouterr() == (f"wrote {markdown}, {tex}, {pdf}\n", "")
+    written = _tree(tmp_path)
+    assert set(written) == {*SET, markdown, tex, pdf}
+    assert written[markdown].startswith(b"# Derivation sheet")
+    assert written[tex].startswith(b"\\documentclass")
+    assert written[pdf].startswith(b"%PDF from \\documentclass")
+
+
+@pytest.mark.usefixtures("fast", "short")
+def test_a_symlinked_output_stays_a_symlink_and_its_target_is_replaced(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _old(tmp_path, *NAMES)
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "sheet.md").write_text("old sheet")
+    Path("report.md").symlink_to(Path("kept/sheet.md"))
+    Path("report.tex").symlink_to(Path("kept/new.tex"))  # dangling: its target is created
+    assert report.main(["--out", "report.md"]) == 0
+    assert capsys.readouterr() == ("wrote report.md, report.tex\n", "")
+    assert Path("report.md").is_symlink()
+    assert Path("report.tex").is_symlink()
+    assert Path("kept/sheet.md").read_text().startswith("# Derivation sheet")
+    assert Path("kept/new.tex").read_text().startswith("\\documentclass")
+    assert sorted(p.name for p in Path("kept").iterdir()) == ["new.tex", "sheet.md"], "no temporary left"
+
+
+@pytest.mark.skipif(not _pdflatex.available(), reason="no pdflatex")
+@pytest.mark.parametrize("folder", ["100% figures", "#1 figures", "two  spaces", "a&b~c$d^e_f", "é ü"])
+@pytest.mark.usefixtures("fast", "short")
+def test_pdflatex_includes_figures_from_a_folder_of_any_printable_name(folder, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _figure_folder(folder)(tmp_path, monkeypatch)
+    assert report.main(["--figures", folder, "--out", "out/sheet.md"]) == 0, capsys.readouterr().err
+    pdf = (tmp_path / "out" / "sheet.pdf").read_bytes()
+    assert pdf.count(b"/Subtype /Image") >= len(NAMES)
 
 
 @pytest.mark.usefixtures("fast")

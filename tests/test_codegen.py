@@ -2,6 +2,7 @@
 
 import ctypes
 import importlib.util
+import re
 import shutil
 import subprocess
 
@@ -181,3 +182,210 @@ def test_a_centered_layer_is_emitted_in_the_centered_input(key):
     assert results
     for line in results:
         assert not centered or "mu" not in line.replace("mean_", ""), line
+
+
+# --- edge rows, epsilon's shapes and torch ------------------------------------------------
+
+# Rows at which a careless form divides 0 by 0 (constant, zero) or squares past float64's range.
+EDGE_ROWS = {
+    "zero": lambda rng, n: np.zeros(n),
+    "constant": lambda rng, n: np.full(n, 3.7),
+    "constant offset 1e200": lambda rng, n: np.full(n, 1e200),
+    "tiny": lambda rng, n: rng.standard_normal(n) * 1e-150,
+    "huge": lambda rng, n: rng.standard_normal(n) * 1e150,
+    "near the top of the range": lambda rng, n: rng.standard_normal(n) * 1e300,
+    "offset 1e15": lambda rng, n: rng.standard_normal(n) + 1e15,
+}
+
+
+def _edges(key: str, n: int) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    rng = np.random.default_rng(n)
+    x = np.stack([make(rng, n) for make in EDGE_ROWS.values()])
+    dy = rng.standard_normal(x.shape)
+    params = tuple(rng.normal(0, 2, n) for _ in LAYERS[key].parameters)
+    return x, dy, params
+
+
+def _rowwise(got: np.ndarray, want: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Each row's largest difference over the largest magnitude the row is made of."""
+    floor = np.finfo(float).tiny
+    return np.max(np.abs(got - want), axis=-1) / np.maximum(np.max(scale, axis=-1), floor)
+
+
+def _check_edges(key, eps, x, dy, params, forward, grads) -> None:
+    """``forward`` and ``grads`` (dx, then each parameter's per row) against `numeric`, row by row."""
+    reference = getattr(numeric, key)
+    names = list(EDGE_ROWS)
+    want_y = reference.forward(x, eps, *params)
+    bad = _rowwise(forward, want_y, np.abs(want_y)) > RTOL
+    assert not bad.any(), ("forward", key, eps, [names[r] for r in np.flatnonzero(bad)])
+    plan = program(LAYERS[key])
+    want = getattr(reference, plan.backward)(x, eps, dy, *params)
+    want = want if isinstance(want, tuple) else (want,)
+    bad = _rowwise(grads[0], want[0], _magnitude(reference, x, eps, dy, params)) > RTOL
+    assert not bad.any(), ("dx", key, eps, [names[r] for r in np.flatnonzero(bad)])
+    for (name, _), got, derived in zip(plan.gradients[1:], grads[1:], want[1:], strict=True):
+        assert _relative(got, derived) <= RTOL, (name, key, eps)
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_emitted_numpy_agrees_with_numeric_on_edge_rows(key, tmp_path):
+    module = _imported(tmp_path, key, emit(key, "numpy"))
+    plan = program(LAYERS[key])
+    for n in (3, 64):
+        x, dy, params = _edges(key, n)
+        for eps in EPSILONS:
+            got = getattr(module, plan.backward)(x, eps, dy, *params)
+            got = got if isinstance(got, tuple) else (got,)
+            _check_edges(key, eps, x, dy, params, getattr(module, plan.forward)(x, eps, *params), got)
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_emitted_c_agrees_with_numeric_on_edge_rows(key, compiled):
+    library = compiled[key]
+    plan = program(LAYERS[key])
+    forward = getattr(library, f"{key}_{plan.forward}")
+    backward = getattr(library, f"{key}_backward")
+    for n in (3, 64):
+        x, dy, params = _edges(key, n)
+        params = tuple(np.ascontiguousarray(p) for p in params)
+        for eps in EPSILONS:
+            y = np.empty_like(x)
+            grads = [np.empty_like(x)] + [np.zeros(n) for _ in plan.gradients[1:]]
+            for row in range(x.shape[0]):
+                forward(
+                    ctypes.c_int(n), _pointer(x[row]), ctypes.c_double(eps), *map(_pointer, params), _pointer(y[row])
+                )
+                backward(
+                    ctypes.c_int(n),
+                    _pointer(x[row]),
+                    ctypes.c_double(eps),
+                    _pointer(dy[row]),
+                    *map(_pointer, params),
+                    _pointer(grads[0][row]),
+                    *map(_pointer, grads[1:]),
+                )
+            _check_edges(key, eps, x, dy, params, y, grads)
+
+
+@pytest.fixture(scope="module")
+def torch_modules(tmp_path_factory):
+    pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("emitted_torch")
+    return {key: _imported(folder, f"{key}_torch", emit(key, "torch")) for key in EMITTED}
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_emitted_torch_agrees_with_numeric_on_edge_rows(key, torch_modules):
+    import torch
+
+    module = torch_modules[key]
+    plan = program(LAYERS[key])
+    for n in (3, 64):
+        x, dy, params = _edges(key, n)
+        for eps in EPSILONS:
+            xt = torch.tensor(x, requires_grad=True)
+            pt = [torch.tensor(p, requires_grad=True) for p in params]
+            y = getattr(module, key)(xt, eps, *pt)
+            grads = torch.autograd.grad(y, [xt, *pt], torch.tensor(dy))
+            _check_edges(key, eps, x, dy, params, y.detach().numpy(), [g.numpy() for g in grads])
+            direct = getattr(module, plan.backward)(torch.tensor(x), eps, torch.tensor(dy), *map(torch.tensor, params))
+            direct = direct if isinstance(direct, tuple) else (direct,)
+            _check_edges(key, eps, x, dy, params, y.detach().numpy(), [g.numpy() for g in direct])
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_emitted_code_states_its_range_in_the_header(key):
+    for target in ("numpy", "torch", "c"):
+        source = emit(key, target)
+        assert "right for every finite x and epsilon > 0" in source, (key, target)
+        if LAYERS[key].approach:
+            assert f"where {LAYERS[key].spread} = 0" in source, (key, target)
+
+
+EPSILON_SHAPES = [(), (1,), (2,), (2, 1), (1, 1), (3, 2)]
+
+
+def _refusal(function, *args) -> str | None:
+    """The message of the ValueError ``function(*args)`` raises, or None where it raises none."""
+    try:
+        function(*args)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("key", EMITTED)
+@pytest.mark.parametrize("eps_shape", EPSILON_SHAPES)
+def test_emitted_numpy_broadcasts_epsilon_as_numeric_does(key, eps_shape, tmp_path):
+    module = _imported(tmp_path, key, emit(key, "numpy"))
+    plan = program(LAYERS[key])
+    reference = getattr(numeric, key)
+    rng = np.random.default_rng(3)
+    x, dy = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    params = tuple(rng.normal(0, 2, 3) for _ in LAYERS[key].parameters)
+    eps = rng.uniform(0.01, 1, eps_shape)
+    refused = _refusal(reference.forward, x, eps, *params)
+    if refused is not None:
+        with pytest.raises(ValueError, match=re.escape(refused)):
+            getattr(module, plan.forward)(x, eps, *params)
+        return
+    want = reference.forward(x, eps, *params)
+    got = getattr(module, plan.forward)(x, eps, *params)
+    assert got.shape == want.shape
+    assert _relative(got, want) <= RTOL
+    got_b = getattr(module, plan.backward)(x, eps, dy, *params)
+    want_b = getattr(reference, plan.backward)(x, eps, dy, *params)
+    got_b, want_b = (v if isinstance(v, tuple) else (v,) for v in (got_b, want_b))
+    for emitted, derived in zip(got_b, want_b, strict=True):
+        assert emitted.shape == derived.shape
+        assert _relative(emitted, derived) <= 1e-10
+
+
+@pytest.mark.parametrize("eps", [0.0, -1e-5, np.array([1e-5, -1.0])])
+def test_emitted_numpy_refuses_an_epsilon_that_is_not_positive(eps, tmp_path):
+    module = _imported(tmp_path, "layernorm", emit("layernorm", "numpy"))
+    with pytest.raises(ValueError, match="epsilon must be positive"):
+        module.forward(np.ones((2, 3)), eps)
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_emitted_torch_differentiates_epsilon(key, torch_modules):
+    """gradcheck on x, epsilon (a tensor per row) and the parameters, and on the backward again."""
+    import torch
+
+    module = torch_modules[key]
+    rng = np.random.default_rng(11)
+    x = torch.tensor(rng.standard_normal((2, 4)) * 2, requires_grad=True)
+    eps = torch.tensor(rng.uniform(0.05, 0.5, (2,)), requires_grad=True)
+    params = [torch.tensor(rng.normal(0, 2, 4), requires_grad=True) for _ in LAYERS[key].parameters]
+    function = getattr(module, key)
+    assert torch.autograd.gradcheck(function, (x, eps, *params))
+    if key != "l2norm_clamped":  # its clamp is not twice differentiable where the regimes meet
+        assert torch.autograd.gradgradcheck(function, (x, eps, *params))
+    for shape in [(), (2, 1)]:
+        e = torch.full(shape, 0.1, dtype=torch.float64, requires_grad=True)
+        (grad,) = torch.autograd.grad(function(x, e, *params).sum(), [e])
+        assert grad.shape == e.shape
+
+
+@pytest.mark.parametrize("key", EMITTED)
+@pytest.mark.parametrize("eps_shape", EPSILON_SHAPES)
+def test_emitted_torch_broadcasts_epsilon_as_numeric_does(key, eps_shape, torch_modules):
+    import torch
+
+    module = torch_modules[key]
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3))
+    params = tuple(rng.normal(0, 2, 3) for _ in LAYERS[key].parameters)
+    eps = rng.uniform(0.01, 1, eps_shape)
+    function = getattr(module, key)
+    refused = _refusal(getattr(numeric, key).forward, x, eps, *params)
+    if refused is not None:
+        with pytest.raises(ValueError, match=re.escape(refused)):
+            function(torch.tensor(x), torch.tensor(eps), *map(torch.tensor, params))
+        return
+    want = getattr(numeric, key).forward(x, eps, *params)
+    got = function(torch.tensor(x), torch.tensor(eps), *map(torch.tensor, params)).numpy()
+    assert got.shape == want.shape
+    assert _relative(got, want) <= RTOL

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
-from derivations.codegen._program import DY, SIZE, Program, X, half_power, shared
+from derivations.codegen._program import DY, ROOT, SCALE, SIZE, Program, X, half_power, rescaled, shared
 
 
 class Printer(NumPyPrinter):
@@ -19,17 +19,73 @@ class Printer(NumPyPrinter):
         return super()._module_format(fqn, register).replace("numpy.", "np.")
 
 
-def _lines(program: Program, printer: Printer, names: list[str], exprs: list[sp.Expr]) -> list[str]:
+# Input checks and the scale, the same in every emitted NumPy module: epsilon broadcasts against
+# x's rows (its batch shape, x.shape[:-1]) as in `numeric`, and is refused where it does not.
+HELPERS = '''
+def _inputs(x, epsilon):
+    """x as float64 and epsilon, positive and finite, with a trailing axis for x's entries."""
+    x = np.asarray(x, dtype=np.float64)
+    epsilon = np.asarray(epsilon, dtype=np.float64)
+    if not np.isfinite(epsilon).all():
+        raise ValueError(f"epsilon must be finite, got {epsilon[~np.isfinite(epsilon)].flat[0]}")
+    if not (epsilon > 0).all():
+        raise ValueError(f"epsilon must be positive, got {epsilon[epsilon <= 0].flat[0]}")
+    try:
+        np.broadcast_shapes(epsilon.shape, x.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"epsilon of shape {epsilon.shape} does not broadcast with the batch shape {x.shape[:-1]} of x"
+        ) from None
+    return x, epsilon[..., None]
+
+
+def _scale(size, root):
+    """A power of two above max(size, root), at most 2**1023: dividing by it is exact."""
+    _, exponent = np.frexp(np.maximum(size, root))
+    return np.ldexp(1.0, np.minimum(exponent, 1023))
+'''
+
+
+def _lines(printer: Printer, names: list[str], exprs: list[sp.Expr]) -> list[str]:
     replacements, reduced = shared(exprs)
-    out = [f"    {symbol} = {printer.doprint(value)}" for symbol, value in replacements]
-    return out + [f"    {name} = {printer.doprint(expr)}" for name, expr in zip(names, reduced, strict=True)]
+    out = [f"{symbol} = {printer.doprint(value)}" for symbol, value in replacements]
+    out += [f"{name} = {printer.doprint(expr)}" for name, expr in zip(names, reduced, strict=True)]
+    if not any(expr.has(sp.Piecewise) for expr in exprs):
+        return [f"    {line}" for line in out]
+    # np.select evaluates every branch on every row: one not taken may divide by 0 there.
+    return ['    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):', *(f"        {s}" for s in out)]
+
+
+def _top(value: str) -> str:
+    return f"np.max(np.abs({value}), axis=-1, keepdims=True)"
 
 
 def _statistics(program: Program, printer: Printer) -> list[str]:
-    out = [f"    {X} = np.asarray({X})", f"    {SIZE} = {X}.shape[-1]"]
+    """The scale m, x and epsilon divided by it, and the statistics of the scaled row."""
+    out = [
+        f"    {X}, epsilon = _inputs({X}, epsilon)",
+        f"    {SIZE} = {X}.shape[-1]",
+        f"    {ROOT} = {printer.doprint(program.root)}",
+        f"    {SCALE} = _scale({_top(str(X))}, {ROOT})",
+        f"    {X} = {X} / {SCALE}",
+    ]
+    scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)}"]
+    if not program.centered:
+        out += scaled
     for step in program.statistics:
         value = printer.doprint(step.expr)
         out.append(f"    {step.symbol} = " + (f"np.mean({value}, axis=-1, keepdims=True)" if step.mean else value))
+        if step.vector:
+            # Centered once more (the first mean's rounding is left in c: a constant row becomes
+            # exactly 0), then divided by its own size: c is O(1) even where the offset dwarfs it.
+            c = step.symbol
+            out += [
+                f"    {c} = {c} - np.mean({c}, axis=-1, keepdims=True)",
+                f"    {SCALE}_{c} = _scale({_top(str(c))}, {ROOT} / {SCALE})",
+                f"    {c} = {c} / {SCALE}_{c}",
+                f"    {SCALE} = {SCALE} * {SCALE}_{c}",
+                *scaled,
+            ]
     return out
 
 
@@ -37,13 +93,13 @@ def emit(program: Program) -> str:
     """A self-contained NumPy module for ``program``."""
     printer = Printer()
     params = "".join(f", {p}" for p in program.parameters)
-    names = [name for name, _ in program.gradients]
+    names = [name for name, _ in program.evaluated]
     forward = [
         f"def {program.forward}({X}, epsilon{params}):",
-        '    """The layer along the last axis of x; epsilon a scalar or broadcastable to (..., 1)."""',
+        '    """The layer along the last axis of x; epsilon of a shape that broadcasts with x.shape[:-1]."""',
         *_statistics(program, printer),
-        *_lines(program, printer, ["y"], [program.output]),
-        "    return y",
+        *_lines(printer, ["y"], [program.output]),
+        f"    return {rescaled('y', program.degrees['y'])}",
     ]
     returned = ", ".join(names)
     summed = "; parameter gradients summed over leading axes" if names[1:] else ""
@@ -53,10 +109,16 @@ def emit(program: Program) -> str:
         *_statistics(program, printer),
         f"    {DY} = np.asarray({DY})",
         f"    shape = np.broadcast_shapes({X}.shape, {DY}.shape)",
+        *(f"    {s.symbol} = {printer.doprint(s.expr)}" for s in program.guards),
         *(f"    {s.symbol} = np.mean({printer.doprint(s.expr)}, axis=-1, keepdims=True)" for s in program.means),
-        *_lines(program, printer, names, [expr for _, expr in program.gradients]),
-        f"    {names[0]} = np.broadcast_to({names[0]}, shape)",
-        *(f"    {name} = np.broadcast_to({name}, shape).sum(axis=tuple(range(len(shape) - 1)))" for name in names[1:]),
+        *_lines(printer, names, [expr for _, expr in program.evaluated]),
+        f"    {names[0]} = np.broadcast_to({rescaled(names[0], program.degrees[names[0]])}, shape)",
+        *(
+            f"    {name} = np.broadcast_to({rescaled(name, program.degrees[name])}, shape)"
+            ".sum(axis=tuple(range(len(shape) - 1)))"
+            for name in names[1:]
+        ),
         f"    return {returned}",
     ]
-    return "\n".join([program.header("# "), "", "import numpy as np", "", "", *forward, "", "", *backward, ""])
+    body = ["import numpy as np", "", *HELPERS.strip("\n").splitlines(), "", "", *forward, "", "", *backward, ""]
+    return "\n".join([program.header("# "), "", *body])

@@ -8,6 +8,14 @@ scalar.  The expressions come from the registry's rows (the layer's output,
 the input gradient, each parameter's gradient), written with the centered
 input c = x - mu where the layer centers: the means then are of g and of
 g * c, not of g * x, which would cancel against mu * mean(g).
+
+Every backend evaluates a row at a scale (`derivations.scaling`): x divided
+by a power of two m >= max(|x_i|, epsilon**(1/e)) and epsilon by m**e, each
+result multiplied back by m**d, d its derived degree; a centered layer's
+centered entries are centered once more and divided by their own size too.
+No square or cube of a scaled entry leaves float64's range.  Where the layer
+has a derived limit of its Jacobian at the degenerate input (the spread 0),
+the input gradient there is the limit's (`derivations.backward.vjp_at_degenerate`).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from derivations import backward, quantities
+from derivations import backward, quantities, scaling
 from derivations._layer import Layer
 from derivations.sums import Mean
 from derivations.symbols import c, epsilon, g, i, j, n, x
@@ -27,6 +35,11 @@ X = sp.Symbol("x", real=True)
 DY = sp.Symbol("dy", real=True)
 CENTERED = sp.Symbol("c", real=True)
 EPSILON, SIZE = epsilon, n
+# The scale a row is evaluated at, and the root of epsilon that bounds it from below.
+SCALE = sp.Symbol("m", positive=True)
+ROOT = sp.Symbol("root", positive=True)
+# The gradient of <dy, y> in epsilon, per row.
+DEPSILON = "depsilon"
 
 
 @dataclass(frozen=True)
@@ -53,11 +66,44 @@ class Program:
     means: tuple[Step, ...]  # the means of g (and g * c, ...) the gradients use
     gradients: tuple[tuple[str, sp.Expr], ...]  # (name, entry): dx first, then each parameter's
     formulas: tuple[str, ...]  # the registry names of what is implemented
+    epsilon_degree: int  # e: the output is unchanged under (x, epsilon) -> (m x, m**e epsilon)
+    degrees: dict[str, int]  # "y", each gradient's name and DEPSILON: how each scales with m
+    depsilon: sp.Expr  # dy * dy/d epsilon, elementwise: summed over the row, d<dy, y>/d epsilon
+    guards: tuple[Step, ...] = ()  # before the gradients: the spread where it is not 0, else 1
+    limit: sp.Expr | None = None  # the input gradient where the spread is 0, the derived limit
+    spread: sp.Symbol | None = None
 
     @property
     def vectors(self) -> frozenset[sp.Symbol]:
         """The symbols that stand for an entry of a vector."""
         return frozenset({X, DY, CENTERED, *self.parameters})
+
+    @property
+    def evaluated(self) -> tuple[tuple[str, sp.Expr], ...]:
+        """The gradients as the backends evaluate them: where the layer has a limit at the
+        degenerate input, the input gradient is that limit where the spread is 0, and elsewhere
+        the general form with the spread replaced by the guard (finite, and not taken, at 0)."""
+        if self.limit is None:
+            return self.gradients
+        (guard,) = self.guards
+        (name, expr), *rest = self.gradients
+        general = expr.xreplace({self.spread: guard.symbol})
+        return ((name, sp.Piecewise((self.limit, sp.Eq(self.spread, 0)), (general, True))), *rest)
+
+    @property
+    def centered(self) -> bool:
+        """Whether the layer is evaluated in the centered input c."""
+        return any(step.vector for step in self.statistics)
+
+    @property
+    def root(self) -> sp.Expr:
+        """epsilon**(1/e): the length scale epsilon sets."""
+        return EPSILON ** sp.Rational(1, self.epsilon_degree)
+
+    @property
+    def scaled_epsilon(self) -> sp.Expr:
+        """epsilon / m**e, written as (root / m)**e: root / m is at most 1, its power cannot overflow."""
+        return sp.Pow(ROOT / SCALE, self.epsilon_degree, evaluate=False)
 
     def header(self, comment: str) -> str:
         """Lines naming the formulas implemented, each behind ``comment``."""
@@ -71,6 +117,19 @@ class Program:
             "Means of the upstream gradient dy:",
             *(f"  {s.symbol} = mean({s.expr})" for s in self.means),
             *(f"{name} = {expr}" for name, expr in self.gradients),
+            *(
+                [f"  ({self.gradients[0][0]} = {self.limit} where {self.spread} = 0, the derived limit there)"]
+                if self.limit is not None
+                else []
+            ),
+            f"Evaluated at a scale: x / m and epsilon / m**{self.epsilon_degree}, m a power of two at least "
+            f"max(|x_i|, {self.root})" + (" (the centered entries again by their size)" if self.centered else ""),
+            "then each result times m**d ("
+            + ", ".join(
+                f"{'the gradient in epsilon, torch' if name == DEPSILON else name}: d = {degree}"
+                for name, degree in self.degrees.items()
+            )
+            + "): right for every finite x and epsilon > 0.",
         ]
         return "\n".join(f"{comment}{line}".rstrip() for line in lines)
 
@@ -134,22 +193,44 @@ def program(layer: Layer) -> Program:
                 expr = centered
         return expr
 
-    output = written(output_row.derive(layer, None), grouped=False)
-    gradients = [(f"d{x.label}", written(dx_row.derive(layer, None)))]
-    gradients += [(quantity.stem, written(quantity.derive(layer, None))) for quantity in extra]
-    means = sorted(set().union(*(expr.atoms(Mean) for _, expr in gradients)), key=sp.default_sort_key)
+    derived = {"y": output_row.derive(layer, None), f"d{x.label}": dx_row.derive(layer, None)}
+    derived.update({quantity.stem: quantity.derive(layer, None) for quantity in extra})
+    degrees = {name: scaling.degree_of(layer, expr, name) for name, expr in derived.items()}
+    degrees[DEPSILON] = degrees["y"] - scaling.epsilon_degree(layer)
+    output = written(derived.pop("y"), grouped=False)
+    gradients = [(name, written(expr)) for name, expr in derived.items()]
+    guards: tuple[Step, ...] = ()
+    limit = None
+    if dx_row.limit is not None and layer.approach:
+        # The general form divides 0 by 0 where the spread is 0: there it is evaluated with the
+        # spread 1 instead (finite, and not taken) and the derived limit is taken (`Program.evaluated`).
+        nonzero = sp.Symbol(f"{layer.spread}_nonzero", positive=True)
+        guards = (Step(nonzero, sp.Piecewise((sp.Integer(1), sp.Eq(layer.spread, 0)), (layer.spread, True)), False),)
+        limit = written(dx_row.limit(layer))
+    limits = [] if limit is None else [limit]
+    means = sorted(
+        set().union(*(expr.atoms(Mean) for expr in [*dict(gradients).values(), *limits])), key=sp.default_sort_key
+    )
     names = {m: sp.Symbol(_mean_name(_plain(m.args[0], entries)), real=True) for m in means}
+    plain_output = _plain(output, entries)
     return Program(
         key=layer.key,
         title=layer.title,
         parameters=tuple(entries[base] for _, base in layer.parameters),
         statistics=tuple(statistics),
         forward=str(output_row.numeric),
-        output=_plain(output, entries),
+        output=plain_output,
         backward=str(dx_row.numeric),
         means=tuple(Step(names[m], _plain(m.args[0], entries), mean=True) for m in means),
         gradients=tuple((name, _plain(expr.xreplace(names), entries)) for name, expr in gradients),
         formulas=tuple(f"{layer.key}.{q.stem}" for q in (output_row, dx_row, *extra)),
+        epsilon_degree=scaling.epsilon_degree(layer),
+        degrees=degrees,
+        # The statistics do not depend on epsilon: the output's derivative in it is elementwise.
+        depsilon=DY * sp.diff(plain_output, EPSILON),
+        guards=guards,
+        limit=None if limit is None else _plain(limit.xreplace(names), entries),
+        spread=layer.spread if limit is not None else None,
     )
 
 
@@ -182,3 +263,10 @@ def half_power(printer: object, expr: sp.Pow, sqrt: str, one: str = "1") -> str 
         factors.append(f"{sqrt}({printer._print(expr.base)})")  # type: ignore[attr-defined]
     product = "*".join(factors)
     return f"({one}/({product}))" if exponent < 0 else f"({product})"
+
+
+def rescaled(value: str, degree: int) -> str:
+    """``value`` times m**degree, one exact multiply or divide by the power of two m at a time
+    (m**degree itself can leave the range where the product does not)."""
+    op = " * " if degree > 0 else " / "
+    return value + "".join(f"{op}{SCALE}" for _ in range(abs(degree)))

@@ -1,7 +1,8 @@
 """The PyTorch backend: a ``torch.autograd.Function`` whose backward is the derived input gradient.
 
 The backward pass is written in differentiable torch operations on the saved
-inputs, so autograd differentiates it again: double backward works.
+inputs, so autograd differentiates it again: double backward works.  epsilon
+is a tensor input too: its gradient is the derived d<dy, y>/d epsilon.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import functools
 import sympy as sp
 from sympy.printing.pycode import AbstractPythonCodePrinter, PythonCodePrinter
 
-from derivations.codegen._program import DY, SIZE, Program, X, half_power, shared
+from derivations.codegen._program import DEPSILON, DY, ROOT, SCALE, SIZE, Program, X, half_power, rescaled, shared
 
 
 @functools.cache
@@ -42,17 +43,72 @@ def _printer() -> type[AbstractPythonCodePrinter]:
     return Printer
 
 
+# Input checks and the scale, the same in every emitted torch module: epsilon broadcasts against
+# x's rows (its batch shape, x.shape[:-1]) as in `numeric`, and is refused where it does not.
+HELPERS = '''
+def _inputs(x, epsilon):
+    """epsilon as a tensor like x, positive and finite, with a trailing axis for x's entries."""
+    epsilon = torch.as_tensor(epsilon, dtype=x.dtype, device=x.device)
+    if not bool(torch.isfinite(epsilon).all()):
+        raise ValueError(f"epsilon must be finite, got {epsilon[~torch.isfinite(epsilon)].flatten()[0].item()}")
+    if not bool((epsilon > 0).all()):
+        raise ValueError(f"epsilon must be positive, got {epsilon[epsilon <= 0].flatten()[0].item()}")
+    try:
+        torch.broadcast_shapes(epsilon.shape, x.shape[:-1])
+    except RuntimeError:
+        batch = tuple(x.shape[:-1])
+        raise ValueError(
+            f"epsilon of shape {tuple(epsilon.shape)} does not broadcast with the batch shape {batch} of x"
+        ) from None
+    return epsilon[..., None]
+
+
+def _scale(size, root):
+    """A power of two above max(size, root), within the dtype's range: dividing by it is exact.
+    It is piecewise constant in x and epsilon: no gradient flows through it."""
+    bound = torch.maximum(size, root).detach()
+    _, exponent = torch.frexp(bound)
+    largest = math.frexp(torch.finfo(bound.dtype).max)[1] - 1
+    return torch.ldexp(torch.ones_like(bound), torch.clamp(exponent, max=largest))
+'''
+
+
 def _lines(printer: AbstractPythonCodePrinter, names: list[str], exprs: list[sp.Expr]) -> list[str]:
     replacements, reduced = shared(exprs)
     out = [f"    {symbol} = {printer.doprint(value)}" for symbol, value in replacements]
     return out + [f"    {name} = {printer.doprint(expr)}" for name, expr in zip(names, reduced, strict=True)]
 
 
+def _top(value: str) -> str:
+    return f"torch.amax(torch.abs({value}), dim=-1, keepdim=True)"
+
+
 def _statistics(program: Program, printer: AbstractPythonCodePrinter) -> list[str]:
-    out = [f"    {SIZE} = {X}.shape[-1]"]
+    """The scale m, x and epsilon divided by it, and the statistics of the scaled row."""
+    out = [
+        f"    epsilon = _inputs({X}, epsilon)",
+        f"    {SIZE} = {X}.shape[-1]",
+        f"    {ROOT} = {printer.doprint(program.root)}",
+        f"    {SCALE} = _scale({_top(str(X))}, {ROOT})",
+        f"    {X} = {X} / {SCALE}",
+    ]
+    scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)}"]
+    if not program.centered:
+        out += scaled
     for step in program.statistics:
         value = printer.doprint(step.expr)
         out.append(f"    {step.symbol} = " + (f"torch.mean({value}, dim=-1, keepdim=True)" if step.mean else value))
+        if step.vector:
+            # Centered once more (the first mean's rounding is left in c: a constant row becomes
+            # exactly 0), then divided by its own size: c is O(1) even where the offset dwarfs it.
+            c = step.symbol
+            out += [
+                f"    {c} = {c} - torch.mean({c}, dim=-1, keepdim=True)",
+                f"    {SCALE}_{c} = _scale({_top(str(c))}, {ROOT} / {SCALE})",
+                f"    {c} = {c} / {SCALE}_{c}",
+                f"    {SCALE} = {SCALE} * {SCALE}_{c}",
+                *scaled,
+            ]
     return out
 
 
@@ -60,52 +116,70 @@ def emit(program: Program) -> str:
     """A self-contained PyTorch module for ``program``."""
     printer = _printer()()
     params = "".join(f", {p}" for p in program.parameters)
-    names = [name for name, _ in program.gradients]
+    names = [name for name, _ in program.evaluated]
     returned = ", ".join(names)
     function = "".join(part.capitalize() for part in program.key.split("_")) + "Function"
     summed = "; parameter gradients summed over leading axes" if names[1:] else ""
+    degrees = program.degrees
     forward = [
         f"def {program.forward}({X}, epsilon{params}):",
         '    """The layer along the last axis of x, in plain torch operations."""',
         *_statistics(program, printer),
         *_lines(printer, ["y"], [program.output]),
-        "    return y",
+        f"    return {rescaled('y', degrees['y'])}",
     ]
+    everything = [*names, DEPSILON]
     backward = [
+        f"def _backward({X}, epsilon, {DY}{params}):",
+        f'    """{returned} and d<dy, y>/d epsilon (of epsilon\'s shape); differentiable torch operations."""',
+        *_statistics(program, printer)[:1],
+        "    shape_epsilon = epsilon.shape",
+        *_statistics(program, printer)[1:],
+        f"    shape = torch.broadcast_shapes({X}.shape, {DY}.shape)",
+        *(f"    {s.symbol} = {printer.doprint(s.expr)}" for s in program.guards),
+        *(f"    {s.symbol} = torch.mean({printer.doprint(s.expr)}, dim=-1, keepdim=True)" for s in program.means),
+        *_lines(printer, everything, [*(expr for _, expr in program.evaluated), program.depsilon]),
+        f"    {names[0]} = ({rescaled(names[0], degrees[names[0]])}).expand(shape)",
+        *(
+            f"    {name} = ({rescaled(name, degrees[name])}).expand(shape).reshape(-1, {SIZE}).sum(0)"
+            for name in names[1:]
+        ),
+        f"    {DEPSILON} = torch.sum({DEPSILON}.expand(shape), dim=-1, keepdim=True)",
+        f"    {DEPSILON} = {rescaled(DEPSILON, degrees[DEPSILON])}",
+        f"    {DEPSILON} = {DEPSILON}.sum_to_size(shape_epsilon)[..., 0]",
+        f"    return {', '.join(everything)}",
+        "",
+        "",
         f"def {program.backward}({X}, epsilon, {DY}{params}):",
         f'    """{returned} for the upstream gradient dy{summed}; differentiable torch operations."""',
-        *_statistics(program, printer),
-        f"    shape = torch.broadcast_shapes({X}.shape, {DY}.shape)",
-        *(f"    {s.symbol} = torch.mean({printer.doprint(s.expr)}, dim=-1, keepdim=True)" for s in program.means),
-        *_lines(printer, names, [expr for _, expr in program.gradients]),
-        f"    {names[0]} = {names[0]}.expand(shape)",
-        *(f"    {name} = {name}.expand(shape).reshape(-1, {SIZE}).sum(0)" for name in names[1:]),
-        f"    return {returned}",
+        f"    return _backward({X}, epsilon, {DY}{params})[{':-1' if names[1:] else '0'}]",
     ]
-    saved = ", ".join([str(X), *map(str, program.parameters)])
-    nones = ", ".join(["grads[0]", "None", *(f"grads[{m}]" for m in range(1, len(names)))])
+    saved = ", ".join([str(X), "epsilon", *map(str, program.parameters)])
+    returns = ", ".join(
+        [f"{names[0]}.sum_to_size({X}.shape)", f"{DEPSILON} if ctx.needs_input_grad[1] else None", *names[1:]]
+    )
     autograd = [
         f"class {function}(torch.autograd.Function):",
-        f'    """{program.title}: forward and the derived backward."""',
+        f'    """{program.title}: forward and the derived backward, in x, epsilon and the parameters."""',
         "",
         "    @staticmethod",
         f"    def forward(ctx, {X}, epsilon{params}):",
         f"        ctx.save_for_backward({saved})",
-        "        ctx.epsilon = epsilon",
         f"        return {program.forward}({X}, epsilon{params})",
         "",
         "    @staticmethod",
         f"    def backward(ctx, {DY}):",
-        f"        {saved}, = ctx.saved_tensors",
-        f"        grads = {program.backward}({X}, ctx.epsilon, {DY}{params})",
-        "        grads = (grads,)" if len(names) == 1 else "        pass",
-        f"        return {nones}",
+        f"        {saved} = ctx.saved_tensors",
+        f"        {', '.join(everything)} = _backward({X}, epsilon, {DY}{params})",
+        f"        return {returns}",
         "",
         "",
         f"def {program.key}({X}, epsilon{params}):",
-        f'    """{program.title}, differentiated by the derived backward (twice too)."""',
+        f'    """{program.title}, differentiated by the derived backward (twice too); epsilon a number or'
+        ' a tensor of a shape that broadcasts with x.shape[:-1]."""',
+        f"    epsilon = torch.as_tensor(epsilon, dtype={X}.dtype, device={X}.device)",
         f"    return {function}.apply({X}, epsilon{params})",
     ]
-    autograd = [line for line in autograd if line != "        pass"]
-    body = [*forward, "", "", *backward, "", "", *autograd, ""]
+    helpers = HELPERS.strip("\n").splitlines()
+    body = [*helpers, "", "", *forward, "", "", *backward, "", "", *autograd, ""]
     return "\n".join([program.header("# "), "", "import math", "", "import torch", "", "", *body])

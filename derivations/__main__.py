@@ -15,10 +15,10 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from derivations import _cache
-from derivations.cli import OneLineParser
+from derivations.cli import OneLineParser, describe
 
 if TYPE_CHECKING:
     from derivations.claims import Claim
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 _CACHED_OPTIONS = {"--format": 1, "--layer": 1, "--notation": 1, "--standalone": 0}
 # The same for a check of inline claims: the claim itself is the one value without an option.
 _CACHED_CHECK_OPTIONS = {"--latex": 1, "--layer": 1, "--assume": 1, "--format": 1, "--timeout": 1}
+_T = TypeVar("_T")
 
 
 def _output_entry(argv: list[str], command: str = "", options: dict[str, int] = _CACHED_OPTIONS) -> str | None:
@@ -59,7 +60,7 @@ def _derive(argv: list[str]) -> int:
             return 0
 
     from derivations.catalog import LAYERS, rows
-    from derivations.notation import RENAMABLE, Notation
+    from derivations.notation import DEFAULT, RENAMABLE, Notation
     from derivations.render import FORMATS, standalone
 
     parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
@@ -73,7 +74,7 @@ def _derive(argv: list[str]) -> int:
         action="append",
         default=[],
         metavar="SYMBOL=LATEX",
-        help=f"print SYMBOL ({', '.join(RENAMABLE)}) as LATEX, e.g. n=d or epsilon=\\epsilon",
+        help=f"print SYMBOL ({', '.join(RENAMABLE)}) as LATEX, e.g. n=N or epsilon=\\epsilon",
     )
     parser.add_argument("--definition", type=Path, metavar="FILE", help="derive the layer defined in a TOML file")
     parser.add_argument(
@@ -96,15 +97,23 @@ def _derive(argv: list[str]) -> int:
         return 2
     keys = [args.layer] if args.layer else [key] if key else list(LAYERS)
 
-    def render() -> str:
+    def render() -> tuple[str, str]:
+        """The output, and where the notation takes a name the formulas use, why ("" where not)."""
+        if notation != DEFAULT:
+            try:
+                notation.refuse_clashes((str(row["name"]), f"{row['latex']} {row['value']}") for row in rows(keys))
+            except ValueError as error:
+                return "", str(error)
         text = FORMATS[args.format](rows(keys, notation))
-        return standalone(text) if args.standalone else text
+        return (standalone(text) if args.standalone else text), ""
 
     try:
-        text = render() if key is None else _within(key, args.timeout, render)
+        text, clash = render() if key is None else _within(key, args.timeout, render)
     except Exception as error:
-        print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {describe(error)}", file=sys.stderr)
         return 1
+    if clash:
+        parser.error(clash)
     if entry is not None:
         _cache.write(entry, text.encode())
     sys.stdout.write(text)  # a failure to write is the caller's: `run` makes it one line
@@ -225,14 +234,14 @@ def _register(prog: str, path: Path | None) -> str | None:
     return layer.key
 
 
-def _within(key: str, seconds: float, render: Callable[[], str]) -> str:
+def _within(key: str, seconds: float, render: Callable[[], _T]) -> _T:
     """``render()`` in a child process bounded in time and memory: a user's layer may be pathological."""
     from derivations import definition
     from derivations.catalog import LAYERS
 
-    text = definition.derive_within(LAYERS[key], seconds, render)
-    assert text is not None
-    return text
+    done = definition.derive_within(LAYERS[key], seconds, render)
+    assert done is not None
+    return done
 
 
 def _codegen(argv: list[str]) -> int:

@@ -9,7 +9,10 @@ One method per node type, as in SymPy's own printers:
 - a rational multiple of a square root prints as one root where that
   removes the fraction's scale (:math:`\sqrt{3/2}`, not :math:`\sqrt{6}/2`);
 - the two limits at plus and minus infinity print as one statement with
-  :math:`\pm`, other conjunctions as lines of an ``aligned`` block.
+  :math:`\pm`, other conjunctions as lines of an ``aligned`` block;
+- a symbol never prints as a constant: the constants e and i print upright
+  (ISO 80000-2), a symbol e or i in italic, and a symbol named ``pi`` (a
+  user's statistic) as the italic word, not as the constant.
 
 >>> import sympy as sp
 >>> from derivations.notation import DEFAULT
@@ -26,6 +29,9 @@ from sympy.printing.precedence import PRECEDENCE
 
 from derivations.notation import Notation
 from derivations.symbols import epsilon
+
+# Symbols SymPy would print as a constant (the others differ from the constants printed upright).
+_CONSTANT_NAMES = {"pi"}
 
 _RELATIONS = {"==": "=", "<=": r"\leq", ">=": r"\geq", "<": "<", ">": ">", "!=": r"\neq"}
 
@@ -48,7 +54,20 @@ class ReaderPrinter(LatexPrinter):
     """LaTeX in the reader's term order and notation."""
 
     def __init__(self, notation: Notation) -> None:
-        super().__init__({"symbol_names": notation.symbol_names()})
+        super().__init__({"symbol_names": notation.symbol_names(), "imaginary_unit": "ri"})
+
+    def _print(self, expr: object, **kwargs: object) -> str:
+        if expr is sp.S.Exp1:  # which SymPy prints by its own method, ahead of the printer's
+            return r"\mathrm{e}"
+        return super()._print(expr, **kwargs)
+
+    def _print_Symbol(self, expr: sp.Symbol, style: str = "plain") -> str:
+        if expr.name in _CONSTANT_NAMES and expr not in self._settings["symbol_names"]:
+            return rf"\mathit{{{expr.name}}}"
+        return super()._print_Symbol(expr, style)
+
+    def _print_ExpBase(self, expr: sp.Expr, exp: str | None = None) -> str:
+        return self._do_exponent(rf"\mathrm{{e}}^{{{self._print(expr.args[0])}}}", exp)
 
     def _as_ordered_terms(self, expr: sp.Expr, order: str | None = None) -> list[sp.Expr]:
         # Stable: SymPy's order among terms with the same power of epsilon.

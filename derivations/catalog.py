@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import cache, partial
@@ -184,6 +185,15 @@ def _tasks(keys: Sequence[str]) -> list[tuple[str, ...]]:
     return [tuple(group) for group in groups.values()]
 
 
+def _worker(parent: int, mask: set[signal.Signals]) -> None:
+    """A pool worker's start: it ignores Ctrl-C and ends with ``parent``."""
+    from derivations.cli import end_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    end_with_parent(parent)
+
+
 def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, object]]:
     """The rendered rows of several layers, in the order given, the LaTeX in ``notation``.
 
@@ -198,7 +208,14 @@ def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, ob
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
         done = [_rows(task, notation) for task in tasks]
     else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        # Ctrl-C is held back while the workers are forked, and they ignore it: the command
+        # reports it once, and its workers end with it (`_worker`).
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pool = multiprocessing.get_context("fork").Pool(workers, _worker, (os.getpid(), mask))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        with pool:
             done = pool.map(partial(_rows, notation=notation), tasks, chunksize=1)
     order = {key: position for position, key in enumerate(keys)}
     # A stable sort by layer keeps each layer's own stable order.

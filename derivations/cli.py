@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
+import signal
 import sys
 from collections.abc import Callable
 from contextlib import suppress
@@ -51,12 +53,15 @@ def run(main: Callable[[list[str] | None], int], prog: str, argv: list[str] | No
     A reader that stopped early (a broken pipe) ends the command quietly, with
     status 0 if ``main`` had not finished.  Any other failure to write, stdout
     or a file (a full disk, an unwritable folder), is one line on stderr and
-    status 2.  stdout is flushed here, inside the guard, because the flush
-    Python makes at exit reports a failure as a traceback.
+    status 2; running out of memory is one line and status 1.  stdout is
+    flushed here, inside the guard, because the flush Python makes at exit
+    reports a failure as a traceback.  A stdout that cannot encode a character
+    (an ASCII locale) gets its ASCII spelling (`ascii_spelling`).
     """
     if sys.stdout is None:  # started with stdout closed (>&-): nothing can be written
         _error(f"{prog}: error: standard output is closed")
         return 2
+    _spell_unencodable(sys.stdout)
     stop: SystemExit | None = None
     status = 0
     try:
@@ -70,6 +75,9 @@ def run(main: Callable[[list[str] | None], int], prog: str, argv: list[str] | No
     except OSError as error:
         _error(f"{prog}: error: {_describe(error)}")
         stop, status = None, 2
+    except MemoryError as error:
+        _error(f"{prog}: error: {describe(error)}")
+        stop, status = None, 1
     finally:
         _release_stdout()
     if stop is not None:
@@ -83,7 +91,9 @@ def finish(main: Callable[[list[str] | None], int], prog: str) -> NoReturn:
     A process that has imported SymPy spends about 0.15 s at exit freeing its
     objects (SymPy's caches, collected cycle by cycle), for nothing: by then
     every output is flushed (`run`) and every file written whole and closed.
+    Ctrl-C ends it at once, with one line and status 130.
     """
+    _interrupt_in_one_line(prog)
     try:
         status = run(main, prog)
     except SystemExit as stop:  # argparse's exit after --help or a usage error
@@ -94,6 +104,111 @@ def finish(main: Callable[[list[str] | None], int], prog: str) -> NoReturn:
         with suppress(OSError, ValueError):
             sys.stderr.flush()
     os._exit(status)
+
+
+def _interrupt_in_one_line(prog: str) -> None:
+    """Make Ctrl-C end this process at once: one line on stderr, status 130 (128 + SIGINT).
+
+    The handler leaves by ``os._exit`` where it is called: no cleanup that could wait on a
+    worker (a pool's teardown can wait forever) and no traceback.  The worker processes
+    ignore Ctrl-C and end with this process (`end_with_parent`).
+    """
+    line = f"{prog}: interrupted\n".encode()
+
+    def interrupted(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with suppress(OSError):
+            os.write(2, line)  # not sys.stderr: the interrupted code may be inside its lock
+        os._exit(128 + signal.SIGINT)
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+def end_with_parent(parent: int) -> None:
+    """In a forked child: have the kernel kill it when ``parent`` ends (Linux's PR_SET_PDEATHSIG).
+
+    A child whose parent has already ended by the time this is set leaves at once.  Elsewhere
+    than Linux nothing is set: the parent ends its children itself where it can.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def describe(error: BaseException) -> str:
+    """``error`` in one line, ``Type: message``; a MemoryError, which has no message, as "out of memory".
+
+    >>> describe(MemoryError()), describe(ValueError("two\\nlines")), describe(KeyError())
+    ('out of memory', 'ValueError: two lines', 'KeyError')
+    """
+    if isinstance(error, MemoryError):
+        return "out of memory"
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+# The ASCII spellings of the characters the commands print beyond ASCII.
+_ASCII = {
+    "\u2212": "-",  # minus
+    "\u2013": "-",
+    "\u2014": "--",
+    "\u2016": "||",  # double vertical line: a norm
+    "\u2082": "_2",
+    "\u00b7": "*",
+    "\u00d7": "x",
+    "\u00b1": "+-",
+    "\u2264": "<=",
+    "\u2265": ">=",
+    "\u2260": "!=",
+    "\u2248": "~=",
+    "\u2192": "->",
+    "\u2190": "<-",
+    "\u21d2": "=>",
+    "\u221a": "sqrt ",
+    "\u221e": "inf",
+    "\u2026": "...",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u03b5": "epsilon",
+    "\u03b1": "alpha",
+    "\u03b2": "beta",
+    "\u03b3": "gamma",
+    "\u03bc": "mu",
+    "\u03c3": "sigma",
+}
+
+
+def ascii_spelling(error: UnicodeError) -> tuple[str, int]:
+    """The codec error handler ``derivations-ascii``: a character the output cannot encode
+    in its ASCII spelling, else as a backslash escape.
+
+    >>> "‖J‖₂ ≤ 1/√ε".encode("ascii", "derivations-ascii")
+    b'||J||_2 <= 1/sqrt epsilon'
+    """
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(_ASCII.get(char) or char.encode("ascii", "backslashreplace").decode() for char in text), error.end
+
+
+codecs.register_error("derivations-ascii", ascii_spelling)
+
+
+def _spell_unencodable(stream: Any) -> None:
+    """Have ``stream`` write what its encoding lacks in ASCII spellings, where it is a text file not in UTF."""
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+        with suppress(OSError, ValueError):
+            stream.reconfigure(errors="derivations-ascii")
 
 
 def _error(line: str) -> None:

@@ -48,6 +48,8 @@ TAKEN = {
     "m": "the scale m",
     "p": "the homogeneity degree p",
     "i": "the index i",
+    "e": "the constant e",
+    r"\pi": r"the constant \pi",
     r"\gamma": "the gain",
     r"\beta": "the bias",
 }
@@ -93,9 +95,32 @@ _GREEK = [
 ]
 _SAFE = re.compile(r"(?:[A-Za-z]|\\(?:" + "|".join(_GREEK) + r"))(?:_(?:[A-Za-z0-9]|\{[A-Za-z0-9]+\}))?")
 
+# In printed LaTeX: the commands whose argument is words, not names; a name (a letter or a Greek
+# letter, with the subscript attached to it); a subscript's letters are names too ({x}_{i}: x and i).
+_WORDS = re.compile(r"\\(?:text|operatorname|mathrm|begin|end)\{[^{}]*\}")
+_NAME = re.compile(r"(\\[A-Za-z]+|[A-Za-z])(?:_(\{[^{}]*\}|[A-Za-z0-9]))?")
+_GREEK_COMMANDS = {"\\" + letter for letter in _GREEK}
+
+
+def _names(latex: str) -> Iterable[tuple[str, str]]:
+    """Each name ``latex`` prints, as (the name with its subscript, the name without it)."""
+    for match in _NAME.finditer(_WORDS.sub(" ", latex)):
+        base, subscript = match.group(1), (match.group(2) or "").strip("{}")
+        if base.startswith("\\") and base not in _GREEK_COMMANDS:
+            yield from _names(subscript)  # \max_i, \frac: only what a command is given is named
+            continue
+        yield (f"{base}_{{{subscript}}}" if subscript else base), base
+        yield from _names(subscript)
+
 
 def _default(symbol: sp.Symbol) -> str:
     return LATEX_NAMES.get(symbol) or sp.latex(symbol)
+
+
+def _canonical(name: str) -> str:
+    """A name with its subscript braced: sigma_u and sigma_{u} are one name."""
+    base, underscore, subscript = name.partition("_")
+    return f"{base}_{{{subscript.strip('{}')}}}" if underscore else base
 
 
 class Notation:
@@ -118,6 +143,24 @@ class Notation:
                 raise ValueError(f"notation: {key}={value} clashes with {what}, which already prints as {value}")
         self._names = tuple(sorted(names.items()))
 
+    def refuse_clashes(self, printed: Iterable[tuple[str, str]]) -> None:
+        """Raise `ValueError` where a new name is one the formulas ``printed`` use for something else.
+
+        ``printed`` holds (formula name, LaTeX) pairs in the default notation.  A name counts with
+        or without its subscript (y_{i} is a use of y); where a symbol is renamed, the name it
+        printed as before is no longer taken by it.
+        """
+        renamed = {_canonical(_default(RENAMABLE[key])) for key, _ in self._names}
+        bases = {key: _canonical(value).partition("_")[0] for key, value in self._names}
+        for formula, latex in printed:
+            for name, base in _names(latex):
+                if name in renamed:
+                    continue
+                key = next((key for key, new in bases.items() if new == base), None)
+                if key is not None:
+                    option = f"{key}={dict(self._names)[key]}"
+                    raise ValueError(f"notation: {option} clashes with {base}, which {formula} already prints")
+
     @classmethod
     def parse(cls, options: Iterable[str]) -> Notation:
         """From command-line options ``SYMBOL=LATEX`` such as ``n=d``."""
@@ -125,7 +168,7 @@ class Notation:
         for option in options:
             key, equals, value = option.partition("=")
             if not equals or not key.strip():
-                raise ValueError(f"notation: expected SYMBOL=LATEX such as n=d; got {option!r}")
+                raise ValueError(f"notation: expected SYMBOL=LATEX such as n=N; got {option!r}")
             names[key.strip()] = value.strip()
         return cls(**names)
 

@@ -168,7 +168,7 @@ def _entry(argv):
     ("argv", "cached"),
     [
         ([], True),
-        (["--format", "latex", "--layer=rmsnorm", "--standalone", "--notation", "n=d"], True),
+        (["--format", "latex", "--layer=rmsnorm", "--standalone", "--notation", "n=N"], True),
         (["--no-cache"], False),
         (["--definition", "layer.toml"], False),  # a file's bytes are not in the arguments
         (["--standalone=yes"], False),
@@ -391,7 +391,7 @@ def test_a_layer_outside_the_catalog_is_not_stored():
     assert _cache._entry(jacobian.entry, (LAYERS["rmsnorm"],)) == "derivations.jacobian.entry(layer:rmsnorm)"
 
 
-@pytest.mark.parametrize("options", [[], ["n=d", r"epsilon=\epsilon"]])
+@pytest.mark.parametrize("options", [[], ["n=N", r"epsilon=\epsilon"]])
 def test_rendered_rows_recalled_are_the_rows_rendered_now(options, cache_home):
     from derivations.catalog import _rendered, rows
     from derivations.notation import Notation

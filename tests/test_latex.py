@@ -177,7 +177,7 @@ def test_notation_in_the_python_api():
         (["--notation", "epsilon=e}"], "notation: epsilon=e} is not a safe LaTeX name"),
         (["--notation", "n=t"], "notation: n=t clashes with the symbol t, which already prints as t"),
         (["--notation", "n=p"], "notation: n=p clashes with the homogeneity degree p, which already prints as p"),
-        (["--notation", "nd"], "notation: expected SYMBOL=LATEX such as n=d; got 'nd'"),
+        (["--notation", "nd"], "notation: expected SYMBOL=LATEX such as n=N; got 'nd'"),
         (["--standalone"], "--standalone applies to --format latex"),
     ],
 )

@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
+from derivations._files import Unreadable, read_capped
 from derivations.catalog import CORE
 from derivations.claims.checker import VERDICTS, Claim
 from derivations.claims.language import ClaimError
 
 _FIELDS = {"id", "claim", "layer", "assumptions", "expect"}
+LIMIT = 16 << 20  # bytes of a claims file: 10,000 claims of 1,600 characters each
+# The names of standard input: read as it comes, a pipe or a terminal, up to the same limit.
+STDIN = ("-", "/dev/stdin")
 
 
 def load(path: Path, layer: str = CORE) -> list[Claim]:
     """Claims from a TOML file with ``[[claim]]`` tables; an entry without a ``layer`` is about ``layer``.
 
-    A file that cannot be read or is not such a file raises `ClaimError`; an
-    entry that is malformed (a missing claim, an unknown field, a duplicate or
-    empty id) becomes a claim whose verdict is an error, so that one bad entry
-    never stops the others.
+    ``path`` is a regular file of at most `LIMIT` bytes, or standard input (`STDIN`): a FIFO
+    would wait forever and ``/dev/zero`` fill memory.  A file that cannot be read or is not
+    such a file raises `ClaimError`; an entry that is malformed (a missing claim, an unknown
+    field, a duplicate or empty id) becomes a claim whose verdict is an error, so that one bad
+    entry never stops the others.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read(path).decode("utf-8"))
     except OSError as error:
-        raise ClaimError(f"claims file {path}: {error.strerror}") from None
+        raise ClaimError(f"claims file {path}: {error.strerror or error}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ClaimError(f"claims file {path} is not valid TOML: {error}") from None
     entries = data.get("claim")
@@ -38,6 +44,17 @@ def load(path: Path, layer: str = CORE) -> list[Claim]:
         seen.add(claim.id)
         claims.append(claim)
     return claims
+
+
+def _read(path: Path) -> bytes:
+    if str(path) not in STDIN:
+        return read_capped(path, LIMIT)
+    if sys.stdin is None:
+        raise Unreadable("standard input is closed")
+    data = sys.stdin.buffer.read(LIMIT + 1)
+    if len(data) > LIMIT:
+        raise Unreadable(f"larger than {LIMIT} bytes")
+    return data
 
 
 def _entry(entry: object, number: int, layer: str) -> Claim:

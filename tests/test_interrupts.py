@@ -1,0 +1,151 @@
+"""Ctrl-C and SIGTERM end a command and every process it started: at once, in one line.
+
+Each command runs in its own session, as a terminal's foreground job does, so that Ctrl-C is
+a SIGINT to its whole process group and what is left of the group afterwards can be seen.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COLD = {**os.environ, "EPSILON_LAYERNORM_NO_CACHE": "1"}  # the derivations run, not read from the cache
+
+# When Ctrl-C comes: seeded, from just after the interpreter is up to well into the derivations in
+# the worker processes.  The first few run in the fast tier, all 50 in the slow one.
+_RANDOM = random.Random(28)
+_MOMENTS = [round(_RANDOM.uniform(0.3, 12.0), 2) for _ in range(50)]
+MOMENTS = [at if number < 3 else pytest.param(at, marks=pytest.mark.slow) for number, at in enumerate(_MOMENTS)]
+
+
+def _start(*argv: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "derivations", *argv],
+        cwd=ROOT,
+        env=COLD,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _group_left(group: int, within: float) -> bool:
+    """Whether a process of ``group`` is still there after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.02)
+
+
+def _ended_by(process: subprocess.Popen, sent: float) -> tuple[int, float, str]:
+    """The status, seconds from ``sent`` to the exit, and stderr; every process of the group is killed after."""
+    try:
+        status = process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        status = None
+    took = time.monotonic() - sent
+    left = _group_left(process.pid, 2.0)
+    if status is None or left:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    stderr = process.stderr.read() if process.stderr else ""
+    if process.stderr:
+        process.stderr.close()
+    assert status is not None, f"still running 10 s after the signal; stderr: {stderr[-2000:]}"
+    assert not left, "a process of the command's group outlived it by 2 s"
+    return status, took, stderr
+
+
+def _interrupt(process: subprocess.Popen, at: float) -> tuple[int, float, str]:
+    time.sleep(at)
+    sent = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+    return _ended_by(process, sent)
+
+
+@pytest.mark.parametrize("at", MOMENTS)
+def test_ctrl_c_during_a_cold_derivation_ends_every_process_in_one_line(at):
+    status, took, stderr = _interrupt(_start("--no-cache"), at)
+    if status == 0:
+        pytest.skip(f"the derivation finished within {at} s")
+    assert status == 130, stderr
+    assert took < 2.0
+    assert stderr.splitlines() == ["python -m derivations: interrupted"]
+
+
+def _child_of(pid: int, within: float) -> int:
+    """A child process of ``pid``, once there is one (Linux: /proc)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            found = children.read().split()
+        if found:
+            return int(found[0])
+        time.sleep(0.02)
+    raise AssertionError(f"no child process of {pid} within {within} s")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the child in /proc")
+def test_ctrl_c_during_a_bounded_check_ends_every_process_in_one_line():
+    process = _start("check", "--no-cache", "--timeout", "60", "norm(J, 2) <= 1/sqrt(epsilon)")
+    _child_of(process.pid, 60)  # the claim is being decided in the bounded child
+    status, took, stderr = _interrupt(process, 0.5)
+    assert status == 130, stderr
+    assert took < 2.0
+    assert stderr.splitlines() == ["python -m derivations check: interrupted"]
+
+
+_SLEEPER = """
+import os, sys, time
+from derivations.claims import bounded
+
+def work():
+    print(os.getpid(), flush=True)
+    time.sleep(60)
+
+bounded.run(work, 100)
+"""
+
+
+def test_sigterm_to_the_parent_of_a_bounded_check_ends_its_child():
+    """As `timeout N python -m derivations check ...` does: the signal goes to the parent alone."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLEEPER], cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert process.stdout is not None
+    child = int(process.stdout.readline())
+    process.terminate()
+    process.wait(timeout=10)
+    process.stdout.close()
+    assert child != process.pid
+    assert not _group_left(process.pid, 2.0), "the bounded child outlived its parent"
+
+
+class _Opaque:
+    """A value that is not data: unpickling one in the parent would run its class's code."""
+
+
+def test_a_bounded_result_comes_back_as_data_and_never_as_an_object_of_any_class():
+    from derivations.claims import Claim, Verdict, bounded, check
+
+    with pytest.raises(bounded.Exceeded, match=r"^undecided: TypeError: a bounded result holds a _Opaque, which is"):
+        bounded.run(_Opaque, 60)
+    claim = Claim("slope_at_zero == 1/sqrt(epsilon)", assumptions=("n >= 3",), id="a")
+    verdict = check(claim, timeout=60)
+    assert type(verdict) is Verdict
+    assert verdict.claim == claim
+    assert verdict.verdict == "proved"
+    assert isinstance(verdict.quantities, tuple)

@@ -46,7 +46,7 @@ INTRO = (
 
 
 class BadArgument(ValueError):
-    """A path the sheet cannot be written to or from; ``argument`` names it (``out`` or ``figures``)."""
+    """An argument the sheet cannot be made with; ``argument`` names it (``out``, ``figures``, ``notation``)."""
 
     def __init__(self, argument: str, problem: str) -> None:
         super().__init__(f"{argument}: {problem}")
@@ -305,6 +305,11 @@ def write(out: str | os.PathLike[str] = REPORT, figures: Path = BUILD, notation:
     written = list(paths if _pdflatex.available() else paths[:2])
     for path in written:
         destination(path)
+    if notation != DEFAULT:
+        try:
+            notation.refuse_clashes((str(row["name"]), f"{row['latex']} {row['value']}") for row in rows(list(LAYERS)))
+        except ValueError as error:
+            raise BadArgument("notation", str(error).removeprefix("notation: ")) from None
     checks = _run_checks()
     every = rows(list(LAYERS), notation)
     tex = document(every, links, checks)

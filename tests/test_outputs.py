@@ -410,6 +410,12 @@ CASES = {
             (["--out", "sheets/"], "", _figures_built, "argument --out: must name a file, not a folder: sheets/"),
             (["--out", "build"], "a folder", _figures_built, "argument --out: must name a file, not a folder: build"),
             (["--out", "x\0y"], "", _figures_built, "argument --out: must not hold a NUL character"),
+            (
+                ["--notation", "n=g"],
+                "a name the formulas print",
+                _figures_built,
+                "argument --notation: n=g clashes with g, which .* already prints",
+            ),
             (["--figures", "x\0y"], "", _figures_built, "argument --figures: must not hold a NUL character"),
             (
                 ["--out", "build/figures/a.png"],

@@ -19,6 +19,10 @@ derivations._files.Unreadable: larger than 2 bytes
 Traceback (most recent call last):
 ...
 derivations._files.Unreadable: not a regular file
+>>> read_capped(tempfile.gettempdir(), 10)
+Traceback (most recent call last):
+...
+derivations._files.Unreadable: not a regular file
 """
 
 from __future__ import annotations
@@ -38,13 +42,21 @@ def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
         descriptor = os.open(path, flags)
     except OSError as error:
         raise Unreadable(error.strerror or str(error)) from None
-    with os.fdopen(descriptor, "rb") as handle:
+    try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise Unreadable("not a regular file")
-        try:
-            data = handle.read(limit + 1)
-        except OSError as error:
-            raise Unreadable(error.strerror or str(error)) from None
+        data = b""
+        while len(data) <= limit:  # a regular file read in pieces: os.read may return fewer bytes
+            piece = os.read(descriptor, limit + 1 - len(data))
+            if not piece:
+                break
+            data += piece
+    except Unreadable:
+        raise
+    except OSError as error:
+        raise Unreadable(error.strerror or str(error)) from None
+    finally:
+        os.close(descriptor)
     if len(data) > limit:
         raise Unreadable(f"larger than {limit} bytes")
     return data

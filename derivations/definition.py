@@ -40,7 +40,8 @@ from typing import Any, TypeVar
 
 import sympy as sp
 
-from derivations import _cache, layernorm, quantities, regimes, rmsnorm, scaling
+from derivations import _cache, eigen, layernorm, quantities, regimes, rmsnorm, scaling
+from derivations._files import Unreadable, read_capped
 from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations._proof import DerivationError
 from derivations.claims import bounded
@@ -54,6 +55,8 @@ MAX_PATTERNS = 4
 MAX_DIRECTIONS = 6
 MAX_CONSTRAINTS = 4
 MAX_TEXT = 200
+# Seconds within which the directions a file gives must be proved a decomposition of J.
+CHECK_SECONDS = 120.0
 
 # The field that defines y_i is named after the registry's row of the layer's output
 # (the one row applied to x); no result is named here but through the registry.
@@ -104,17 +107,18 @@ class Definition:
 
 
 def load(path: str | os.PathLike[str]) -> Definition:
-    """Read and check the layer defined in the TOML file ``path``."""
+    """Read and check the layer defined in the regular TOML file ``path`` (`read_capped`)."""
     if not isinstance(path, (str, os.PathLike)):
         raise DefinitionError(f"path must be a file name; got {type(path).__name__}")
     where = Path(path)
     try:
-        with where.open("rb") as handle:
-            source = handle.read(MAX_BYTES + 1)
-    except OSError as error:
+        source = read_capped(where, MAX_BYTES)
+    except Unreadable as error:
+        if str(error).startswith("larger than"):
+            raise DefinitionError(f"the file is larger than {MAX_BYTES >> 10} KiB") from None
+        raise DefinitionError(f"cannot read the file: {error}") from None
+    except OSError as error:  # a directory: opened, then refused by the file object
         raise DefinitionError(f"cannot read the file: {error.strerror or error}") from None
-    if len(source) > MAX_BYTES:
-        raise DefinitionError(f"the file is larger than {MAX_BYTES >> 10} KiB")
     return _parse(source, where)
 
 
@@ -145,11 +149,20 @@ def _parse(source: bytes, where: Path | None) -> Definition:
 
 def derive_within(layer: Layer, seconds: float, work: Callable[[], _T] | None = None) -> _T | None:
     """``work()`` (by default: every formula of ``layer``, its stated forms proved) in a child
-    process, within ``seconds`` and the claims' memory bound; its result, or a `DefinitionError`."""
+    process, within ``seconds`` and the claims' memory bound, after `_homogeneous`; its result,
+    or a `DefinitionError`."""
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 3600:
         raise DefinitionError(f"timeout must be a number of seconds in (0, 3600]; got {seconds!r}")
+
+    def checked() -> _T | None:
+        _homogeneous(layer)
+        if work is not None:
+            return work()
+        quantities.formulas(layer)
+        return None
+
     try:
-        return bounded.run(work or (lambda: quantities.formulas(layer) and None), seconds)
+        return bounded.run(checked, seconds)
     except bounded.Exceeded as error:
         reason = str(error)
         if reason.startswith("undecided within"):
@@ -249,7 +262,10 @@ def _layer(table: dict[str, Any]) -> Layer:
         raise DefinitionError(f"statistics.{clash}: the name of a result; choose another name")
     stated = _stated(_table(table, "stated"), layer, results)
     notes = _notes(_table(table, "notes"), results)
-    return dataclasses.replace(layer, stated=stated, notes=notes)
+    layer = dataclasses.replace(layer, stated=stated, notes=notes)
+    if table.get("directions") is not None:
+        _decomposing(layer)
+    return layer
 
 
 def _clamped(
@@ -434,6 +450,35 @@ def _approach(layer: Layer, center: sp.Symbol | None) -> dict[sp.Expr, sp.Expr]:
     return {**path, layer.spread: tau**degree * layer.spread}
 
 
+def _homogeneous(layer: Layer) -> None:
+    """Refuse an output that no scaling of epsilon like x**e makes homogeneous of an integer degree
+    (`derivations.scaling.epsilon_degree`, what the numerics rescale by), saying what it is instead.
+    Run first by `derive_within`, within its budget: the ratios of a large output are slow to cancel."""
+    if type(layer) is not Layer:  # a clamp's regimes scale by their own rules
+        return
+    try:
+        scaling.epsilon_degree(layer)
+        return
+    except DerivationError:
+        pass
+    try:
+        statistics = {stat: scaling.m**d * stat for stat, d in scaling.statistic_degrees(layer).items()}
+    except DerivationError as error:
+        raise DefinitionError(f"statistics: {error}") from None
+    for e in (-1, *range(1, 9)):
+        scaled = layer.output.xreplace({x[i]: scaling.m * x[i], epsilon: scaling.m**e * epsilon, **statistics})
+        ratio = sp.powsimp(sp.cancel(sp.together(scaled / layer.output)), force=True)
+        if isinstance(ratio, sp.Pow) and ratio.base == scaling.m and ratio.exp.is_Rational:
+            raise DefinitionError(
+                f"{OUTPUT}: homogeneous of degree {ratio.exp} when epsilon scales like x**{e}; "
+                "the numerics rescale by an integer degree"
+            )
+    raise DefinitionError(
+        f"{OUTPUT}: homogeneous for no scaling of epsilon like x**e, e = -1 or 1 .. 8; "
+        "epsilon must set the length scale of x, as in x[i] / sqrt(r + epsilon)"
+    )
+
+
 def _patterns(value: object) -> tuple[Pattern, ...]:
     if value is None:
         return (Pattern((-t, sp.Integer(0), t), coordinate=2),)
@@ -524,6 +569,28 @@ def _directions(value: object, statistics: Mapping[str, sp.Symbol], center: sp.S
         )
         out.append(Direction(name, at_k, meaning, parsed, complement))
     return tuple(out)
+
+
+def _decomposing(layer: Layer) -> None:
+    """Refuse directions that are not a whole eigen-decomposition of J (`derivations.eigen.complete`),
+    naming the one at fault; proved in a child process within `CHECK_SECONDS`."""
+
+    def fault() -> tuple[int | None, str] | None:
+        try:
+            eigen.complete(layer)
+        except eigen.Incomplete as error:
+            at = next((m for m, d in enumerate(layer.directions) if d is error.direction), None)
+            return at, str(error)
+        return None
+
+    try:
+        found = bounded.run(fault, CHECK_SECONDS)
+    except bounded.Exceeded as error:
+        raise DefinitionError(f"directions: not proved eigenvectors of J: {error}") from None
+    if found is not None:
+        at, reason = found
+        field = "directions" if at is None else f'directions[{at}] "{layer.directions[at].name}"'
+        raise DefinitionError(f"{field}: {reason}")
 
 
 def _stated(table: dict[str, Any], layer: Layer, results: Mapping[str, Any]) -> dict[str, sp.Basic]:

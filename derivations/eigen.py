@@ -24,7 +24,7 @@ from derivations._formula import Established, Formula
 from derivations._layer import Direction, Layer
 from derivations._proof import DerivationError, equal
 from derivations.sums import over_entries, reduce_sums
-from derivations.symbols import J, i, k, n, ones
+from derivations.symbols import J, i, k, n, ones, x
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,76 @@ def eigenpairs(layer: Layer) -> tuple[Eigen, ...]:
     # has dimension n minus their number.
     explicit = sum(1 for p in pairs if not p.direction.complement)
     return tuple(Eigen(p.direction, p.value, n - explicit if p.direction.complement else p.multiplicity) for p in pairs)
+
+
+class Incomplete(DerivationError):
+    """Directions that are not a whole eigen-decomposition of J: ``direction`` is the one at
+    fault, None where it is the set."""
+
+    def __init__(self, direction: Direction | None, reason: str) -> None:
+        super().__init__(reason)
+        self.direction = direction
+
+
+# An input at which a matrix in the statistics is evaluated exactly: distinct entries,
+# none zero, so that no statistic is degenerate there.
+_SAMPLE = (1, -2, 4, 7, 11)
+
+
+def complete(layer: Layer) -> tuple[Eigen, ...]:
+    r"""The eigenpairs, once proved to decompose R^n for symbolic n, or `Incomplete`.
+
+    Every direction is an eigenvector (`_quotient`: J v reduced, divided by
+    v_i, free of i).  One is the complement W, the w with
+    :math:`\sum_k a_{l,k} w_k = 0` for its constraints a_l; with as many
+    constraints as other directions d and the matrix :math:`(a_l \cdot d)`
+    nonsingular, W has dimension n - m and meets the span of the d only in 0,
+    so the multiplicities (1 for each d, n - m for W) add up to n.  The matrix
+    is nonsingular where its determinant is not 0 at one input (`_SAMPLE`).
+    """
+    pairs = eigenpairs(layer)
+    for direction in layer.directions:
+        if not any(p.direction is direction for p in pairs):
+            kind = "an eigenspace" if direction.complement else "an eigenvector"
+            raise Incomplete(direction, f"not {kind} of J: (J v)_i / v_i is not one value for every i")
+    complements = [d for d in layer.directions if d.complement]
+    explicit = [d for d in layer.directions if not d.complement]
+    if not complements:
+        raise Incomplete(
+            None,
+            f"the multiplicities add up to {len(explicit)}, not n; give the complement of the others "
+            "(a direction with complement = true)",
+        )
+    if len(complements) > 1:
+        raise Incomplete(complements[1], "a second complement; one complement is what the others leave")
+    (rest,) = complements
+    if len(rest.constraints) != len(explicit):
+        raise Incomplete(
+            rest,
+            f"{_count(len(rest.constraints), 'constraint')} for {_count(len(explicit), 'other direction')}: "
+            f"its dimension is not the n - {len(explicit)} they leave",
+        )
+    w_k = rest.entry
+    rows = [sp.cancel(a / w_k) for a in rest.constraints]
+    if any(row.has(w_k.base) for row in rows):
+        raise Incomplete(rest, "each constraint must be linear in w[k], as x[k] * w[k]")
+    try:
+        matrix = sp.Matrix([[layer.express(reduce_sums(over_entries(a * d.entry, k))) for d in explicit] for a in rows])
+    except DerivationError as error:
+        raise Incomplete(
+            rest, f"its constraints on the other directions are not functions of the statistics ({error})"
+        ) from None
+    sample = {x[m]: value for m, value in enumerate(_SAMPLE)}
+    at = matrix.det().xreplace(layer.explicit_statistics(len(_SAMPLE))).xreplace({n: len(_SAMPLE)}).xreplace(sample)
+    if not sp.N(at, 30).is_nonzero:
+        raise Incomplete(
+            rest, "its constraints do not separate it from the other directions (their matrix is singular)"
+        )
+    return pairs
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def pair(layer: Layer, direction: Direction) -> Eigen | None:

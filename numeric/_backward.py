@@ -41,11 +41,20 @@ class Product:
     jacobian_product: str | None = None  # "direct" (J v) or "transpose" (J^T g): see NumericLayer.jacobian_product
 
 
+def taken(*results: sp.Expr) -> tuple[sp.IndexedBase, ...]:
+    """The vectors products ``results`` take: those they show, as each is linear in each vector it
+    takes; a product that vanishes identically (the Hessian's, of a layer linear in x) shows none
+    and takes both."""
+    if all(result == 0 for result in results):
+        return tuple(ARGUMENTS)
+    return tuple(base for base in ARGUMENTS if any(result.has(base) for result in results))
+
+
 def compile_product(
     layer: Layer, expr: sp.Expr, degenerate: sp.Expr | None, what: str, jacobian_product: str | None = None
 ) -> Product:
     """Lambdify a product written at `backward.INDEX`, with its means written at `backward.MEAN_INDEX`."""
-    vectors = tuple(base for base in ARGUMENTS if expr.has(base))
+    vectors = taken(expr)
     if degenerate is not None:
         vectors = tuple(base for base in ARGUMENTS if base in vectors or degenerate.has(base))
     # A subset's indicator is passed after the parameters, as they are (see `Compiled.indicators`).

@@ -15,7 +15,7 @@ import sympy as sp
 from derivations import LAYERS, Direction, Layer, backward, eigen, jacobian, quantities, scaling
 from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, n, t, x
-from numeric._backward import ARGUMENTS, Product, compile_product
+from numeric._backward import ARGUMENTS, Product, compile_product, taken
 from numeric._lambdify import RowMean, compile, is_wide, row_symbol
 
 # Scalar stand-ins for indexed entries: lambdify takes symbols, not x[i].
@@ -249,7 +249,7 @@ class Compiled:
         a mean of x itself is 0: the formulas lose their terms in it.
         """
         row = row_symbol("x")
-        vectors = tuple(base for base in ARGUMENTS if any(e.has(base) for e in results))
+        vectors = taken(*results)
         bases = (*vectors, *(base for _, base in self.layer.parameters), *self.indicators)
         symbols = [row_symbol(str(base.label)) for base in bases]
         raw_mean = RowMean(row)

@@ -210,15 +210,22 @@ class NumericLayer:
 
         def safe(index: np.ndarray) -> list[np.ndarray]:
             here = [_at(q, index) for q in params]
-            scaled, e_scaled, m = _rescale.normalized(
+
+            def at(scaled: np.ndarray, e_scaled: np.ndarray) -> np.ndarray:
+                return np.broadcast_to(
+                    output.function(scaled, *self._statistics(scaled, here), e_scaled, *here), scaled.shape
+                )
+
+            value = _rescale.at_scale(
+                at,
                 rows[index].astype(np.float64),
                 eps_rows[index],
                 self._c.epsilon_degree,
                 self._c.centered,
                 self.weights(here),
+                output.degree,
             )
-            value = output.function(scaled, *self._statistics(scaled, here), e_scaled, *here)
-            return [_rescale.times_power(value, m, output.degree)]
+            return [value]
 
         (out,) = self._fused(self._c.fused_output, rows, eps_rows, [], params, dtype, safe)
         return _validate.output(out.reshape(*batch, size), dtype)

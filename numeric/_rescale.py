@@ -9,6 +9,8 @@ m = max(|x|, eps**(1/e)) both scaled inputs are at most 1 and one of them is
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,10 @@ from numeric import _validate
 # The range of the scale m where the plain lambdified scalar expressions are
 # used as they are: every power of m up to the third is a normal float64.
 MODERATE = (1e-100, 1e100)
+
+# The smallest normal float64 and its unit roundoff: a rescaled epsilon below TINY has lost digits.
+TINY = float(np.finfo(np.float64).tiny)
+EPSILON = float(np.finfo(np.float64).eps)
 
 # Elementwise functions run over chunks of this many entries, so that the
 # temporaries of each chunk stay in cache; on 10^6 points this halves the time.
@@ -140,6 +146,38 @@ def balanced(
     return own * ratio, relative**degree, m
 
 
+def at_scale(
+    at: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    array: np.ndarray,
+    e: np.ndarray,
+    degree: int,
+    centered: bool,
+    weights: np.ndarray | None,
+    out_degree: int,
+) -> np.ndarray:
+    """``at(scaled x, scaled epsilon) * M**out_degree`` for rows of x, at the scale of `normalized`;
+    in a row whose scaled epsilon fell below the normal floats and whose value changes with it
+    there (epsilon a factor, not added to a statistic), at the scale of `balanced` instead."""
+    scaled, e_scaled, m = normalized(array, e, degree, centered, weights)
+    value = times_power(at(scaled, e_scaled), m, out_degree)
+    lost = (e_scaled < TINY) & (e > 0)
+    if lost.any():
+        with np.errstate(all="ignore"):
+            changes = ~np.isclose(
+                at(scaled, np.zeros_like(e_scaled)),
+                at(scaled, np.full_like(e_scaled, TINY)),
+                rtol=8 * EPSILON,
+                atol=0.0,
+            )
+        lost &= np.any(changes, axis=-1, keepdims=True)
+    if lost.any():
+        own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        with np.errstate(all="ignore"):
+            value = np.where(lost, times_power(at(own, e_own), m_own, out_degree), value)
+        _unresolved(value, lost)
+    return value
+
+
 def times_power(values: Any, m: np.ndarray, degree: int) -> Any:
     """values * m**degree, the homogeneity undone; a zero value stays zero.
 
@@ -180,23 +218,53 @@ def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
     *amplitude, eps = args
     arrays = [*(_validate.amplitude(a) for a in amplitude), _validate.epsilon(eps)]
 
+    def at(scale: np.ndarray, picked: list[np.ndarray], e_scaled: Any) -> np.ndarray:
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            value = function(*(q / scale for q in picked[:-1]), e_scaled)
+        return np.broadcast_to(value, scale.shape)
+
     def chunk(*values: np.ndarray) -> np.ndarray:
         *tc, ec = values
         with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
             out = np.asarray(function(*values), dtype=np.float64)
         root = epsilon_root(ec, eps_degree)
         m = np.maximum(np.abs(tc[0]), root) if tc else root
-        far = (m < MODERATE[0]) | (m > MODERATE[1])
+        # Plain where the scale is moderate and the value finite: a higher power of a moderate
+        # scale can still leave the range (a 0/0 of two underflows).
+        far = (m < MODERATE[0]) | (m > MODERATE[1]) | ~np.isfinite(out)
         if far.any():
             out = np.array(np.broadcast_to(out, far.shape))
             picked = [np.broadcast_to(v, far.shape)[far] for v in values]
-            scale, e_scaled = rescaled(np.abs(picked[0]) if tc else np.zeros(()), picked[-1], eps_degree)
-            out[far] = times_power(
-                np.broadcast_to(function(*(p / scale for p in picked[:-1]), e_scaled), scale.shape), scale, degree
-            )
+            amplitude = np.abs(picked[0]) if tc else np.zeros(())
+            scale, e_scaled = rescaled(amplitude, picked[-1], eps_degree)
+            value = at(scale, picked, e_scaled)
+            # epsilon / m**e below the normal floats is dropped; harmless where the value does not
+            # change with it there (epsilon added to a statistic), else the value is taken at the
+            # geometric mean of the two scales, where both are in range.
+            lost = (e_scaled < TINY) & (picked[-1] > 0)
+            lost &= ~np.isclose(at(scale, picked, 0.0), at(scale, picked, TINY), rtol=8 * EPSILON, atol=0.0)
+            if lost.any():
+                root_far = np.broadcast_to(epsilon_root(picked[-1], eps_degree), scale.shape)
+                mean = np.sqrt(np.broadcast_to(amplitude, scale.shape)) * np.sqrt(root_far)
+                scale = np.where(lost, mean, scale)
+                e_scaled = np.where(lost, (root_far / scale) ** eps_degree, e_scaled)
+                value = np.where(lost, at(scale, picked, e_scaled), value)
+            out[far] = times_power(value, scale, degree)
+            _unresolved(out[far], lost)
         return out
 
     return _validate.output(blockwise(chunk, *arrays), _validate.result_dtype(*args))
+
+
+def _unresolved(values: np.ndarray, lost: np.ndarray) -> None:
+    """Warn where the value at the geometric mean of the scales is not a finite number either."""
+    if (lost & ~np.isfinite(values)).any():
+        warnings.warn(
+            "epsilon and x are too far apart in scale for this layer in float64: some values are not "
+            "finite numbers, though their true values may be",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
 
 def validated(

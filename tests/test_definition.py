@@ -1,6 +1,7 @@
 """Layers defined by the user in TOML: the issue's example, the built-in layers rewritten, errors, bounds."""
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -445,3 +446,142 @@ def test_directions_given_in_the_file_are_used(tmp_path):
     layer = definition.loads(source).layer
     # J w = w / s for every w orthogonal to x**3 (not to x): the complement is an eigenspace.
     assert quantities.value(layer, "eigen_complement") == (r + epsilon) ** sp.Rational(-1, 4)
+
+
+# --- directions a file gives: a whole eigen-decomposition of J, proved --------------------
+
+
+LAYERNORM = (
+    'key = "ln"\ntitle = "LN"\noutput = "(x[i] - mu) / sqrt(q + epsilon)"\n'
+    '[statistics]\nmu = "mean(x[j])"\nq = "mean((x[j] - mu)**2)"\n'
+)
+RMSNORM = 'key = "rms"\ntitle = "RMS"\noutput = "x[i] / sqrt(r + epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n'
+
+
+def _direction(name: str, entry: str | None = None, constraints: tuple[str, ...] = ()) -> str:
+    """One [[directions]] table: an explicit one with ``entry``, else a complement with ``constraints``."""
+    if entry is not None:
+        return f'[[directions]]\nname = "{name}"\nentry = "{entry}"\n'
+    listed = ", ".join(f'"{c}"' for c in constraints)
+    return f'[[directions]]\nname = "{name}"\ncomplement = true\nconstraints = [{listed}]\n'
+
+
+ONES, CENTERED, X = _direction("ones", "1"), _direction("centered", "x[k] - mu"), _direction("x", "x[k]")
+
+# (file content, the start of the one-line error): each once "proved" a bound the built-in layer refutes
+# (||J||_2 = eps/s**3 for LayerNorm from 1 and c alone), or stopped with an IndexError.
+INCOMPLETE = [
+    (LAYERNORM + ONES + CENTERED, "directions: the multiplicities add up to 2, not n"),
+    (RMSNORM + X, "directions: the multiplicities add up to 1, not n"),
+    (
+        LAYERNORM + ONES + CENTERED + _direction("complement", constraints=("w[k]",)),
+        'directions[2] "complement": not an eigenspace of J',
+    ),
+    (
+        # w orthogonal to 1 and c is an eigenspace, but of dimension n - 2, not the n - 1 its one partner leaves.
+        LAYERNORM + ONES + _direction("complement", constraints=("w[k]", "(x[k] - mu) * w[k]")),
+        'directions[1] "complement": 2 constraints for 1 other direction',
+    ),
+    (
+        RMSNORM + _direction("ones", "1") + _direction("complement", constraints=("w[k]",)),
+        'directions[0] "ones": not an eigenvector of J',
+    ),
+    (
+        # x and 2x are one direction, not two: their multiplicities would count it twice.
+        RMSNORM
+        + X
+        + _direction("twice", "2 * x[k]")
+        + _direction("complement", constraints=("x[k] * w[k]", "2 * x[k] * w[k]")),
+        'directions[2] "complement": its constraints do not separate it from the other directions',
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "named"), INCOMPLETE)
+def test_directions_that_are_not_a_whole_eigen_decomposition_are_one_line_naming_the_field(
+    content, named, tmp_path, capsys
+):
+    path = tmp_path / "incomplete.toml"
+    path.write_text(content)
+    with pytest.raises(DefinitionError, match="^" + re.escape(named)):
+        definition.load(path)
+    line = _error_line(capsys, ["check", "--definition", str(path), "norm(J, 2) <= epsilon / s**3"], 2)
+    assert line.startswith(f"python -m derivations check: error: {path}: {named}"), line
+    with pytest.raises(ValueError, match="^" + re.escape(named)):
+        numeric.from_definition(path)
+
+
+def test_a_whole_eigen_decomposition_given_in_the_file_derives_the_built_in_norm(rng):
+    complement = _direction("complement", constraints=("w[k]", "(x[k] - mu) * w[k]"))
+    layer = definition.loads(LAYERNORM + ONES + CENTERED + complement).layer
+    assert [d.name for d in layer.directions] == ["ones", "centered", "complement"]
+    catalog.register(layer)
+    x = rng.standard_normal(5)
+    found = numeric.facade("ln").spectral_norm(x, 0.25)
+    assert found == pytest.approx(np.linalg.norm(numeric.layernorm.jacobian(x, 0.25), 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_file_that_is_not_a_regular_file_is_one_line_not_a_hang(kind, tmp_path, capsys):
+    """A FIFO with no writer blocked the reader for ever; /dev/zero was read up to the cap as NUL bytes."""
+    path = Path("/dev/zero")
+    if kind == "fifo":
+        path = tmp_path / "fifo.toml"
+        os.mkfifo(path)
+    with pytest.raises(DefinitionError, match=r"^cannot read the file: not a regular file$"):
+        definition.load(path)
+    line = _error_line(capsys, ["check", "--definition", str(path), "t == t"], 2)
+    assert line.endswith("cannot read the file: not a regular file"), line
+
+
+def test_the_hessian_product_of_a_layer_linear_in_x_is_zero(tmp_path, rng):
+    """Its derived product is 0, which shows neither dy nor v: it was compiled as taking no vector."""
+    path = tmp_path / "scaled.toml"
+    path.write_text('key = "scaled"\ntitle = "S"\noutput = "epsilon * x[i]"\n[statistics]\nr = "mean(x[j]**2)"\n')
+    layer = numeric.from_definition(path)
+    x, g, v = rng.standard_normal((3, 2, 4))
+    assert np.array_equal(layer.hvp(x, 0.3, g, v), np.zeros((2, 4)))
+    assert np.array_equal(layer.hvp(x[0], 0.3, g[0], v[0]), np.zeros(4))
+    with pytest.raises(TypeError, match=r"hvp\(\) takes \(x, epsilon, dy, v\)"):
+        layer.hvp(x, 0.3, g)
+
+
+@pytest.mark.parametrize(
+    ("output", "named"),
+    [
+        # mean(x) has degree 1, so epsilon scales like x and y like x**(1/2): homogeneous, of no integer degree.
+        ("x[i] / sqrt(m + epsilon)", "output: homogeneous of degree 1/2 when epsilon scales like x**1; "),
+        ("x[i] / (1 + epsilon)", "output: homogeneous for no scaling of epsilon like x**e, e = -1 or 1 .. 8"),
+    ],
+)
+def test_an_output_the_rescaling_cannot_take_is_refused_with_a_true_reason(output, named, tmp_path, capsys):
+    """Both were refused as 'no scaling of epsilon makes the output homogeneous', false of the first."""
+    path = tmp_path / "degree.toml"
+    path.write_text(f'key = "degree"\ntitle = "D"\noutput = "{output}"\n[statistics]\nm = "mean(x[j])"\n')
+    assert named in _error_line(capsys, ["--definition", str(path), "--no-cache"], 1)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        numeric.from_definition(path)
+
+
+SCALED = 'key = "scaled"\ntitle = "S"\noutput = "epsilon * x[i]"\n[statistics]\nr = "mean(x[j]**2)"\n'
+DAMPED = (
+    'key = "damped"\ntitle = "D"\noutput = "x[i] * sqrt(epsilon) / (r + epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "function", "arguments", "expected"),
+    [
+        # epsilon / m**2 underflows at m = 1e200: the rescaled epsilon * x was 0.
+        (SCALED, "forward", (np.array([-1e200, 0.0, 1e200]), 0.3), np.array([-3e199, 0.0, 3e199])),
+        (SCALED, "slope", (1e200, 0.3), 0.3),
+        (SCALED, "response", (1e200, 0.3), 3e199),
+        # (2 t**2 / 3 + epsilon)**2 underflows at t = 1e-100 unscaled: the slope was 0/0.
+        (DAMPED, "slope", (1e-100, 1e-250), -1.5e75),
+    ],
+)
+def test_a_user_layer_is_right_where_its_true_value_is_a_normal_float(source, function, arguments, expected, tmp_path):
+    path = tmp_path / "layer.toml"
+    path.write_text(source)
+    layer = numeric.from_definition(path)
+    np.testing.assert_allclose(getattr(layer, function)(*arguments), expected, rtol=1e-13)

@@ -198,7 +198,7 @@ _CLAIM = '[[claim]]\nid = "a"\nclaim = "slope_at_zero == 1/sqrt(epsilon)"\n'
     [
         ("/dev/zero", "claims file /dev/zero: not a regular file"),
         ("fifo", "claims file {tmp}/fifo: not a regular file"),
-        ("folder", "claims file {tmp}/folder: Is a directory"),
+        ("folder", "claims file {tmp}/folder: not a regular file"),
         ("missing", "claims file {tmp}/missing: No such file or directory"),
         ("large", "claims file {tmp}/large: larger than 16777216 bytes"),
     ],

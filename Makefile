@@ -58,6 +58,7 @@ crosscheck: $(STAMP)
 	$(PY) -m pip install --quiet 'torch==2.13.0' 'jax[cpu]==0.10.2' 'flax==0.12.8'
 	$(PY) tests/crosscheck/torch_reference.py
 	$(PY) tests/crosscheck/jax_reference.py
+	EPSILON_LAYERNORM_REQUIRE_TORCH=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_codegen.py -k torch
 
 # Worst errors against mpmath over the floating-point range; rewrites the README's accuracy block.
 accuracy: $(STAMP)

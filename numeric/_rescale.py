@@ -242,7 +242,9 @@ def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
             # change with it there (epsilon added to a statistic), else the value is taken at the
             # geometric mean of the two scales, where both are in range.
             lost = (e_scaled < TINY) & (picked[-1] > 0)
-            lost &= ~np.isclose(at(scale, picked, 0.0), at(scale, picked, TINY), rtol=8 * EPSILON, atol=0.0)
+            # Arrays, not Python floats: a lambdified 1/epsilon of a float 0.0 raises, of an array is inf.
+            dropped, kept = np.zeros(scale.shape), np.full(scale.shape, TINY)
+            lost &= ~np.isclose(at(scale, picked, dropped), at(scale, picked, kept), rtol=8 * EPSILON, atol=0.0)
             if lost.any():
                 root_far = np.broadcast_to(epsilon_root(picked[-1], eps_degree), scale.shape)
                 mean = np.sqrt(np.broadcast_to(amplitude, scale.shape)) * np.sqrt(root_far)

@@ -338,3 +338,11 @@ def test_a_sum_over_a_layer_with_regimes_is_taken_in_each_regime():
     rhs = size * (size - 1) * l2norm_clamped.eigen_complement(x, eps) + size * l2norm_clamped.eigen_x(x, eps)
     assert abs(lhs - rhs) > 1e-6
     assert check(Claim("dot(g, J @ x) == dot(x, J @ g)", layer="l2norm_clamped")).verdict == "proved"
+
+
+def test_the_slope_across_scales_where_epsilon_is_below_the_rescaled_floats():
+    """At t = 1e200 and epsilon = 1e-120, epsilon over the scale underflows; the value at that
+    scale is compared with epsilon dropped, which must be an array operation, not 1/0.0.  Past
+    the kink y = x/||x|| does not change with t (slope 0); inside it y = x/epsilon (slope 1/epsilon)."""
+    slopes = l2norm_clamped.slope(np.array([1e200, 1e-200, 0.0, 1e-121]), 1e-120)
+    assert_agree(slopes, np.array([0.0, 1e120, 1e120, 1e120]), rtol=4e-16, atol=0.0, what="slope")

@@ -15,6 +15,11 @@ from numeric.confirm import confirm
 TABLE = [
     # --- scalars of one layer, as before -------------------------------------------------
     ("slope_at_zero == 1/sqrt(epsilon)", "layernorm", (), "proved"),
+    # --- a quantity of epsilon alone is undefined where its formula is: no input to tend to a point in
+    ("spectral_bound * sqrt(epsilon) == 1", "layernorm", ("epsilon == 0",), "error"),
+    ("spectral_bound * sqrt(epsilon) == gamma_max", "layernorm_affine", ("epsilon == 0",), "error"),
+    ("slope_below_kink * epsilon == 1", "l2norm_clamped", ("epsilon == 0",), "error"),
+    ("slope_at_zero >= 1", "layernorm", ("epsilon >= 0", "epsilon <= 1"), "proved"),
     ("slope_at_zero == 1/epsilon", "layernorm", (), "refuted"),
     ("slope_at_zero == 1/epsilon", "layernorm_std_eps", (), "proved"),
     ("slope_at_zero == 1/epsilon", "rmsnorm_eps_outside", (), "proved"),

@@ -147,10 +147,13 @@ class Builder(_Builder):
             else:
                 self.usage.general = True
             self.usage.require(gaps(value, f"{layer_key}.{identifier}"))
-            if quantity.evaluate != "of_epsilon":
-                # A quantity at the claim's own input exists only where the layer does there; one at
-                # a fixed point of the pattern (the slope at t = 0, the limit as t -> oo) does not
-                # depend on that input, and its own formula says where it is defined.
+            if quantity.evaluate == "of_epsilon":
+                # At a fixed point of the pattern (the slope at t = 0, the limit as t -> oo) or over
+                # all inputs: a function of epsilon and the gains alone, with no input to tend to a
+                # point in, so its own formula says where it is defined (1/sqrt(epsilon): epsilon != 0).
+                self.usage.require(requirements(value, f"{layer_key}.{identifier}"))
+            else:
+                # A quantity at the claim's own input exists only where the layer does there.
                 self.defined(layer, constant=quantities.at_constant_input(identifier))
             if layer.parameters:
                 self.usage.gains = True

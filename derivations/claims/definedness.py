@@ -12,7 +12,10 @@ themselves.  Three kinds of term leave a `Requirement`:
 - a derived formula, read only for its cases (`gaps`): a derivative given on
   either side of a clamp's kink and not on it.  Its denominators are not read:
   a derived formula may divide by what vanishes where the quantity is still
-  defined (``x x^T / ||x||`` in a Jacobian that is I/epsilon at x = 0).
+  defined (``x x^T / ||x||`` in a Jacobian that is I/epsilon at x = 0).  A
+  quantity of epsilon and the gains alone (a bound over all inputs, the slope
+  at t = 0) is the exception, read whole: with no input to tend to a point in,
+  it is undefined where its formula is (1/sqrt(epsilon) at epsilon = 0).
 
 Within a case of a definition, a requirement holds only where that case is
 taken.  The domain (`derivations.claims.domain`) then decides each: one that

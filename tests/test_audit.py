@@ -156,3 +156,11 @@ def test_a_bound_over_all_inputs_is_audited_at_least_at_a_unit_input(size):
         found = ball(audit.evaluate.Evaluator("layernorm", point).largest_norm("layernorm"))
     expected = size / arb(size - 1).sqrt() if size > 2 else arb(0)
     assert abs(float((found - expected).mid())) < 1e-12
+
+
+def test_a_kink_has_no_derivative_by_quotients_and_both_sides_are_named():
+    """|v| at 0: the difference quotients tend to 1 from the right and to -1 from the left."""
+    from derivations.claims.audit.numbers import derivative_by_quotients
+
+    with audit.precision(), pytest.raises(Undefined, match=r"from the right 1\.0+, from the left -1\.0+$"):
+        derivative_by_quotients(lambda v: abs(ball(v)), fmpq(0))

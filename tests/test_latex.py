@@ -219,3 +219,19 @@ def test_pdflatex_check_fails_on_what_a_reader_would_see(math, problem):
 def test_overfull_boxes_up_to_the_limit_pass():
     log = "Overfull \\hbox (9.9pt too wide) in paragraph at lines 1--2\nOverfull \\hbox (10.1pt too wide) in x\n"
     assert _pdflatex.problems(log) == ["Overfull \\hbox (10.1pt too wide) in x"]
+
+
+@pytest.mark.parametrize("width", [12, 20, 31, 45])
+def test_a_long_sum_breaks_only_where_the_next_term_would_pass_the_width(width):
+    """Terms of one or two letters: every line that took a second term stays within the width
+    (plus the joining space), and each break was needed (the next term did not fit)."""
+    from derivations._formula import Established, Formula
+
+    terms = sp.symbols("a b c d e f g h j k l m p r u w z")
+    shown = Formula("sum", "", sp.Eq(sp.Symbol("y"), sp.Add(*terms)), (), Established.ALL_N, "", "", "test")
+    lines = shown.latex_lines(width=width)
+    assert len(lines) > 1
+    for line in lines:
+        assert len(line) <= width + 1, (line, width)
+    for line, following in itertools.pairwise(lines):
+        assert len(line) + len(following.split(" ")[0]) + 2 + 1 > width

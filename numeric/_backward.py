@@ -97,7 +97,26 @@ def evaluate(
     ``layer`` is the `NumericLayer` whose statistics and scaling these are.
     """
     c = layer._c
-    scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered, layer.weights(parameters))
+
+    def at(scaled: np.ndarray, e_scaled: np.ndarray, m: np.ndarray) -> list[np.ndarray]:
+        return _at_scale(products, rows, e, given, parameters, layer, scaled, e_scaled, m)
+
+    return _rescale.at_scale(at, rows, e, c.epsilon_degree, c.centered, layer.weights(parameters))
+
+
+def _at_scale(
+    products: list[Product],
+    rows: np.ndarray,
+    e: np.ndarray,
+    given: list[np.ndarray],
+    parameters: list[np.ndarray],
+    layer: Any,
+    scaled: np.ndarray,
+    e_scaled: np.ndarray,
+    m: np.ndarray,
+) -> list[np.ndarray]:
+    """Every product on a block of rows, from the rows and epsilon scaled by M (`evaluate`)."""
+    c = layer._c
     stats = layer._statistics(scaled, parameters)
     size = rows.shape[-1]
     out = []

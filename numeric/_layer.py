@@ -38,6 +38,11 @@ def _per_row(parameter: np.ndarray, size: int) -> np.ndarray:
     return parameter.reshape(-1, size)
 
 
+def _one_per_row(value: Any, rows: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """A value of one entry per row, broadcast to shape (..., 1) over the rows of ``rows`` and ``e``."""
+    return np.broadcast_to(value, np.broadcast_shapes((*rows.shape[:-1], 1), np.shape(e)))
+
+
 def _at(parameter: np.ndarray, index: Any) -> np.ndarray:
     """The rows ``index`` of a parameter from `_per_row` (all of it where it has one row)."""
     return parameter if parameter.shape[0] == 1 else parameter[index]
@@ -104,10 +109,16 @@ class NumericLayer:
         )
 
     def _of_statistics(self, scalar: Any, x: Any, epsilon: Any, **named: Any) -> Any:
-        array, e, stats, dtype, m = self._prepare(x, epsilon, named)
-        batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
-        value = _rescale.times_power(scalar.function(*stats, e, array.shape[-1]), m, scalar.degree)
-        return _validate.output(np.broadcast_to(value, batch)[..., 0], dtype)
+        array, e, dtype, _ = _rescale.validated(x, epsilon)
+        size = array.shape[-1]
+        value = self._at_scale(
+            lambda scaled, e_scaled, stats: _one_per_row(scalar.function(*stats, e_scaled, size), scaled, e_scaled),
+            array,
+            e,
+            scalar.degree,
+            self._subsets(named, array.shape),
+        )
+        return _validate.output(_one_per_row(value, array, e[..., None])[..., 0], dtype)
 
     # --- statistics, validation and rescaling -----------------------------
 
@@ -136,17 +147,31 @@ class NumericLayer:
         """The length scale epsilon sets: sqrt(epsilon), or epsilon where it is added to a deviation."""
         return _rescale.epsilon_root(e, self._c.epsilon_degree)
 
-    def _prepare(
-        self, values: Any, eps: Any, named: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.dtype, np.ndarray]:
-        """Validated x and epsilon, rescaled by m (returned last) along the last axis; ``named``
-        holds the keywords of the layer's subsets (and nothing else)."""
-        array, e, dtype, _ = _rescale.validated(values, eps)
-        params = [None] * len(self._c.parameter_names) + self._indicators(dict(named or {}), array.shape, strict=True)
-        scaled, e_scaled, m = _rescale.normalized(
-            array, e[..., None], self._c.epsilon_degree, self._c.centered, self.weights(params)
+    def _subsets(self, named: dict[str, Any] | None, shape: tuple[int, ...]) -> list[Any]:
+        """No parameter, and the indicators of the subsets ``named`` picks (it holds nothing else)."""
+        return [None] * len(self._c.parameter_names) + self._indicators(dict(named or {}), shape, strict=True)
+
+    def _at_scale(
+        self, at: Callable[..., Any], array: np.ndarray, e: np.ndarray, degree: int, parameters: list[Any]
+    ) -> Any:
+        """``at(scaled x, scaled epsilon, statistics)``, homogeneous of ``degree``, at validated x and
+        epsilon: each row evaluated at a scale where neither leaves the float range
+        (`numeric._rescale.at_scale`), its statistics over ``parameters``."""
+
+        def on(scaled: np.ndarray, e_scaled: np.ndarray, m: np.ndarray) -> Any:
+            value = at(scaled, e_scaled, self._statistics(scaled, parameters))
+            if isinstance(value, list):
+                return [_rescale.scaled_back(one, m, degree) for one in value]
+            return _rescale.scaled_back(value, m, degree)
+
+        return _rescale.at_scale(
+            on,
+            array,
+            e[..., None],
+            self._c.epsilon_degree,
+            self._c.centered,
+            self.weights(parameters),
         )
-        return scaled, e_scaled, self._statistics(scaled, params), dtype, m
 
     def weights(self, parameters: Any) -> np.ndarray | None:
         """The entries the spread is a mean over, where a subset picks them (`_rescale.normalized`):
@@ -217,13 +242,12 @@ class NumericLayer:
                 )
 
             value = _rescale.at_scale(
-                at,
+                lambda scaled, e_scaled, m: _rescale.times_power(at(scaled, e_scaled), m, output.degree),
                 rows[index].astype(np.float64),
                 eps_rows[index],
                 self._c.epsilon_degree,
                 self._c.centered,
                 self.weights(here),
-                output.degree,
             )
             return [value]
 
@@ -297,18 +321,29 @@ class NumericLayer:
         """
         if not self._c.symmetric:
             return self.jacobian_from_entry(x, epsilon, *parameters, **named)
-        array, e, stats, dtype, m = self._prepare(x, epsilon)
+        array, e, dtype, _ = _rescale.validated(x, epsilon)
         self._parameters(array, parameters, named)
-        total = _assemble.from_eigen(self._c, array, stats, e)
-        return _validate.output(_rescale.times_power(total, m[..., None], self._c.entry.degree), dtype)
+        total = self._at_scale(
+            lambda scaled, e_scaled, stats: _assemble.from_eigen(self._c, scaled, stats, e_scaled),
+            array,
+            e,
+            self._c.entry.degree,
+            self._subsets(None, array.shape),
+        )
+        return _validate.output(total, dtype)
 
     def jacobian_from_entry(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
         """The Jacobian from the derived entry J_ik directly (the route for non-symmetric layers)."""
-        array, e, _, dtype, m = self._prepare(x, epsilon)
+        array, e, dtype, _ = _rescale.validated(x, epsilon)
         params = self._parameters(array, parameters, named)
-        stats = self._statistics(array, params)
-        entries = _assemble.from_entry(self._c, array, stats, e, params)
-        return _validate.output(_rescale.times_power(entries, m[..., None], self._c.entry.degree), dtype)
+        entries = self._at_scale(
+            lambda scaled, e_scaled, stats: _assemble.from_entry(self._c, scaled, stats, e_scaled, params),
+            array,
+            e,
+            self._c.entry.degree,
+            params,
+        )
+        return _validate.output(entries, dtype)
 
     # --- the backward pass -------------------------------------------------------
 
@@ -464,30 +499,36 @@ class NumericLayer:
 
     def eigen_by_direction(self, x: Any, epsilon: Any, **named: Any) -> dict[str, np.ndarray]:
         """Each derived eigenvalue by the name of its direction, shape (...)."""
-        array, e, stats, _, m = self._prepare(x, epsilon, named)
-        batch = np.broadcast_shapes(array.shape[:-1], e.shape[:-1])
-        degree = self._c.eigen_degree
+        array, e, _, _ = _rescale.validated(x, epsilon)
+        values = self._eigen_values(array, e, self._subsets(named, array.shape))
         return {
-            pair.direction.name: np.broadcast_to(
-                _rescale.times_power(np.broadcast_to(pair.value(*stats, e, array.shape[-1]), m.shape), m, degree),
-                (*batch, 1),
-            )[..., 0]
-            for pair in self._c.eigen
+            pair.direction.name: _one_per_row(value, array, e[..., None])[..., 0]
+            for pair, value in zip(self._c.eigen, values, strict=True)
         }
+
+    def _eigen_values(self, array: np.ndarray, e: np.ndarray, parameters: list[Any]) -> list[np.ndarray]:
+        """Each derived eigenvalue at validated x and epsilon, shape (..., 1)."""
+        size = array.shape[-1]
+        return self._at_scale(
+            lambda scaled, e_scaled, stats: [
+                _one_per_row(pair.value(*stats, e_scaled, size), scaled, e_scaled) for pair in self._c.eigen
+            ],
+            array,
+            e,
+            self._c.eigen_degree,
+            parameters,
+        )
 
     def eigenvalues(self, x: Any, epsilon: Any) -> Any:
         """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
         if not self._c.symmetric:
             raise ValueError(f"{self.key} has a non-symmetric Jacobian: its eigenvalues are not derived")
-        array, e, stats, dtype, m = self._prepare(x, epsilon)
+        array, e, dtype, _ = _rescale.validated(x, epsilon)
         size = array.shape[-1]
-        batch = (*np.broadcast_shapes(array.shape[:-1], e.shape[:-1]), 1)
-        degree = self._c.eigen_degree
+        values = self._eigen_values(array, e, self._subsets(None, array.shape))
         columns = [
-            np.broadcast_to(
-                _rescale.times_power(np.broadcast_to(pair.value(*stats, e, size), m.shape), m, degree), batch
-            ).repeat(pair.count(size), axis=-1)
-            for pair in self._c.eigen
+            _one_per_row(value, array, e[..., None]).repeat(pair.count(size), axis=-1)
+            for pair, value in zip(self._c.eigen, values, strict=True)
         ]
         return _validate.output(np.sort(np.concatenate(columns, axis=-1), axis=-1), dtype)
 

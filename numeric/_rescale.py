@@ -147,35 +147,62 @@ def balanced(
 
 
 def at_scale(
-    at: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any],
     array: np.ndarray,
     e: np.ndarray,
     degree: int,
     centered: bool,
     weights: np.ndarray | None,
-    out_degree: int,
-) -> np.ndarray:
-    """``at(scaled x, scaled epsilon) * M**out_degree`` for rows of x, at the scale of `normalized`;
-    in a row whose scaled epsilon fell below the normal floats and whose value changes with it
-    there (epsilon a factor, not added to a statistic), at the scale of `balanced` instead."""
+) -> Any:
+    """``at(scaled x, scaled epsilon, M)``, the value at rows of x and epsilon from the rows scaled
+    by M, at the scale of `normalized`; in a row whose scaled epsilon fell below the normal floats
+    and whose value changes with it there (epsilon a factor, not added to a statistic), at the
+    scale of `balanced` instead.
+
+    ``at`` gives an array with the rows' leading axes (shape (..., n), or (..., n, n) for a
+    Jacobian), or a list of them (one per backward product): the result is the same."""
     scaled, e_scaled, m = normalized(array, e, degree, centered, weights)
-    value = times_power(at(scaled, e_scaled), m, out_degree)
-    lost = (e_scaled < TINY) & (e > 0)
+    first = at(scaled, e_scaled, m)
+    out = _as_list(first)
+    lost = np.broadcast_to((e_scaled < TINY) & (e > 0), m.shape)
+    # Every further evaluation changes only those rows: the others are computed as before.
     if lost.any():
         with np.errstate(all="ignore"):
-            changes = ~np.isclose(
-                at(scaled, np.zeros_like(e_scaled)),
-                at(scaled, np.full_like(e_scaled, TINY)),
-                rtol=8 * EPSILON,
-                atol=0.0,
-            )
-        lost &= np.any(changes, axis=-1, keepdims=True)
+            zero, tiny = (_as_list(at(scaled, np.where(lost, value, e_scaled), m)) for value in (0.0, TINY))
+            changes = [
+                _any_per_row(~np.isclose(a, b, rtol=8 * EPSILON, atol=0.0), scaled)
+                for a, b in zip(zero, tiny, strict=True)
+            ]
+        lost = lost & np.any(changes, axis=0)
     if lost.any():
         own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        own, e_own, m_own = np.where(lost, own, scaled), np.where(lost, e_own, e_scaled), np.where(lost, m_own, m)
         with np.errstate(all="ignore"):
-            value = np.where(lost, times_power(at(own, e_own), m_own, out_degree), value)
-        _unresolved(value, lost)
-    return value
+            again = _as_list(at(own, e_own, m_own))
+            out = [np.where(_widened(lost, value), other, value) for value, other in zip(out, again, strict=True)]
+        for value in out:
+            _unresolved(value, _widened(lost, value))
+    return out if isinstance(first, list) else out[0]
+
+
+def _as_list(values: Any) -> list[Any]:
+    return values if isinstance(values, list) else [values]
+
+
+def _widened(per_row: np.ndarray, value: Any) -> np.ndarray:
+    """``per_row`` (shape (..., 1), one entry per row) with the axes ``value`` has beyond a row's."""
+    return np.reshape(per_row, (*np.shape(per_row), *(1,) * max(0, np.ndim(value) - np.ndim(per_row))))
+
+
+def _any_per_row(flags: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """Whether any entry of a row's value is set: ``flags`` (the value's shape) reduced to (..., 1)."""
+    flags = np.broadcast_to(flags, np.broadcast_shapes(np.shape(flags), (*np.shape(scaled)[:-1], 1)))
+    return np.any(flags.reshape(*flags.shape[: np.ndim(scaled) - 1], -1), axis=-1, keepdims=True)
+
+
+def scaled_back(values: Any, m: np.ndarray, degree: int) -> Any:
+    """`times_power` for a value with axes beyond a row's (a Jacobian's two), M one per row."""
+    return times_power(values, _widened(m, values), degree)
 
 
 def times_power(values: Any, m: np.ndarray, degree: int) -> Any:

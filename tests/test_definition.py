@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from derivations.__main__ import main
 from derivations.definition import DefinitionError
 from derivations.notation import DEFAULT
 from derivations.render import text
-from derivations.symbols import epsilon, r
+from derivations.symbols import epsilon, r, t
 from numeric.agreement import assert_agree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -585,3 +586,55 @@ def test_a_user_layer_is_right_where_its_true_value_is_a_normal_float(source, fu
     path.write_text(source)
     layer = numeric.from_definition(path)
     np.testing.assert_allclose(getattr(layer, function)(*arguments), expected, rtol=1e-13)
+
+
+def test_a_pattern_of_two_values_without_a_coordinate_takes_the_last_one():
+    """The default coordinate is the third, or the last of a pattern with fewer values."""
+    source = MINIMAL + '[[patterns]]\nvalues = ["-t", "2*t"]\n'
+    layer = definition.loads(source).layer
+    (pattern,) = layer.patterns
+    assert pattern.coordinate == 1
+    # The response is output coordinate 1, 2t / sqrt(r + epsilon) with r = (t**2 + 4 t**2) / 2.
+    assert sp.simplify(layer.on_pattern(pattern) - 2 * t / sp.sqrt(sp.Rational(5, 2) * t**2 + epsilon)) == 0
+    # The same as the coordinate written out.
+    written = definition.loads(source.replace('"2*t"]\n', '"2*t"]\ncoordinate = 1\n')).layer.patterns[0]
+    assert (written.values, written.coordinate) == (pattern.values, pattern.coordinate)
+
+
+@pytest.mark.parametrize("function", ["jacobian", "eigenvalues", "spectral_norm", "vjp", "jvp"])
+def test_a_user_layers_derivatives_are_right_where_epsilon_scaled_to_the_input_underflows(function, tmp_path):
+    """y = epsilon * x at |x| = 1e200: epsilon / M**2 underflowed to 0, and every derivative was 0."""
+    path = tmp_path / "layer.toml"
+    path.write_text(SCALED)
+    layer = numeric.from_definition(path)
+    x, g = np.array([-1e200, 0.0, 1e200]), np.array([1.0, -2.0, 3.0])
+    expected = {
+        "jacobian": 0.3 * np.eye(3),
+        "eigenvalues": np.full(3, 0.3),
+        "spectral_norm": 0.3,
+        "vjp": 0.3 * g,
+        "jvp": 0.3 * g,
+    }[function]
+    got = getattr(layer, function)(x, 0.3, *((g,) if function in ("vjp", "jvp") else ()))
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("scale", [1e-130, 1e-100, 1e100, 1e130])
+@pytest.mark.parametrize("function", ["jacobian", "eigenvalues", "spectral_norm", "vjp", "jvp"])
+def test_a_user_layers_derivatives_scale_as_the_definition_does(function, scale, tmp_path):
+    """y = x sqrt(epsilon) / (r + epsilon) is unchanged by x -> s x, epsilon -> s**2 epsilon, so its
+    derivatives in x scale by 1/s: at every scale whose epsilon is a normal float they must (to
+    rounding relative to the largest entry: an entry far below it, as J's off-diagonal where
+    epsilon >> r, carries that rounding)."""
+    path = tmp_path / "layer.toml"
+    path.write_text(DAMPED)
+    layer = numeric.from_definition(path)
+    rng = np.random.default_rng(7)
+    u, g = rng.normal(size=4), rng.normal(size=4)
+    vectors = (g,) if function in ("vjp", "jvp") else ()
+    for eps in (1e-30, 0.3, 1e30):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = getattr(layer, function)(scale * u, eps * scale**2, *vectors)
+        expected = getattr(layer, function)(u, eps, *vectors) / scale
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13 * np.max(np.abs(expected)))

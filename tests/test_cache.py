@@ -637,3 +637,26 @@ def test_a_key_that_is_not_a_private_file_of_32_bytes_means_no_cache(kind, cache
     _cache.write("entry", b"again")
     assert _cache.read("entry") is None
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("alias", ["AAA_alias", "zzz_alias"])
+def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monkeypatch):
+    """An entry names a class by its own module and qualified name: a module attribute bound to a
+    class of another name (sorting before or after it) does not reach it."""
+    from derivations import _formula, _layer
+
+    enum_entry = _cache.dumps(_formula.Established.LIMIT)
+    pattern = _layer.Pattern((sp.Integer(1), sp.Integer(2)), coordinate=1)
+    class_entry = _cache.dumps(pattern)
+    assert _cache.loads(enum_entry) is _formula.Established.LIMIT
+    recalled = _cache.loads(class_entry)
+    assert type(recalled) is _layer.Pattern
+    assert (recalled.values, recalled.coordinate) == (pattern.values, pattern.coordinate)
+    monkeypatch.setattr(_formula, alias, _formula.Established, raising=False)
+    monkeypatch.setattr(_layer, alias, _layer.Pattern, raising=False)
+    for entry, real in ((enum_entry, "derivations._formula:Established"), (class_entry, "derivations._layer:Pattern")):
+        assert real.encode() in entry
+        module = real.partition(":")[0]
+        forged = entry.replace(real.encode(), f"{module}:{alias}".encode())
+        with pytest.raises(ValueError, match="no project class"):
+            _cache.loads(forged)

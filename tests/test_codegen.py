@@ -393,3 +393,31 @@ def test_emitted_torch_broadcasts_epsilon_as_numeric_does(key, eps_shape, torch_
     got = function(torch.tensor(x), torch.tensor(eps), *map(torch.tensor, params)).numpy()
     assert got.shape == want.shape
     assert _relative(got, want) <= RTOL
+
+
+def test_the_centering_shift_is_read_from_the_rule_for_x_i_alone():
+    """`_shift` takes mu from the display rule x_i = c_i + mu, wherever it stands among the rules;
+    a rule for another entry (x_k = c_k + mu) is no shift of x_i."""
+    import dataclasses
+
+    import sympy as sp
+
+    from derivations.codegen import _numpy
+    from derivations.codegen._program import _shift
+    from derivations.symbols import c, i, k, mu, x
+
+    layernorm = LAYERS["layernorm"]
+    rules = dict(layernorm.display)
+    assert rules[x[i]] == mu + c[i]
+    assert rules[x[k]] == mu + c[k]
+    reordered = dataclasses.replace(
+        layernorm, display=((x[k], rules[x[k]]), *((old, new) for old, new in layernorm.display if old != x[k]))
+    )
+    assert reordered.display[0][0] == x[k]
+    assert _shift(reordered) == mu
+    # The order of the display rules changes nothing the emitted code computes.
+    assert _numpy.emit(program(reordered)) == emit("layernorm", "numpy")
+    only_k = dataclasses.replace(layernorm, display=tuple((old, new) for old, new in layernorm.display if old != x[i]))
+    assert _shift(only_k) is None
+    # Nor is a rule for x_i whose value is not written in c.
+    assert _shift(dataclasses.replace(layernorm, display=((x[i], mu + sp.Symbol("d")),))) is None

@@ -169,7 +169,9 @@ def derive_within(layer: Layer, seconds: float, work: Callable[[], _T] | None = 
             raise DefinitionError(
                 f"{layer.key}: not derived within {reason.removeprefix('undecided within ')}"
             ) from None
-        raise DefinitionError(f"{layer.key}: cannot be derived: {reason.removeprefix('undecided: ')}") from None
+        # The child's own refusal is named once, by the kind the caller gets.
+        reason = reason.removeprefix("undecided: ").removeprefix(f"{DefinitionError.__name__}: ")
+        raise DefinitionError(f"{layer.key}: cannot be derived: {reason}") from None
 
 
 # --- reading fields ---------------------------------------------------------

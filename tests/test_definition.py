@@ -559,7 +559,9 @@ def test_an_output_the_rescaling_cannot_take_is_refused_with_a_true_reason(outpu
     """Both were refused as 'no scaling of epsilon makes the output homogeneous', false of the first."""
     path = tmp_path / "degree.toml"
     path.write_text(f'key = "degree"\ntitle = "D"\noutput = "{output}"\n[statistics]\nm = "mean(x[j])"\n')
-    assert named in _error_line(capsys, ["--definition", str(path), "--no-cache"], 1)
+    line = _error_line(capsys, ["--definition", str(path), "--no-cache"], 1)
+    assert named in line
+    assert line.count("DefinitionError") == 1, line  # the kind named once, not again for the child's refusal
     with pytest.raises(ValueError, match=re.escape(named)):
         numeric.from_definition(path)
 

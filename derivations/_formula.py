@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derivations._printer import ReaderPrinter
+from derivations._width import width as typeset_width
 from derivations.notation import DEFAULT, Notation
 
 
@@ -17,8 +18,10 @@ def _latex(expr: sp.Basic, notation: Notation) -> str:
     return ReaderPrinter(notation).doprint(expr)
 
 
-# Characters of LaTeX source a displayed line may hold before it is broken between terms.
-LINE = 150
+# Typeset letters (`derivations._width`) a displayed line may hold before it is broken: about
+# what an article's text width takes beside an equation number (a letter of math at 10 pt is
+# about 5.3 pt wide, the text 345 pt).
+LINE = 60
 
 
 class Established(enum.Enum):
@@ -63,24 +66,29 @@ class Formula:
         """The printed relation in LaTeX, in the reader's term order and ``notation``."""
         return _latex(self.printed, notation)
 
-    def latex_lines(self, notation: Notation = DEFAULT, width: int = LINE) -> list[str]:
-        """The printed equation broken between the terms of its right-hand side into lines of
-        at most about ``width`` characters of LaTeX, for a ``multline`` block; one line if it fits."""
+    def latex_lines(self, notation: Notation = DEFAULT, width: float = LINE) -> list[str]:
+        """The printed relation on lines of at most about ``width`` typeset letters
+        (`derivations._width`), for a ``multline`` block: an equation whose right-hand side is a
+        sum broken between its terms, a ``cases`` branch broken inside its block; one line if it fits."""
         whole = self.latex(notation)
         printed = self.printed
-        if len(whole) <= width or not isinstance(printed, sp.Equality) or not _is_sum(printed.rhs):
+        if typeset_width(whole) <= width or not isinstance(printed, sp.Equality):
             return [whole]
-        printer = ReaderPrinter(notation)
-        lines = [f"{_latex(printed.lhs, notation)} = "]
-        for index, term in enumerate(printer._as_ordered_terms(printed.rhs)):
-            negative = term.could_extract_minus_sign()
-            tex = printer._print(-term if negative else term)
-            piece = ("- " if negative else ("+ " if index else "")) + tex
-            if index and len(lines[-1]) + len(piece) > width:
-                lines.append(piece)
-            else:
-                lines[-1] += (" " if index else "") + piece
-        return lines
+        start = f"{_latex(printed.lhs, notation)} = "
+        # A block printed whole (a cases block) has the room the left-hand side leaves.
+        printer = ReaderPrinter(notation, width - typeset_width(start))
+        rhs = printed.rhs
+        if _is_sum(rhs):
+            return printer.sum_lines(rhs, width, start)
+        sums = [factor for factor in rhs.args if _is_sum(factor)] if isinstance(rhs, sp.MatMul) else []
+        if len(sums) == 1:  # diag(gamma) (I/s - ...): the sum broken inside \bigl( \bigr)
+            position = rhs.args.index(sums[0])
+            before = [printer.doprint(factor) for factor in rhs.args[:position]]
+            after = [printer.doprint(factor) for factor in rhs.args[position + 1 :]]
+            lines = printer.sum_lines(sums[0], width, start + " ".join([*before, "\\bigl("]))
+            lines[-1] = " ".join([lines[-1], "\\bigr)", *after])
+            return lines
+        return [start + printer.doprint(rhs)]
 
     def value_latex(self, notation: Notation = DEFAULT) -> str:
         """LaTeX of the printed right-hand side alone, for an equation or inequality."""
@@ -118,5 +126,5 @@ class Formula:
 
 
 def _is_sum(expr: sp.Basic) -> bool:
-    """A scalar sum (a matrix sum is printed whole)."""
-    return isinstance(expr, sp.Add) and not isinstance(expr, sp.MatrixExpr)
+    """A sum, of scalars or of matrices."""
+    return isinstance(expr, (sp.Add, sp.MatAdd))

@@ -12,7 +12,10 @@ One method per node type, as in SymPy's own printers:
   :math:`\pm`, other conjunctions as lines of an ``aligned`` block;
 - a symbol never prints as a constant: the constants e and i print upright
   (ISO 80000-2), a symbol e or i in italic, and a symbol named ``pi`` (a
-  user's statistic) as the italic word, not as the constant.
+  user's statistic) as the italic word, not as the constant;
+- given a ``width`` (in typeset letters, `derivations._width`), a sum too
+  wide for it is broken between terms (`sum_lines`), and a branch of a
+  ``cases`` block too wide for it is set as lines of an ``aligned`` block.
 
 >>> import sympy as sp
 >>> from derivations.notation import DEFAULT
@@ -27,6 +30,7 @@ import sympy as sp
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.precedence import PRECEDENCE
 
+from derivations._width import width as typeset_width
 from derivations.notation import Notation
 from derivations.symbols import epsilon
 
@@ -53,8 +57,44 @@ def _at_minus_infinity(relation: sp.Basic) -> bool:
 class ReaderPrinter(LatexPrinter):
     """LaTeX in the reader's term order and notation."""
 
-    def __init__(self, notation: Notation) -> None:
+    def __init__(self, notation: Notation, width: float | None = None) -> None:
         super().__init__({"symbol_names": notation.symbol_names(), "imaginary_unit": "ri"})
+        self.width = width
+
+    def _signed_terms(self, expr: sp.Expr) -> list[tuple[bool, sp.Expr]]:
+        """The terms of a sum in printed order, each as (negative, its size): a matrix sum's as
+        `_print_MatAdd` orders and signs them, a scalar sum's as `_as_ordered_terms` does."""
+        if isinstance(expr, sp.MatAdd):
+            ordered = sorted(expr.args, key=_matrix_order)
+            return [(t.as_coeff_mmul()[0].could_extract_minus_sign(), t) for t in ordered]
+        return [(t.could_extract_minus_sign(), t) for t in self._as_ordered_terms(expr)]
+
+    def sum_lines(self, expr: sp.Expr, width: float, start: str = "") -> list[str]:
+        """The terms of the sum ``expr`` after ``start``, on lines of at most about ``width``
+        typeset letters: a term goes on the current line where it fits, else starts the next."""
+        lines = [start]
+        for index, (negative, term) in enumerate(self._signed_terms(expr)):
+            piece = ("- " if negative else ("+ " if index else "")) + self._print(-term if negative else term)
+            if index and typeset_width(lines[-1]) + typeset_width(" " + piece) > width:
+                lines.append(piece)
+            else:
+                lines[-1] += (" " if index else "") + piece
+        return lines
+
+    def _print_Piecewise(self, expr: sp.Piecewise) -> str:
+        whole = super()._print_Piecewise(expr)
+        if self.width is None or typeset_width(whole) <= self.width:
+            return whole
+        rows = []
+        for value, condition in expr.args:
+            said = r"\text{otherwise}" if condition == sp.true else rf"\text{{for}}\: {self._print(condition)}"
+            room = self.width - typeset_width(said) - 2
+            shown = self._print(value)
+            if isinstance(value, (sp.Add, sp.MatAdd)) and typeset_width(shown) > room:
+                lines = self.sum_lines(value, room)
+                shown = r"\begin{aligned}[t] & " + r" \\ & \quad ".join(lines) + r" \end{aligned}"
+            rows.append(f"{shown} & {said}")
+        return r"\begin{cases} " + r" \\".join(rows) + r" \end{cases}"
 
     def _print(self, expr: object, **kwargs: object) -> str:
         if expr is sp.S.Exp1:  # which SymPy prints by its own method, ahead of the printer's
@@ -75,15 +115,7 @@ class ReaderPrinter(LatexPrinter):
         return sorted(terms, key=lambda term: term.as_coeff_exponent(epsilon)[1])
 
     def _print_MatAdd(self, expr: sp.MatAdd) -> str:
-        tex = ""
-        for index, term in enumerate(sorted(expr.args, key=_matrix_order)):
-            if term.as_coeff_mmul()[0].could_extract_minus_sign():
-                tex += "- " if index == 0 else " - "
-                term = -term
-            elif index:
-                tex += " + "
-            tex += self._print(term)
-        return tex
+        return self.sum_lines(expr, float("inf"))[0]
 
     def _print_Mul(self, expr: sp.Mul) -> str:
         coefficient, rest = expr.as_coeff_Mul()

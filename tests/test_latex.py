@@ -131,13 +131,14 @@ def test_latex_format_is_one_labelled_equation_per_formula_with_its_statement_ab
 def test_a_broken_formula_fills_each_line_before_it_starts_the_next():
     """Terms go on a line while it stays within the width: no line could have taken the next line's first term."""
     from derivations._formula import LINE
+    from derivations._width import width
 
     broken = [f for key in LAYERS for f in formulas(key) if len(f.latex_lines()) > 1]
     assert broken
     for f in broken:
-        # The next line starts with the term that did not fit, so the two are longer than a line.
+        # The next line starts with the term that did not fit, so the two are wider than a line.
         for line, following in itertools.pairwise(f.latex_lines()):
-            assert len(line) + len(following) > LINE, (f.qualified, line, following)
+            assert width(line) + width(" " + following) > LINE, (f.qualified, line, following)
 
 
 def test_standalone_is_an_article_needing_only_amsmath_and_amssymb(capsys):
@@ -204,6 +205,19 @@ def test_every_formula_compiles_as_display_math_with_pdflatex():
 
 @needs_pdflatex
 @pytest.mark.parametrize(
+    "long", ["n=N_{featurespertoken}", "n=N_{featurespertokeninthelayer}", "s=S_{standarddeviation}"]
+)
+def test_every_formula_compiles_within_the_margin_under_a_long_notation(long, capsys):
+    """A long subscript widens what a reader sees: sums, a product's sum and cases branches are
+    broken by typeset width (they overflowed the margin by up to 141 pt, by source length)."""
+    assert main(["--format", "latex", "--standalone", "--notation", long]) == 0
+    compiled = _pdflatex.compile_pdf(capsys.readouterr().out)  # raises on an overfull box over 10 pt
+    assert _pdflatex.problems(compiled.log) == []
+    assert compiled.log.count("Overfull") == 0
+
+
+@needs_pdflatex
+@pytest.mark.parametrize(
     ("math", "problem"),
     [
         (r"x = \undefinedmacro{y}", "Undefined control sequence"),
@@ -223,15 +237,17 @@ def test_overfull_boxes_up_to_the_limit_pass():
 
 @pytest.mark.parametrize("width", [12, 20, 31, 45])
 def test_a_long_sum_breaks_only_where_the_next_term_would_pass_the_width(width):
-    """Terms of one or two letters: every line that took a second term stays within the width
-    (plus the joining space), and each break was needed (the next term did not fit)."""
+    """Terms of one letter: every line stays within the width (in typeset letters), and each
+    break was needed (the next term did not fit)."""
     from derivations._formula import Established, Formula
+    from derivations._width import width as typeset_width
 
     terms = sp.symbols("a b c d e f g h j k l m p r u w z")
     shown = Formula("sum", "", sp.Eq(sp.Symbol("y"), sp.Add(*terms)), (), Established.ALL_N, "", "", "test")
     lines = shown.latex_lines(width=width)
     assert len(lines) > 1
     for line in lines:
-        assert len(line) <= width + 1, (line, width)
+        assert typeset_width(line) <= width, (line, width)
     for line, following in itertools.pairwise(lines):
-        assert len(line) + len(following.split(" ")[0]) + 2 + 1 > width
+        # " + a": the joining space, the sign, its space and the letter.
+        assert typeset_width(line) + typeset_width(" " + " ".join(following.split(" ")[:2])) > width

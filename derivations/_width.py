@@ -1,0 +1,108 @@
+"""How wide a line of math LaTeX is when typeset, in letters: for breaking displayed equations.
+
+The printers' own output is measured, not arbitrary LaTeX: commands, braces,
+fractions, roots, scripts and the spacing commands they emit.  A letter,
+digit or operator counts 1, a space in the source half that (the room
+around an operator; none between factors, which no space marks); a fraction is as wide as
+its wider part; a script counts at the size it is set in; a font command is as
+wide as its argument; any other command (a Greek letter, an operator symbol)
+counts 1; an environment (cases, aligned) is as wide as its widest row, plus
+a brace.  The count is what a reader sees, so that a long subscript given
+with ``--notation`` makes a line wider, and a ``\\frac`` does not count twice.
+
+    >>> width(r"\\frac{1}{N_{abcdef} s}")
+    7.1
+    >>> width("a + b")
+    4.0
+    >>> width(r"\\begin{cases} a & b \\\\ c + d & e \\end{cases}")
+    9.0
+"""
+
+from __future__ import annotations
+
+# The size of a superscript or subscript next to a letter of the text size (TeX's \scriptstyle, 7/10).
+SCRIPT = 0.7
+# Commands whose one braced argument is set as text of the same width.
+FONTS = frozenset(
+    {"mathbf", "mathrm", "mathbb", "mathcal", "mathit", "operatorname", "boldsymbol", "text", "mathsf", "overline"}
+)
+SPACES = {",": 0.3, ":": 0.3, ";": 0.4, "!": 0.0, "quad": 2.0, "qquad": 4.0, " ": 0.3}
+FRACTIONS = frozenset({"frac", "dfrac", "tfrac"})
+
+
+def width(tex: str) -> float:
+    """The typeset width of ``tex``, in letters (see the module's docstring)."""
+    total, _ = _width(tex, 0)
+    return round(total, 6)
+
+
+def _group(tex: str, at: int) -> tuple[float, int]:
+    """The width of the group at ``at`` (a braced group, a command or one character), and where it ends."""
+    while at < len(tex) and tex[at] == " ":
+        at += 1
+    if at >= len(tex):
+        return 0.0, at
+    if tex[at] == "{":
+        inner, end = _width(tex, at + 1, closing=True)
+        return inner, end
+    if tex[at] == "\\":
+        return _command(tex, at)
+    return 1.0, at + 1
+
+
+def _command(tex: str, at: int) -> tuple[float, int]:
+    """A command at ``at`` (its backslash) and its arguments."""
+    end = at + 1
+    while end < len(tex) and tex[end].isalpha():
+        end += 1
+    if end == at + 1:  # a one-character command: \, \; \{ ...
+        symbol = tex[at + 1 : at + 2]
+        return SPACES.get(symbol, 1.0), at + 2
+    name = tex[at + 1 : end]
+    if name in SPACES:
+        return SPACES[name], end
+    if name == "begin" and tex.startswith("{", end):
+        close = tex.index("}", end)
+        environment = tex[end + 1 : close]
+        finish = tex.find(f"\\end{{{environment}}}", close)
+        if finish < 0:
+            return 1.0, close + 1
+        rows = tex[close + 1 : finish].split("\\\\")
+        widest = max(_width(row, 0)[0] for row in rows)
+        return widest + 1.0, finish + len(f"\\end{{{environment}}}")
+    if name in FRACTIONS:
+        top, end = _group(tex, end)
+        bottom, end = _group(tex, end)
+        return max(top, bottom) + 0.4, end
+    if name == "sqrt":
+        if end < len(tex) and tex[end] == "[":
+            end = tex.index("]", end) + 1
+        inner, end = _group(tex, end)
+        return inner + 1.0, end
+    if name in FONTS:
+        return _group(tex, end)
+    if name in ("left", "right", "bigl", "bigr", "Bigl", "Bigr"):
+        delimiter, end = _group(tex, end)
+        return (0.0 if tex[end - 1] == "." else delimiter), end
+    return 1.0, end
+
+
+def _width(tex: str, at: int, closing: bool = False) -> tuple[float, int]:
+    """The width from ``at`` to the end, or (``closing``) to the brace that closes the group."""
+    total = 0.0
+    while at < len(tex):
+        char = tex[at]
+        if char == "}" and closing:
+            return total, at + 1
+        if char in "^_":
+            script, at = _group(tex, at + 1)
+            total += SCRIPT * script
+        elif char in "{\\":
+            part, at = _group(tex, at)
+            total += part
+        elif char == "}":
+            at += 1
+        else:
+            total += 0.5 if char == " " else 1.0
+            at += 1
+    return total, at

@@ -196,8 +196,10 @@ def _widened(per_row: np.ndarray, value: Any) -> np.ndarray:
 
 def _any_per_row(flags: np.ndarray, scaled: np.ndarray) -> np.ndarray:
     """Whether any entry of a row's value is set: ``flags`` (the value's shape) reduced to (..., 1)."""
-    flags = np.broadcast_to(flags, np.broadcast_shapes(np.shape(flags), (*np.shape(scaled)[:-1], 1)))
-    return np.any(flags.reshape(*flags.shape[: np.ndim(scaled) - 1], -1), axis=-1, keepdims=True)
+    flags = np.asarray(flags)
+    rows = np.ndim(scaled) - 1
+    reduced = np.any(flags.reshape(*flags.shape[:rows], -1), axis=-1, keepdims=True)
+    return np.broadcast_to(reduced, np.broadcast_shapes(reduced.shape, (*np.shape(scaled)[:-1], 1)))
 
 
 def scaled_back(values: Any, m: np.ndarray, degree: int) -> Any:

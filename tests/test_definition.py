@@ -619,6 +619,10 @@ def test_a_user_layers_derivatives_are_right_where_epsilon_scaled_to_the_input_u
     }[function]
     got = getattr(layer, function)(x, 0.3, *((g,) if function in ("vjp", "jvp") else ()))
     np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
+    # In a batch, beside a row of moderate scale (each row at its own scale).
+    batch = np.stack([x, np.array([1.0, -2.0, 0.5])])
+    got = getattr(layer, function)(batch, 0.3, *((g,) if function in ("vjp", "jvp") else ()))
+    np.testing.assert_allclose(got, np.stack([expected, expected]), rtol=1e-13, atol=0)
 
 
 @pytest.mark.parametrize("scale", [1e-130, 1e-100, 1e100, 1e130])

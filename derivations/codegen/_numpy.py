@@ -5,7 +5,15 @@ from __future__ import annotations
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
-from derivations.codegen._program import DY, ROOT, SCALE, SIZE, Program, X, half_power, rescaled, shared
+from derivations.codegen._program import (
+    DY,
+    Program,
+    X,
+    array_statistics,
+    half_power,
+    rescaled,
+    shared,
+)
 
 
 class Printer(NumPyPrinter):
@@ -56,37 +64,15 @@ def _lines(printer: Printer, names: list[str], exprs: list[sp.Expr]) -> list[str
     return ['    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):', *(f"        {s}" for s in out)]
 
 
-def _top(value: str) -> str:
-    return f"np.max(np.abs({value}), axis=-1, keepdims=True)"
-
-
 def _statistics(program: Program, printer: Printer) -> list[str]:
     """The scale m, x and epsilon divided by it, and the statistics of the scaled row."""
-    out = [
-        f"    {X}, epsilon = _inputs({X}, epsilon)",
-        f"    {SIZE} = {X}.shape[-1]",
-        f"    {ROOT} = {printer.doprint(program.root)}",
-        f"    {SCALE} = _scale({_top(str(X))}, {ROOT})",
-        f"    {X} = {X} / {SCALE}",
-    ]
-    scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)}"]
-    if not program.centered:
-        out += scaled
-    for step in program.statistics:
-        value = printer.doprint(step.expr)
-        out.append(f"    {step.symbol} = " + (f"np.mean({value}, axis=-1, keepdims=True)" if step.mean else value))
-        if step.vector:
-            # Centered once more (the first mean's rounding is left in c: a constant row becomes
-            # exactly 0), then divided by its own size: c is O(1) even where the offset dwarfs it.
-            c = step.symbol
-            out += [
-                f"    {c} = {c} - np.mean({c}, axis=-1, keepdims=True)",
-                f"    {SCALE}_{c} = _scale({_top(str(c))}, {ROOT} / {SCALE})",
-                f"    {c} = {c} / {SCALE}_{c}",
-                f"    {SCALE} = {SCALE} * {SCALE}_{c}",
-                *scaled,
-            ]
-    return out
+    return array_statistics(
+        program,
+        printer,
+        f"{X}, epsilon = _inputs({X}, epsilon)",
+        "np.mean({}, axis=-1, keepdims=True)",
+        "np.max(np.abs({}), axis=-1, keepdims=True)",
+    )
 
 
 def emit(program: Program) -> str:

@@ -21,6 +21,7 @@ the input gradient there is the limit's (`derivations.backward.vjp_at_degenerate
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
@@ -270,3 +271,35 @@ def rescaled(value: str, degree: int) -> str:
     (m**degree itself can leave the range where the product does not)."""
     op = " * " if degree > 0 else " / "
     return value + "".join(f"{op}{SCALE}" for _ in range(abs(degree)))
+
+
+def array_statistics(program: Program, printer: Any, inputs: str, mean: str, top: str) -> list[str]:
+    """The emitted lines of an array target (NumPy, torch) that take the scale m, divide x and
+    epsilon by it, and compute the statistics of the scaled row.  ``inputs`` is the line reading
+    x and epsilon; ``mean`` and ``top`` spell the mean and the largest magnitude along the last
+    axis, with ``{}`` for the array."""
+    out = [
+        f"    {inputs}",
+        f"    {SIZE} = {X}.shape[-1]",
+        f"    {ROOT} = {printer.doprint(program.root)}",
+        f"    {SCALE} = _scale({top.format(X)}, {ROOT})",
+        f"    {X} = {X} / {SCALE}",
+    ]
+    scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)}"]
+    if not program.centered:
+        out += scaled
+    for step in program.statistics:
+        value = printer.doprint(step.expr)
+        out.append(f"    {step.symbol} = " + (mean.format(value) if step.mean else value))
+        if step.vector:
+            # Centered once more (the first mean's rounding is left in c: a constant row becomes
+            # exactly 0), then divided by its own size: c is O(1) even where the offset dwarfs it.
+            c = step.symbol
+            out += [
+                f"    {c} = {c} - {mean.format(c)}",
+                f"    {SCALE}_{c} = _scale({top.format(c)}, {ROOT} / {SCALE})",
+                f"    {c} = {c} / {SCALE}_{c}",
+                f"    {SCALE} = {SCALE} * {SCALE}_{c}",
+                *scaled,
+            ]
+    return out

@@ -12,7 +12,17 @@ import functools
 import sympy as sp
 from sympy.printing.pycode import AbstractPythonCodePrinter, PythonCodePrinter
 
-from derivations.codegen._program import DEPSILON, DY, ROOT, SCALE, SIZE, Program, X, half_power, rescaled, shared
+from derivations.codegen._program import (
+    DEPSILON,
+    DY,
+    SIZE,
+    Program,
+    X,
+    array_statistics,
+    half_power,
+    rescaled,
+    shared,
+)
 
 
 @functools.cache
@@ -79,37 +89,15 @@ def _lines(printer: AbstractPythonCodePrinter, names: list[str], exprs: list[sp.
     return out + [f"    {name} = {printer.doprint(expr)}" for name, expr in zip(names, reduced, strict=True)]
 
 
-def _top(value: str) -> str:
-    return f"torch.amax(torch.abs({value}), dim=-1, keepdim=True)"
-
-
 def _statistics(program: Program, printer: AbstractPythonCodePrinter) -> list[str]:
     """The scale m, x and epsilon divided by it, and the statistics of the scaled row."""
-    out = [
-        f"    epsilon = _inputs({X}, epsilon)",
-        f"    {SIZE} = {X}.shape[-1]",
-        f"    {ROOT} = {printer.doprint(program.root)}",
-        f"    {SCALE} = _scale({_top(str(X))}, {ROOT})",
-        f"    {X} = {X} / {SCALE}",
-    ]
-    scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)}"]
-    if not program.centered:
-        out += scaled
-    for step in program.statistics:
-        value = printer.doprint(step.expr)
-        out.append(f"    {step.symbol} = " + (f"torch.mean({value}, dim=-1, keepdim=True)" if step.mean else value))
-        if step.vector:
-            # Centered once more (the first mean's rounding is left in c: a constant row becomes
-            # exactly 0), then divided by its own size: c is O(1) even where the offset dwarfs it.
-            c = step.symbol
-            out += [
-                f"    {c} = {c} - torch.mean({c}, dim=-1, keepdim=True)",
-                f"    {SCALE}_{c} = _scale({_top(str(c))}, {ROOT} / {SCALE})",
-                f"    {c} = {c} / {SCALE}_{c}",
-                f"    {SCALE} = {SCALE} * {SCALE}_{c}",
-                *scaled,
-            ]
-    return out
+    return array_statistics(
+        program,
+        printer,
+        f"epsilon = _inputs({X}, epsilon)",
+        "torch.mean({}, dim=-1, keepdim=True)",
+        "torch.amax(torch.abs({}), dim=-1, keepdim=True)",
+    )
 
 
 def emit(program: Program) -> str:

@@ -5,7 +5,11 @@ in a fixed order and shuffled with the seed; the first ``--sample`` of them
 that change what the code does (not only an annotation) are run.  Each is
 written into a copy of the tree, and the test suite runs on it with ``-x``:
 first the mutated module's doctests and the test files that name it, then,
-if those pass, the whole suite.  A mutant that no test fails survives, and
+if those pass, each tier named by ``--tiers`` in turn (make test's, then make
+test-slow's).  The runs share one derivation cache, warmed before the first
+mutant: a mutant outside derivations/ reads the unmutated derivations from it,
+and one inside derives under a key of its own, in a folder removed after it.
+A mutant that no test fails survives, and
 must be killed by a new test or listed in ``equivalent.txt`` with the reason
 no input can tell it apart.  Exit status 1 when an unlisted mutant survives or
 the score is below ``--fail-under``.
@@ -154,9 +158,17 @@ def relevant_tests(path: str, tree: Path) -> list[str]:
     return [path]
 
 
-def pytest(tree: Path, arguments: list[str], timeout: float) -> tuple[str, str]:
-    """('killed' | 'timeout' | 'survived', the last lines of pytest's output) for one run in ``tree``."""
-    environment = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+def pytest(tree: Path, arguments: list[str], timeout: float, cache: Path) -> tuple[str, str]:
+    """('killed' | 'timeout' | 'survived', the last lines of pytest's output) for one run in ``tree``,
+    with ``cache`` as the run's derivation cache (tests/conftest.py)."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "EPSILON_LAYERNORM_TEST_CACHE": str(cache),
+        "EPSILON_LAYERNORM_TEST_DERIVE_FIRST": "1",
+    }
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *arguments]
     process = subprocess.Popen(
         command, cwd=tree, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
@@ -190,6 +202,31 @@ def copy_tree(into: Path) -> None:
             shutil.copy2(source, into / name)
 
 
+TIERS = {"fast": "not slow", "slow": "slow"}
+
+
+def warm_cache(tree: Path, into: Path, timeout: float) -> Path:
+    """A derivation cache holding every layer's derivation from the unmutated ``tree``: the folder of
+    its key, to be linked into each mutant's own cache folder."""
+    environment = {**os.environ, "PYTHONPATH": str(tree), "XDG_CACHE_HOME": str(into), "MPLBACKEND": "Agg"}
+    environment.pop("EPSILON_LAYERNORM_NO_CACHE", None)
+    script = "from derivations import _cache, catalog; catalog.rows(list(catalog.LAYERS)); print(_cache.key())"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tree, env=environment, capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the unmutated tree does not derive: {done.stderr.strip().splitlines()[-1:]}")
+    return into / "epsilon-layernorm" / done.stdout.split()[-1]
+
+
+def mutant_cache(warm: Path, into: Path) -> Path:
+    """A fresh cache folder for one mutant, in which the unmutated key's folder is ``warm``."""
+    folder = into / "epsilon-layernorm"
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / warm.name).symlink_to(warm, target_is_directory=True)
+    return into
+
+
 def run(arguments: argparse.Namespace) -> int:
     listed = equivalent()
     rerun = None
@@ -199,8 +236,9 @@ def run(arguments: argparse.Namespace) -> int:
     results: dict[str, list[str]] = {"killed": [], "timeout": [], "survived": [], "equivalent": []}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
-        tree = Path(folder)
+        tree = Path(folder) / "tree"
         copy_tree(tree)
+        warm = warm_cache(tree, Path(folder) / "warm", arguments.timeout)
         for number, (mutant, name, mutated) in enumerate(sample(arguments.sample, arguments.seed), 1):
             began = time.monotonic()
             if rerun is not None and name not in rerun:
@@ -211,14 +249,19 @@ def run(arguments: argparse.Namespace) -> int:
                 target = tree / mutant.path
                 original = target.read_text(encoding="utf-8")
                 target.write_text(mutated, encoding="utf-8")
+                cache = mutant_cache(warm, Path(tempfile.mkdtemp(prefix="cache-", dir=folder)))
                 try:
                     first = relevant_tests(mutant.path, tree)
-                    outcome, where = pytest(tree, first, arguments.timeout)
-                    if outcome == "survived":  # the whole suite, on up to 8 cores as make test
-                        rest = [f"--deselect={path}" for path in first[1:]]
-                        outcome, where = pytest(tree, ["-n", "auto", "--maxprocesses", "8", *rest], arguments.timeout)
+                    outcome, where = pytest(tree, first, arguments.timeout, cache)
+                    rest = [f"--deselect={path}" for path in first[1:]]
+                    for tier in arguments.tiers:  # on up to 8 cores, as make test
+                        if outcome != "survived":
+                            break
+                        options = ["-n", "auto", "--maxprocesses", "8", "-m", TIERS[tier], *rest]
+                        outcome, where = pytest(tree, options, arguments.timeout, cache)
                 finally:
                     target.write_text(original, encoding="utf-8")
+                    shutil.rmtree(cache, ignore_errors=True)
             results[outcome].append(name)
             print(f"[{number:3d}] {outcome:10s} {time.monotonic() - began:6.1f} s  {name}", flush=True)
             if outcome == "survived" and arguments.verbose:
@@ -243,6 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run; longer is a kill")
     parser.add_argument("--fail-under", type=float, default=85, help="the least score in percent (default 85)")
     parser.add_argument("--strict", action="store_true", help="fail on any survivor not listed as equivalent")
+    parser.add_argument(
+        "--tiers",
+        type=lambda text: [tier for tier in text.split(",") if tier],
+        default=["fast", "slow"],
+        help="the tiers a mutant the first tests miss runs, in order: fast (make test), slow (make test-slow); "
+        "default fast,slow",
+    )
     parser.add_argument("--rerun", type=Path, help="run only the survivors listed in this earlier output")
     parser.add_argument("--verbose", action="store_true", help="print the end of pytest's output for survivors")
     arguments = parser.parse_args(argv)

@@ -5,7 +5,7 @@ proved equal to what the layer states.  `QUANTITIES` is the registry of what
 is derived; `LAYERS` the catalog of layers.
 
 The names below are imported when first used, so that a command that finds
-its whole output in the derivation cache (`derivations._cache`) prints it
+its whole output in the derivation cache (`derivations.cache`) prints it
 without importing SymPy.
 """
 

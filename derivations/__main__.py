@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from derivations import _cache
+from derivations import cache as derivation_cache
 from derivations.cli import OneLineParser, describe
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def _derive(argv: list[str]) -> int:
     # Only a run that succeeded is stored, under its exact arguments: a hit
     # prints what that run printed, without importing SymPy.
     entry = _output_entry(argv)
-    cached = _cache.read(entry) if entry is not None else None
+    cached = derivation_cache.read(entry) if entry is not None else None
     if cached is not None:
         with contextlib.suppress(UnicodeDecodeError):
             sys.stdout.write(cached.decode())
@@ -115,7 +115,7 @@ def _derive(argv: list[str]) -> int:
     if clash:
         parser.error(clash)
     if entry is not None:
-        _cache.write(entry, text.encode())
+        derivation_cache.write(entry, text.encode())
     sys.stdout.write(text)  # a failure to write is the caller's: `run` makes it one line
     return 0
 
@@ -125,7 +125,7 @@ def _check(argv: list[str]) -> int:
     # bound) is stored with its status, keyed also by the code that re-checks a counterexample.
     entry = _output_entry(argv, " check", _CACHED_CHECK_OPTIONS)
     extra = _confirming_code() if entry is not None else b""
-    cached = _cache.read(entry, extra) if entry is not None else None
+    cached = derivation_cache.read(entry, extra) if entry is not None else None
     if cached is not None:
         stored_status, _, stored = cached.partition(b"\n")
         with contextlib.suppress(UnicodeDecodeError, ValueError):
@@ -201,19 +201,19 @@ def _check(argv: list[str]) -> int:
     written.append(stream.tail)
     sys.stdout.write(stream.tail)
     if entry is not None and decided:
-        _cache.write(entry, f"{status}\n{''.join(written)}".encode(), extra)
+        derivation_cache.write(entry, f"{status}\n{''.join(written)}".encode(), extra)
     return status
 
 
 def _confirming_code() -> bytes:
     """What a verdict depends on besides the derivations: the numeric code that re-checks a
     counterexample, and NumPy's version (read without importing it)."""
-    return _cache.code("numeric") + _cache.package("numpy")
+    return derivation_cache.code("numeric") + derivation_cache.package("numpy")
 
 
 def confirm(claim: Claim, example: dict[str, Any]) -> str:
-    """`numeric.confirm.confirm`, imported only for a claim that has a counterexample to re-check."""
-    from numeric.confirm import confirm as numerically
+    """`derivations.claims.confirm.confirm`, imported only for a claim that has a counterexample to re-check."""
+    from derivations.claims.confirm import confirm as numerically
 
     return numerically(claim, example)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, NoReturn
 
-from derivations import _cache
+from derivations import cache as derivation_cache
 
 
 class _NoCache(argparse.Action):
@@ -21,7 +21,7 @@ class _NoCache(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
-        _cache.disable()
+        derivation_cache.disable()
         setattr(namespace, self.dest, True)
 
 
@@ -33,7 +33,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.add_argument(
             "--no-cache",
             action=_NoCache,
-            help=f"neither read nor write the derivation cache (or set {_cache.ENVIRONMENT}=1)",
+            help=f"neither read nor write the derivation cache (or set {derivation_cache.ENVIRONMENT}=1)",
         )
 
     def _print_message(self, message: str, file: Any = None) -> None:

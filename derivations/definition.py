@@ -40,12 +40,13 @@ from typing import Any, TypeVar
 
 import sympy as sp
 
-from derivations import _cache, eigen, layernorm, quantities, regimes, rmsnorm, scaling
-from derivations._files import Unreadable, read_capped
+from derivations import cache as derivation_cache
+from derivations import eigen, layernorm, quantities, regimes, rmsnorm, scaling
 from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations._proof import DerivationError
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
+from derivations.files import Unreadable, read_capped
 from derivations.sums import mean
 from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, r, s, sigma, sigma_u, t, tau, v, w, x
 
@@ -143,7 +144,7 @@ def _parse(source: bytes, where: Path | None) -> Definition:
     found = Definition(_layer(table), source, where)
     # From now on this process's derivation cache entries are keyed by the file's bytes
     # too: a user layer's results are never served to another file under the same key.
-    _cache.include(source)
+    derivation_cache.include(source)
     return found
 
 

@@ -183,6 +183,24 @@ def _derivable(value: Callable[[Layer], sp.Expr], also: Callable[[Layer, Any], b
 
 # In the order `make derive` prints them; consecutive rows over patterns are
 # printed pattern by pattern.
+
+
+def _kink_formula(layer: Layer, pattern: Any, name: str) -> Formula:
+    """`regimes.kink_formula`, with the stated forms of the one-sided slopes on ``pattern`` (rows
+    of the registry without a formula of their own) proved beside it."""
+    proofs = [
+        layer.prove_stated(other, quantity.derive(layer, item))
+        for other, (quantity, item) in names(layer).items()
+        if item is pattern and quantity.value in (regimes.slope_below_kink, regimes.slope_above_kink)
+    ]
+    return regimes.kink_formula(layer, pattern, name, proofs)
+
+
+def _homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
+    """`scaling.homogeneity_formula` over every result the registry derives for ``layer``."""
+    return scaling.homogeneity_formula(layer, values(layer), name)
+
+
 QUANTITIES: tuple[Quantity, ...] = (
     Quantity(
         "definition",
@@ -247,7 +265,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         "kink",
         "scalar",
         "pattern",
-        regimes.kink_formula,
+        _kink_formula,
         regimes.kink_amplitude,
         applies=regimes.is_regimes,
         evaluate="of_epsilon",
@@ -445,7 +463,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         numeric="hvp",
         meaning="the Hessian of <g, y> applied to v, (sum_i g_i grad^2 y_i v)_k",
     ),
-    Quantity("homogeneity", "statement", "layer", scaling.homogeneity_formula, None),
+    Quantity("homogeneity", "statement", "layer", _homogeneity_formula, None),
 )
 
 

@@ -23,7 +23,7 @@ registrations below put the regimes' results together as a ``Piecewise``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -375,20 +375,17 @@ def slope_above_kink(layer: Layer, pattern: Pattern) -> sp.Expr:
     return kink(layer, pattern)[2]
 
 
-def kink_formula(layer: Layer, pattern: Pattern, name: str) -> Formula:
+def kink_formula(layer: Layer, pattern: Pattern, name: str, proofs: Sequence[str] = ()) -> Formula:
+    """The kink on ``pattern``: where the input meets the boundary, and the slope's one-sided
+    limits there; ``proofs`` are of the one-sided slopes' stated forms (rows of their own without
+    a formula, proved here, where they are printed)."""
     assert isinstance(layer, Regimes)
     t_k, below, above = kink(layer, pattern)
     if is_zero(below - above) is not None:
         raise DerivationError(f"{layer.key}: the slope does not jump at |t| = {t_k}; no kink")
     u = sp.Derivative(sp.Function(f"u_{pattern.coordinate + 1}")(t), t)
     shown, proof = layer.proved(name, t_k)
-    # The one-sided slopes are rows of their own, without a formula: their
-    # stated forms are proved here, where they are printed.
-    from derivations import quantities  # the registry names the rows
-
-    for other, (quantity, item) in quantities.names(layer).items():
-        if item is pattern and quantity.value in (slope_below_kink, slope_above_kink):
-            proof = "; ".join(filter(None, [proof, layer.prove_stated(other, quantity.derive(layer, item))]))
+    proof = "; ".join(filter(None, [proof, *proofs]))
 
     def relation(at: sp.Expr) -> sp.Basic:
         return sp.And(
@@ -639,9 +636,9 @@ def _(layer: Regimes) -> int:
     for candidate in (2, 1):
         floor = layer.boundary.rhs.xreplace({epsilon: m**candidate * epsilon}) / layer.boundary.rhs
         if sp.cancel(side - floor) == 0:
-            scaled = scaling._scaled(layer, candidate)
+            scaled = scaling.scaled(layer, candidate)
             for regime in layer.regimes:
                 output = regime.layer.output
-                scaling._power_of_m(output.xreplace(scaled) / output, f"{layer.key}: the {regime.name} output")
+                scaling.power_of_m(output.xreplace(scaled) / output, f"{layer.key}: the {regime.name} output")
             return candidate
     raise DerivationError(f"{layer.key}: no scaling of epsilon keeps {layer.boundary} in place")

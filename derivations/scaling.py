@@ -22,10 +22,10 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations._cache import derived
 from derivations._formula import Established, Formula
 from derivations._layer import Layer
 from derivations._proof import DerivationError
+from derivations.cache import derived
 from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, t, x
 
@@ -68,23 +68,23 @@ def _structural(expr: sp.Basic, degrees: dict[sp.Basic, sp.Rational]) -> sp.Rati
 
 def _degree(expr: sp.Expr, values: dict[sp.Basic, sp.Expr], what: str) -> int:
     """The degree p with expr.xreplace(values) = m**p expr: from the tree where it shows one, else
-    from the simplified ratio (`_power_of_m`), which also gives the error for a non-homogeneous one."""
+    from the simplified ratio (`power_of_m`), which also gives the error for a non-homogeneous one."""
     degrees = {atom: _atom_degree(atom, scaled, what) for atom, scaled in values.items()}
     found = _structural(expr, degrees)
     if found is not None and found.is_Integer:
         return int(found)
-    return _power_of_m(expr.xreplace(values) / expr, what)
+    return power_of_m(expr.xreplace(values) / expr, what)
 
 
 def _atom_degree(atom: sp.Basic, scaled: sp.Expr, what: str) -> sp.Rational:
-    """d for an atom scaled as m**d * atom (how `_scaled` writes each), read off without simplifying."""
+    """d for an atom scaled as m**d * atom (how `scaled` writes each), read off without simplifying."""
     coefficient, power = scaled.as_coeff_exponent(m)
     if coefficient == atom and power.is_Rational:
         return power
-    return sp.Integer(_power_of_m(scaled / atom, what))
+    return sp.Integer(power_of_m(scaled / atom, what))
 
 
-def _power_of_m(ratio: sp.Expr, what: str) -> int:
+def power_of_m(ratio: sp.Expr, what: str) -> int:
     """The exponent p of a ratio that simplifies to m**p, or an error."""
     ratio = sp.powsimp(sp.cancel(sp.together(ratio)), force=True)
     if ratio == 1:
@@ -102,7 +102,7 @@ def statistic_degrees(layer: Layer) -> dict[sp.Symbol, int]:
     degrees: dict[sp.Symbol, int] = {}
     for stat in layer.statistics:
         scaled = {x[j]: m * x[j], **{s: m**d * s for s, d in degrees.items()}}
-        degrees[stat.symbol] = _power_of_m(stat.summand.xreplace(scaled) / stat.summand, f"{layer.key}.{stat.symbol}")
+        degrees[stat.symbol] = power_of_m(stat.summand.xreplace(scaled) / stat.summand, f"{layer.key}.{stat.symbol}")
     return degrees
 
 
@@ -123,7 +123,7 @@ def epsilon_degree(layer: Layer) -> int:
     # then an inverse length (a parameter multiplying x).
     for candidate in (2, 1, *range(3, 9), -1):
         try:
-            _power_of_m(layer.output.xreplace(_scaled(layer, candidate)) / layer.output, "the output")
+            power_of_m(layer.output.xreplace(scaled(layer, candidate)) / layer.output, "the output")
         except DerivationError:
             continue
         return candidate
@@ -153,7 +153,7 @@ def translation_invariant(layer: Layer) -> bool:
     return sp.cancel(sp.together(layer.output.xreplace(shift) - layer.output)) == 0
 
 
-def _scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
+def scaled(layer: Layer, eps_degree: int) -> dict[sp.Basic, sp.Expr]:
     # x at p is the entry inside a mean (of g x, say), which takes the factor out.
     values: dict[sp.Basic, sp.Expr] = {
         **{x[index]: m * x[index] for index in (i, k, p)},
@@ -179,13 +179,13 @@ def degree_of(layer: Layer, expr: sp.Expr, what: str) -> int:
         if len(found) != 1:
             raise DerivationError(f"{layer.key}.{what}: branches scale unlike each other: {sorted(found)}")
         return found.pop()
-    return _degree(expr, _scaled(layer, epsilon_degree(layer)), f"{layer.key}.{what}")
+    return _degree(expr, scaled(layer, epsilon_degree(layer)), f"{layer.key}.{what}")
 
 
-def homogeneity_formula(layer: Layer, _: object, name: str) -> Formula:
-    from derivations import quantities  # the registry lists what every layer derives
-
-    found = {q: degree_of(layer, value, q) for q, value in quantities.values(layer).items()}
+def homogeneity_formula(layer: Layer, values: dict[str, sp.Expr], name: str) -> Formula:
+    """The statement of how each of ``values`` (every result the registry derives for ``layer``,
+    by name) scales with x and the layer's scale parameter."""
+    found = {q: degree_of(layer, value, q) for q, value in values.items()}
     f = sp.Function("f")
     e = epsilon_degree(layer)
     statement = ", ".join(f"{q}: p = {d}" for q, d in found.items())

@@ -1,6 +1,6 @@
 """``python -m figures``: verify the numerics, then draw every figure.
 
-The drawn set is kept in the derivation cache (`derivations._cache`), keyed
+The drawn set is kept in the derivation cache (`derivations.cache`), keyed
 by every source file under ``derivations/``, ``numeric/`` and ``figures/``,
 the versions of the packages that compute and draw it, and what matplotlib
 read when imported: the matplotlibrc it found (the current folder's first)
@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from derivations import _cache
-from derivations._files import read_capped
+from derivations import cache as derivation_cache
 from derivations.cli import OneLineParser, finish
+from derivations.files import read_capped
 from figures._output import BUILD, Writer, png, write_all
 
 PROG = "python -m figures"
@@ -38,7 +38,7 @@ _SETTINGS = ("MATPLOTLIBRC", "MPLCONFIGDIR", "MPLBACKEND", "XDG_CONFIG_HOME", "H
 def _key() -> bytes:
     """The bytes that, with the derivation cache's own key, name the drawn set."""
     # The code that computes and draws, not what it wrote (figures/png holds copies of the set).
-    parts = [_cache.code("numeric", "figures"), *(_cache.package(name) for name in _PACKAGES)]
+    parts = [derivation_cache.code("numeric", "figures"), *(derivation_cache.package(name) for name in _PACKAGES)]
     parts += [f"{name}={os.environ.get(name, '')}".encode() for name in _SETTINGS]
     return b"\0".join([*parts, _matplotlib()])
 
@@ -70,7 +70,7 @@ def _file_name(name: object) -> bool:
 
 def _recalled(extra: bytes) -> tuple[int, dict[str, bytes]] | None:
     """The verified count and the PNG files of an earlier run with this key, or None."""
-    payload = _cache.read(ENTRY, extra)
+    payload = derivation_cache.read(ENTRY, extra)
     if payload is None:
         return None
     try:
@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=_folder, default=BUILD, help=f"output folder (default: {BUILD})")
     parser.add_cache_option()
     args = parser.parse_args(argv)
-    extra = _key() if _cache.enabled() else b""
-    found: Any = _recalled(extra) if _cache.enabled() else None
+    extra = _key() if derivation_cache.enabled() else b""
+    found: Any = _recalled(extra) if derivation_cache.enabled() else None
     if found is not None:
         print(f"verification passed: {found[0]} values agree (an earlier run, same sources and versions)")
     else:
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if found is None:
             print(f"{PROG}: no figure written", file=sys.stderr)
             return 1
-        _cache.write(ENTRY, _stored(*found), extra)
+        derivation_cache.write(ENTRY, _stored(*found), extra)
     # Every figure is drawn before any replaces its old file: the set is new, or as it was.
     for path in write_all({args.out / name: _writer(data) for name, data in found[1].items()}):
         print(f"wrote {path}")

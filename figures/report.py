@@ -155,7 +155,7 @@ class _Checks:
 
 def _run_checks() -> _Checks:
     from derivations.claims import check, load
-    from numeric.confirm import confirm
+    from derivations.claims.confirm import confirm
 
     counts = verify.run()
     return _Checks(counts, [check(claim, confirm) for claim in load(EXAMPLES)])

@@ -33,6 +33,7 @@ from typing import Any
 from derivations import LAYERS, catalog
 from numeric import _affine, _elementwise, _grouped, _regimes, _reparametrized  # noqa: F401 - register the facades
 from numeric._compiled import compiled
+from numeric._lambdify import compile as lambdified
 from numeric._layer import NumericLayer, facade
 
 
@@ -72,7 +73,9 @@ def _module(key: str) -> ModuleType:
 for _key in LAYERS:
     globals()[_key] = _module(_key)
 
-__all__ = [*LAYERS, "from_definition"]
+# Besides the layers: the facade's type and constructor, and the one lambdify path, for code
+# that evaluates derived expressions of its own (claims' numeric confirmation).
+__all__ = [*LAYERS, "NumericLayer", "facade", "from_definition", "lambdified"]
 
 # A layer registered again under its key (a user's file, changed) is compiled again.
 catalog.on_register(facade.cache_clear)

@@ -33,16 +33,16 @@ KEPT = Path(__file__).resolve().parent.parent / "build" / "test-cache"
 def keep_derivations(folder: Path, kept: Path = KEPT) -> None:
     """Make the current key's folder under ``folder`` a link to the one kept in ``kept``;
     where that cannot be done (no build/ to write), the run starts cold, as before."""
-    from derivations import _cache
+    from derivations import cache as derivation_cache
 
-    current = kept / _cache.key()
+    current = kept / derivation_cache.key()
     try:
         current.mkdir(parents=True, exist_ok=True, mode=0o700)
         for stale in kept.iterdir():
             if stale != current:
                 shutil.rmtree(stale, ignore_errors=True)
-        (folder / _cache.PROJECT).mkdir(exist_ok=True, mode=0o700)
-        (folder / _cache.PROJECT / current.name).symlink_to(current, target_is_directory=True)
+        (folder / derivation_cache.PROJECT).mkdir(exist_ok=True, mode=0o700)
+        (folder / derivation_cache.PROJECT / current.name).symlink_to(current, target_is_directory=True)
     except OSError:
         pass
 
@@ -68,10 +68,10 @@ settings.load_profile("project")
 @pytest.fixture(autouse=True)
 def _cache_on_again(monkeypatch):
     """`--no-cache` turns the cache off for the rest of a process; an in-process test gets it back after."""
-    from derivations import _cache
+    from derivations import cache as derivation_cache
 
-    monkeypatch.setattr(_cache, "_disabled", False)
-    monkeypatch.setattr(_cache, "_included", [])
+    monkeypatch.setattr(derivation_cache, "_disabled", False)
+    monkeypatch.setattr(derivation_cache, "_included", [])
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from derivations import LAYERS, _cache, eigen, formulas, jacobian, spectral
+from derivations import LAYERS, eigen, formulas, jacobian, spectral
+from derivations import cache as derivation_cache
 from derivations.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,19 +27,19 @@ GOLDEN = (ROOT / "tests" / "golden" / "derive.txt").read_text()
 def cache_home(tmp_path, monkeypatch):
     """An empty cache of the test's own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv(_cache.ENVIRONMENT, raising=False)
-    monkeypatch.setattr(_cache, "_said", set())  # each test's warnings are its own
-    return tmp_path / "xdg" / _cache.PROJECT
+    monkeypatch.delenv(derivation_cache.ENVIRONMENT, raising=False)
+    monkeypatch.setattr(derivation_cache, "_said", set())  # each test's warnings are its own
+    return tmp_path / "xdg" / derivation_cache.PROJECT
 
 
 def _entries(root: Path) -> list[Path]:
     """The entries under ``root``: every file but the folders' authentication keys."""
     files = root.rglob("*") if root.exists() else []
-    return [path for path in files if path.is_file() and path.name != getattr(_cache, "SECRET", None)]
+    return [path for path in files if path.is_file() and path.name != getattr(derivation_cache, "SECRET", None)]
 
 
 def _python(code_or_module: list[str], home: Path, **environment: str) -> subprocess.CompletedProcess:
-    env = {name: value for name, value in os.environ.items() if name != _cache.ENVIRONMENT}
+    env = {name: value for name, value in os.environ.items() if name != derivation_cache.ENVIRONMENT}
     env.update(XDG_CACHE_HOME=str(home), **environment)
     return subprocess.run(
         [sys.executable, *code_or_module], capture_output=True, text=True, cwd=ROOT, env=env, check=False
@@ -57,7 +58,7 @@ def test_cold_and_warm_derive_print_the_same_bytes_and_the_warm_one_imports_no_s
     cold = _python(["-m", "derivations", *argv], tmp_path)
     assert cold.returncode == 0, cold.stderr
     assert cold.stdout in GOLDEN
-    assert _entries(tmp_path / _cache.PROJECT), "the cold run stored nothing"
+    assert _entries(tmp_path / derivation_cache.PROJECT), "the cold run stored nothing"
     warm = _python(["-c", _WARM, *argv], tmp_path)
     assert (warm.returncode, warm.stderr) == (0, "")
     assert warm.stdout == cold.stdout
@@ -96,16 +97,16 @@ def test_a_stored_verdict_is_keyed_by_the_numeric_code_that_confirms_it(monkeypa
     from derivations import __main__ as command
 
     before = command._confirming_code()
-    real = _cache.tree
-    monkeypatch.setattr(_cache, "tree", lambda root, pattern="*": real(root, pattern) + b"changed")
+    real = derivation_cache.tree
+    monkeypatch.setattr(derivation_cache, "tree", lambda root, pattern="*": real(root, pattern) + b"changed")
     assert command._confirming_code() != before
 
 
 def test_no_cache_environment_reads_and_writes_nothing(tmp_path):
-    done = _python(["-m", "derivations", "--layer", "rmsnorm"], tmp_path, **{_cache.ENVIRONMENT: "1"})
+    done = _python(["-m", "derivations", "--layer", "rmsnorm"], tmp_path, **{derivation_cache.ENVIRONMENT: "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout in GOLDEN
-    assert not _entries(tmp_path / _cache.PROJECT)
+    assert not _entries(tmp_path / derivation_cache.PROJECT)
 
 
 @pytest.mark.parametrize(
@@ -116,19 +117,19 @@ def test_no_cache_environment_reads_and_writes_nothing(tmp_path):
     ],
 )
 def test_the_environment_variable_turns_the_cache_off(value, on, monkeypatch, capsys):
-    monkeypatch.setattr(_cache, "_said", set())
-    monkeypatch.setenv(_cache.ENVIRONMENT, value)
-    assert _cache.enabled() is on
+    monkeypatch.setattr(derivation_cache, "_said", set())
+    monkeypatch.setenv(derivation_cache.ENVIRONMENT, value)
+    assert derivation_cache.enabled() is on
     assert capsys.readouterr().err == ""
 
 
 def test_a_value_not_understood_turns_the_cache_off_and_says_so_once(monkeypatch, capsys):
-    monkeypatch.setattr(_cache, "_said", set())
-    monkeypatch.setenv(_cache.ENVIRONMENT, "sometimes")
-    assert (_cache.enabled(), _cache.enabled()) == (False, False)
+    monkeypatch.setattr(derivation_cache, "_said", set())
+    monkeypatch.setenv(derivation_cache.ENVIRONMENT, "sometimes")
+    assert (derivation_cache.enabled(), derivation_cache.enabled()) == (False, False)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert f"{_cache.ENVIRONMENT}='sometimes' is not understood" in err
+    assert f"{derivation_cache.ENVIRONMENT}='sometimes' is not understood" in err
 
 
 def test_no_cache_option_writes_nothing(cache_home, capsys):
@@ -155,7 +156,7 @@ def test_a_stored_output_is_what_derive_prints(cache_home, capsys):
     first = capsys.readouterr().out
     assert main(["--layer", "rmsnorm"]) == 0
     assert capsys.readouterr().out == first
-    assert _cache.read(_entry(["--layer", "rmsnorm"])) == first.encode()
+    assert derivation_cache.read(_entry(["--layer", "rmsnorm"])) == first.encode()
 
 
 def _entry(argv):
@@ -212,7 +213,7 @@ def test_a_failed_run_is_not_stored(cache_home, capsys):
 
 
 def _damaged(data: bytes) -> list[bytes]:
-    head = len(_cache.MAGIC)
+    head = len(derivation_cache.MAGIC)
     return [
         data[:-1],  # truncated payload
         data[: head + 5],  # truncated checksum
@@ -227,7 +228,7 @@ def _damaged(data: bytes) -> list[bytes]:
 def test_a_damaged_entry_is_a_miss_and_is_rewritten(case, cache_home):
     calls = []
 
-    @_cache.derived
+    @derivation_cache.derived
     def square(value: int) -> int:
         calls.append(value)
         return value * value
@@ -241,17 +242,17 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(case, cache_home):
     square.cache_clear()  # type: ignore[attr-defined]
     assert square(7) == 49
     assert calls == [7, 7]
-    assert _cache.read(f"{square.__module__}.{square.__qualname__}(7)") is not None, "the bad entry stayed"
+    assert derivation_cache.read(f"{square.__module__}.{square.__qualname__}(7)") is not None, "the bad entry stayed"
 
 
 def test_an_entry_under_another_name_is_rejected(cache_home):
-    _cache.write("first", b"one")
-    _cache.write("second", b"two")
+    derivation_cache.write("first", b"one")
+    derivation_cache.write("second", b"two")
     first = next(path for path in _entries(cache_home) if path.read_bytes().endswith(b"one"))
     second = next(path for path in _entries(cache_home) if path.read_bytes().endswith(b"two"))
     shutil.copyfile(first, second)
-    assert _cache.read("second") is None
-    assert _cache.read("first") == b"one"
+    assert derivation_cache.read("second") is None
+    assert derivation_cache.read("first") == b"one"
 
 
 def test_concurrent_writers_leave_a_whole_entry(cache_home):
@@ -260,11 +261,11 @@ def test_concurrent_writers_leave_a_whole_entry(cache_home):
 
     def writer(payload):
         for _ in range(15):
-            _cache.write("contended", payload)
+            derivation_cache.write("contended", payload)
 
     def reader():
         for _ in range(60):
-            seen.append(_cache.read("contended"))
+            seen.append(derivation_cache.read("contended"))
 
     threads = [threading.Thread(target=writer, args=(p,)) for p in payloads] + [threading.Thread(target=reader)]
     for thread in threads:
@@ -272,7 +273,7 @@ def test_concurrent_writers_leave_a_whole_entry(cache_home):
     for thread in threads:
         thread.join()
     assert all(found is None or found in payloads for found in seen)
-    assert _cache.read("contended") in payloads
+    assert derivation_cache.read("contended") in payloads
     assert not [path for path in _entries(cache_home) if path.name.startswith(".tmp-")]
 
 
@@ -281,51 +282,51 @@ def test_concurrent_writers_leave_a_whole_entry(cache_home):
 
 def test_any_change_to_a_derivation_source_changes_the_key(tmp_path, monkeypatch):
     copy = tmp_path / "derivations"
-    shutil.copytree(_cache.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(_cache, "SOURCES", copy)
-    _cache._sources.cache_clear()
+    shutil.copytree(derivation_cache.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(derivation_cache, "SOURCES", copy)
+    derivation_cache._sources.cache_clear()
     try:
-        before = _cache.key()
+        before = derivation_cache.key()
         (copy / "claims" / "latex.lark").write_bytes((copy / "claims" / "latex.lark").read_bytes() + b"\n")
-        _cache._sources.cache_clear()
-        changed = _cache.key()
+        derivation_cache._sources.cache_clear()
+        changed = derivation_cache.key()
         (copy / "new.py").write_text("")
-        _cache._sources.cache_clear()
-        added = _cache.key()
+        derivation_cache._sources.cache_clear()
+        added = derivation_cache.key()
         (copy / "__pycache__").mkdir(exist_ok=True)
         (copy / "__pycache__" / "x.pyc").write_bytes(b"bytecode")
-        _cache._sources.cache_clear()
-        assert _cache.key() == added, "bytecode is not a source"
+        derivation_cache._sources.cache_clear()
+        assert derivation_cache.key() == added, "bytecode is not a source"
     finally:
-        _cache._sources.cache_clear()
+        derivation_cache._sources.cache_clear()
     assert len({before, changed, added}) == 3
 
 
 def test_versions_and_extra_bytes_change_the_key(monkeypatch):
-    before = _cache.key()
-    assert _cache.key(extra=b"[layer]\nkey = 'mine'\n") != before
-    assert _cache.key(extra=b"a") != _cache.key(extra=b"b")
-    _cache.include(b"definition")
-    assert _cache.key() != before
-    monkeypatch.setattr(_cache, "_included", [])
-    assert _cache.key() == before
+    before = derivation_cache.key()
+    assert derivation_cache.key(extra=b"[layer]\nkey = 'mine'\n") != before
+    assert derivation_cache.key(extra=b"a") != derivation_cache.key(extra=b"b")
+    derivation_cache.include(b"definition")
+    assert derivation_cache.key() != before
+    monkeypatch.setattr(derivation_cache, "_included", [])
+    assert derivation_cache.key() == before
     monkeypatch.setattr(sys, "version", sys.version + " other")
-    assert _cache.key() != before
+    assert derivation_cache.key() != before
     monkeypatch.undo()
-    real = _cache._package
-    monkeypatch.setattr(_cache, "_package", lambda name: real(name) + (b"1.99" if name == "sympy" else b""))
-    assert _cache.key() != before
+    real = derivation_cache._package
+    monkeypatch.setattr(derivation_cache, "_package", lambda name: real(name) + (b"1.99" if name == "sympy" else b""))
+    assert derivation_cache.key() != before
     with pytest.raises(TypeError, match="extra must be bytes"):
-        _cache.include("text")  # type: ignore[arg-type]
+        derivation_cache.include("text")  # type: ignore[arg-type]
 
 
 def test_the_folder_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert _cache.directory() == tmp_path / "epsilon-layernorm"
+    assert derivation_cache.directory() == tmp_path / "epsilon-layernorm"
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for unusable in ("", "relative/path"):
         monkeypatch.setenv("XDG_CACHE_HOME", unusable)
-        assert _cache.directory() == tmp_path / "home" / ".cache" / "epsilon-layernorm"
+        assert derivation_cache.directory() == tmp_path / "home" / ".cache" / "epsilon-layernorm"
 
 
 # --- a cache that cannot be written ------------------------------------------------
@@ -345,8 +346,8 @@ def test_a_full_disk_leaves_no_temporary(cache_home, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", full)
-    _cache.write("entry", b"payload")
-    assert _cache.read("entry") is None
+    derivation_cache.write("entry", b"payload")
+    assert derivation_cache.read("entry") is None
     assert not _entries(cache_home)
 
 
@@ -369,7 +370,7 @@ def _tree(value):
 @pytest.mark.parametrize("key", list(LAYERS))
 def test_stored_formulas_are_the_derived_trees(key):
     derived = formulas(key)
-    loaded = _cache.loads(_cache.dumps(derived))
+    loaded = derivation_cache.loads(derivation_cache.dumps(derived))
     assert loaded == derived
     assert _tree(loaded) == _tree(derived)
 
@@ -377,18 +378,18 @@ def test_stored_formulas_are_the_derived_trees(key):
 @pytest.mark.parametrize("key", ["layernorm", "rmsnorm_affine"])
 def test_catalog_objects_come_back_as_themselves(key):
     layer = LAYERS[key]
-    pairs = _cache.loads(_cache.dumps(eigen.eigenpairs(layer)))
+    pairs = derivation_cache.loads(derivation_cache.dumps(eigen.eigenpairs(layer)))
     assert [p.direction for p in pairs] == [p.direction for p in eigen.eigenpairs(layer)]
     assert all(any(p.direction is d for d in layer.directions) for p in pairs)
-    assert _cache.loads(_cache.dumps(layer)) is layer
+    assert derivation_cache.loads(derivation_cache.dumps(layer)) is layer
     bound = spectral.bound(layer) if key == "layernorm" else jacobian.entry(layer)
-    assert _tree(_cache.loads(_cache.dumps(bound))) == _tree(bound)
+    assert _tree(derivation_cache.loads(derivation_cache.dumps(bound))) == _tree(bound)
 
 
 def test_a_layer_outside_the_catalog_is_not_stored():
     copy = dataclasses.replace(LAYERS["rmsnorm"])
-    assert _cache._entry(jacobian.entry, (copy,)) is None
-    assert _cache._entry(jacobian.entry, (LAYERS["rmsnorm"],)) == "derivations.jacobian.entry(layer:rmsnorm)"
+    assert derivation_cache._entry(jacobian.entry, (copy,)) is None
+    assert derivation_cache._entry(jacobian.entry, (LAYERS["rmsnorm"],)) == "derivations.jacobian.entry(layer:rmsnorm)"
 
 
 @pytest.mark.parametrize("options", [[], ["n=N", r"epsilon=\epsilon"]])
@@ -438,26 +439,26 @@ def test_the_suite_keeps_the_current_keys_entries_between_runs_and_nothing_else(
     (kept / "a-stale-key" / "entry").write_bytes(b"old")
     run.mkdir()
     keep_derivations(run, kept)
-    current = kept / _cache.key()
+    current = kept / derivation_cache.key()
     assert [path.name for path in kept.iterdir()] == [current.name]
     monkeypatch.setenv("XDG_CACHE_HOME", str(run))
-    monkeypatch.delenv(_cache.ENVIRONMENT, raising=False)
-    _cache.write("probe", b"kept")
-    _cache.write("probe", b"not kept", extra=b"another key")
-    assert _cache.read("probe") == b"kept"
+    monkeypatch.delenv(derivation_cache.ENVIRONMENT, raising=False)
+    derivation_cache.write("probe", b"kept")
+    derivation_cache.write("probe", b"not kept", extra=b"another key")
+    assert derivation_cache.read("probe") == b"kept"
     shutil.rmtree(run)  # what the run does at its exit
     assert len(_entries(kept)) == 1
     run.mkdir()
     keep_derivations(run, kept)  # the next run
-    assert _cache.read("probe") == b"kept"
-    assert _cache.read("probe", extra=b"another key") is None
+    assert derivation_cache.read("probe") == b"kept"
+    assert derivation_cache.read("probe", extra=b"another key") is None
 
 
 # --- entries nobody may plant ---------------------------------------------------------
 
 
 def _square_cached(calls):
-    @_cache.derived
+    @derivation_cache.derived
     def square(value: int) -> int:
         calls.append(value)
         return value * value
@@ -492,7 +493,7 @@ def _gadgets(sentinel: Path) -> list[bytes]:
         json.dumps(["N", "sympy.functions.elementary.trigonometric:sin", command]).encode(),
         json.dumps(["N", "sympy.core.function:Function", command]).encode(),
         json.dumps(["C", "os:system", {"command": f"touch {sentinel}"}]).encode(),
-        json.dumps(["C", "derivations._cache:os", {"command": f"touch {sentinel}"}]).encode(),
+        json.dumps(["C", "derivations.cache:os", {"command": f"touch {sentinel}"}]).encode(),
         json.dumps(["E", "builtins:eval", command]).encode(),
         json.dumps(["S", "__call__"]).encode(),
     ]
@@ -503,27 +504,27 @@ def test_an_authenticated_gadget_never_runs_and_the_value_is_derived_again(case,
     calls: list[int] = []
     square, name = _square_cached(calls)
     sentinel = tmp_path / "ran"
-    _cache.write(name, _gadgets(sentinel)[case])  # sealed with this user's own key
+    derivation_cache.write(name, _gadgets(sentinel)[case])  # sealed with this user's own key
     assert square(7) == 49
     assert not sentinel.exists(), "the entry ran code"
     assert calls == [7]
-    assert _cache.loads(_cache.read(name)) == 49, "the planted entry stayed"
+    assert derivation_cache.loads(derivation_cache.read(name)) == 49, "the planted entry stayed"
 
 
 def test_only_data_round_trips():
     from derivations._formula import Established
 
     value = {"a": (1, [None, True, "x"]), 2: Established.LIMIT, "f": sp.Function("f", real=True)(sp.Symbol("x"))}
-    assert _cache.loads(_cache.dumps(value)) == value
+    assert derivation_cache.loads(derivation_cache.dumps(value)) == value
     for unstored in (object(), sp.Dummy("d"), sp.Function("g"), float("inf"), {1, 2}, os.system):
         with pytest.raises((TypeError, ValueError)):
-            _cache.dumps(unstored)
+            derivation_cache.dumps(unstored)
 
 
 def _plant_old_style(name: str, payload: bytes, extra: bytes = b"", magic: bytes = b"") -> None:
-    path = _cache._path(name, extra)
+    path = derivation_cache._path(name, extra)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes((magic or _cache.MAGIC) + _old_checksum(name, payload) + payload)
+    path.write_bytes((magic or derivation_cache.MAGIC) + _old_checksum(name, payload) + payload)
 
 
 @pytest.mark.parametrize("magic", [b"epsilon-layernorm derivation cache 1\n", b""])
@@ -532,7 +533,7 @@ def test_a_forged_verdict_with_a_bare_checksum_is_not_printed(magic, cache_home,
 
     argv = ["slope_at_zero == 1/sqrt(epsilon)", "--layer", "layernorm_std_eps"]
     name = _output_entry(argv, " check", _CACHED_CHECK_OPTIONS)
-    _cache.write("another entry", b"", _confirming_code())  # the folder and its key exist
+    derivation_cache.write("another entry", b"", _confirming_code())  # the folder and its key exist
     _plant_old_style(name, b"0\nproved (forged)\n", _confirming_code(), magic)
     assert main(["check", *argv]) == 1
     out = capsys.readouterr().out
@@ -544,8 +545,8 @@ def test_a_forged_verdict_with_a_bare_checksum_is_not_printed(magic, cache_home,
 def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cache_home):
     calls: list[int] = []
     square, name = _square_cached(calls)
-    _cache.write(name, _cache.dumps(49))
-    path = _cache._path(name, b"")
+    derivation_cache.write(name, derivation_cache.dumps(49))
+    path = derivation_cache._path(name, b"")
     path.unlink()
     if kind == "fifo":
         os.mkfifo(path)
@@ -565,19 +566,19 @@ def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cac
 
 
 def test_an_entry_larger_than_the_cap_is_a_miss(cache_home, monkeypatch):
-    monkeypatch.setattr(_cache, "LIMIT", 1000)
-    _cache.write("large", b"x" * 1000)
-    assert _cache.read("large") is None
-    _cache.write("small", b"x" * 900)
-    assert _cache.read("small") == b"x" * 900
+    monkeypatch.setattr(derivation_cache, "LIMIT", 1000)
+    derivation_cache.write("large", b"x" * 1000)
+    assert derivation_cache.read("large") is None
+    derivation_cache.write("small", b"x" * 900)
+    assert derivation_cache.read("small") == b"x" * 900
 
 
 def test_folders_are_private_and_the_key_is_read_only_to_its_owner(cache_home):
-    _cache.write("entry", b"payload")
-    folder = _cache._path("entry", b"").parent
-    for path, mode in ((cache_home, 0o700), (folder, 0o700), (folder / _cache.SECRET, 0o600)):
+    derivation_cache.write("entry", b"payload")
+    folder = derivation_cache._path("entry", b"").parent
+    for path, mode in ((cache_home, 0o700), (folder, 0o700), (folder / derivation_cache.SECRET, 0o600)):
         assert os.stat(path).st_mode & 0o777 == mode, path
-    assert os.stat(folder / _cache.SECRET).st_size == 32
+    assert os.stat(folder / derivation_cache.SECRET).st_size == 32
 
 
 def _as_another_user(path: Path) -> None:
@@ -602,9 +603,13 @@ _ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to anot
 )
 def test_a_cache_others_can_write_is_not_used_and_the_output_is_unchanged(where, change, cache_home, capsys):
     argv = ["--layer", "rmsnorm"]
-    _cache.write(_entry(argv), b"forged output\n")
-    path = _cache._path(_entry(argv), b"")
-    change({"entry": path, "folder": path.parent, "root": cache_home, "secret": path.parent / _cache.SECRET}[where])
+    derivation_cache.write(_entry(argv), b"forged output\n")
+    path = derivation_cache._path(_entry(argv), b"")
+    change(
+        {"entry": path, "folder": path.parent, "root": cache_home, "secret": path.parent / derivation_cache.SECRET}[
+            where
+        ]
+    )
     printed = []
     for _ in range(2):
         assert main(argv) == 0
@@ -614,13 +619,13 @@ def test_a_cache_others_can_write_is_not_used_and_the_output_is_unchanged(where,
     assert "forged" not in printed[0].out
     err = printed[0].err + printed[1].err
     assert err.count("\n") == 1, err
-    assert err.startswith(f"{_cache.PROJECT}: not using the derivation cache: ")
+    assert err.startswith(f"{derivation_cache.PROJECT}: not using the derivation cache: ")
 
 
 @pytest.mark.parametrize("kind", ["short", "long", "fifo", "symlink", "folder"])
 def test_a_key_that_is_not_a_private_file_of_32_bytes_means_no_cache(kind, cache_home, capsys):
-    _cache.write("entry", b"payload")
-    secret = _cache._path("entry", b"").parent / _cache.SECRET
+    derivation_cache.write("entry", b"payload")
+    secret = derivation_cache._path("entry", b"").parent / derivation_cache.SECRET
     real = secret.read_bytes()
     secret.unlink()
     if kind in ("short", "long"):
@@ -633,9 +638,9 @@ def test_a_key_that_is_not_a_private_file_of_32_bytes_means_no_cache(kind, cache
         secret.symlink_to(secret.parent / "elsewhere")
     else:
         secret.mkdir(0o700)
-    assert _cache.read("entry") is None
-    _cache.write("entry", b"again")
-    assert _cache.read("entry") is None
+    assert derivation_cache.read("entry") is None
+    derivation_cache.write("entry", b"again")
+    assert derivation_cache.read("entry") is None
     assert capsys.readouterr().err.count("\n") == 1
 
 
@@ -645,11 +650,11 @@ def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monke
     class of another name (sorting before or after it) does not reach it."""
     from derivations import _formula, _layer
 
-    enum_entry = _cache.dumps(_formula.Established.LIMIT)
+    enum_entry = derivation_cache.dumps(_formula.Established.LIMIT)
     pattern = _layer.Pattern((sp.Integer(1), sp.Integer(2)), coordinate=1)
-    class_entry = _cache.dumps(pattern)
-    assert _cache.loads(enum_entry) is _formula.Established.LIMIT
-    recalled = _cache.loads(class_entry)
+    class_entry = derivation_cache.dumps(pattern)
+    assert derivation_cache.loads(enum_entry) is _formula.Established.LIMIT
+    recalled = derivation_cache.loads(class_entry)
     assert type(recalled) is _layer.Pattern
     assert (recalled.values, recalled.coordinate) == (pattern.values, pattern.coordinate)
     monkeypatch.setattr(_formula, alias, _formula.Established, raising=False)
@@ -659,4 +664,4 @@ def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monke
         module = real.partition(":")[0]
         forged = entry.replace(real.encode(), f"{module}:{alias}".encode())
         with pytest.raises(ValueError, match="no project class"):
-            _cache.loads(forged)
+            derivation_cache.loads(forged)

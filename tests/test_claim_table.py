@@ -10,7 +10,7 @@ import re
 import pytest
 
 from derivations.claims import Claim, check, latex
-from numeric.confirm import confirm
+from derivations.claims.confirm import confirm
 
 TABLE = [
     # --- scalars of one layer, as before -------------------------------------------------

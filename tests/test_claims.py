@@ -13,7 +13,7 @@ import sympy as sp
 
 from derivations.__main__ import main
 from derivations.claims import Claim, ClaimError, check, load, parse, vocabulary
-from numeric.confirm import confirm
+from derivations.claims.confirm import confirm
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "claims.toml"
 

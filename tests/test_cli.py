@@ -258,12 +258,12 @@ def test_a_memory_error_without_a_message_is_one_line_that_says_so(monkeypatch, 
 
 def test_a_memory_error_while_deriving_is_one_line_that_says_so(monkeypatch, capsys):
     import derivations.catalog
-    from derivations import _cache
+    from derivations import cache as derivation_cache
 
     def exhausted(keys, notation=None):
         raise MemoryError
 
-    monkeypatch.setattr(_cache, "read", lambda *args: None)
+    monkeypatch.setattr(derivation_cache, "read", lambda *args: None)
     monkeypatch.setattr(derivations.catalog, "rows", exhausted)
     assert main(["--layer", "rmsnorm"]) == 1
     assert capsys.readouterr().err == "python -m derivations: error: out of memory\n"

@@ -14,19 +14,23 @@ from pathlib import Path
 import pytest
 
 import figures.__main__ as cli
-from derivations import _cache
+from derivations import cache as derivation_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_changed_source_or_package_names_another_entry(monkeypatch):
     before = cli._key()
-    real = _cache.tree
-    monkeypatch.setattr(_cache, "tree", lambda root, *a: real(root, *a) + (b"edit" if root.name == "numeric" else b""))
+    real = derivation_cache.tree
+    monkeypatch.setattr(
+        derivation_cache, "tree", lambda root, *a: real(root, *a) + (b"edit" if root.name == "numeric" else b"")
+    )
     assert cli._key() != before
-    monkeypatch.setattr(_cache, "tree", real)
-    real_package = _cache.package
-    monkeypatch.setattr(_cache, "package", lambda name: real_package(name) + (b"9.9" if name == "matplotlib" else b""))
+    monkeypatch.setattr(derivation_cache, "tree", real)
+    real_package = derivation_cache.package
+    monkeypatch.setattr(
+        derivation_cache, "package", lambda name: real_package(name) + (b"9.9" if name == "matplotlib" else b"")
+    )
     assert cli._key() != before
     monkeypatch.undo()
     monkeypatch.setenv("MATPLOTLIBRC", "/somewhere/else")
@@ -47,13 +51,13 @@ def test_an_entry_that_is_not_a_verified_set_is_drawn_again(tmp_path, monkeypatc
         [1, {}],
     )
     for payload in (b"not JSON", *(json.dumps(value).encode() for value in wrong)):
-        _cache.write(cli.ENTRY, payload, extra)
+        derivation_cache.write(cli.ENTRY, payload, extra)
         assert cli._recalled(extra) is None
         assert cli.main(["--out", str(tmp_path / str(len(drawn)))]) == 0
     assert len(drawn) == 5
     assert [(path.name, path.read_bytes()) for path in (tmp_path / "4").iterdir()] == [("a.png", b"a PNG")]
     # A torn entry fails its checksum: the drawn set written over it is read back.
-    path = _cache._path(cli.ENTRY, extra)
+    path = derivation_cache._path(cli.ENTRY, extra)
     path.write_bytes(path.read_bytes()[:-100])
     assert cli._recalled(extra) is None
     assert cli.main(["--out", str(tmp_path / "again")]) == 0
@@ -108,11 +112,11 @@ def test_a_planted_set_is_never_used(case, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "_drawn", lambda: (1, {"a.png": b"a PNG"}))
     sentinel, forged = tmp_path / "ran", pickle.dumps((1, {"a.png": b"forged"}))
     if case == "gadget":
-        _cache.write(cli.ENTRY, pickle.dumps(_Gadget(sentinel)), b"this test")  # sealed with the real key
+        derivation_cache.write(cli.ENTRY, pickle.dumps(_Gadget(sentinel)), b"this test")  # sealed with the real key
     else:
-        _cache.write(cli.ENTRY, b"", b"this test")  # the folder and its key exist
-        magic = _cache.MAGIC if case == "bare checksum" else b"epsilon-layernorm derivation cache 1\n"
-        _cache._path(cli.ENTRY, b"this test").write_bytes(magic + _old_checksum(cli.ENTRY, forged) + forged)
+        derivation_cache.write(cli.ENTRY, b"", b"this test")  # the folder and its key exist
+        magic = derivation_cache.MAGIC if case == "bare checksum" else b"epsilon-layernorm derivation cache 1\n"
+        derivation_cache._path(cli.ENTRY, b"this test").write_bytes(magic + _old_checksum(cli.ENTRY, forged) + forged)
     assert cli.main(["--out", str(tmp_path / "out")]) == 0
     assert "an earlier run" not in capsys.readouterr().out
     assert not sentinel.exists()

@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from latex_lines import unbroken
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import MultipleLocator
 
@@ -228,7 +229,7 @@ def test_report_holds_every_formula_figure_check_and_version(written, tmp_path, 
             block = tex.split(f"\\label{{eq:{f.qualified}}}\n", 1)[1]
             env = "multline" if len(f.latex_lines()) > 1 else "equation"
             equation, after = block.split(f"\\end{{{env}}}\n", 1)
-            assert " ".join(line.strip().removesuffix("\\\\").strip() for line in equation.splitlines()) == f.latex()
+            assert unbroken(equation.splitlines()) == f.latex()
             assert after.startswith("\\noindent{\\small Established ")
             row = next(r for r in rows([key]) if r["name"] == f.qualified)
             text = proved_text(row)

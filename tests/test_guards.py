@@ -18,6 +18,7 @@ import figures.__main__ as figures_command
 from derivations import DerivationError, jacobian, quantities
 from derivations.catalog import LAYERS
 from derivations.claims import Claim, ClaimError, bounded, check, checker, parse, sampling, semantics, vocabulary
+from derivations.claims.confirm import confirm
 from derivations.claims.semantics import Vector
 from derivations.elementwise import Largest
 from derivations.sums import PowerSum
@@ -27,7 +28,6 @@ from numeric import _layer, accuracy, verify
 from numeric._lambdify import compile
 from numeric._layer import facade
 from numeric.agreement import AgreementError, assert_agree
-from numeric.confirm import confirm
 
 # --- forward on more rows than one block holds --------------------------------
 

@@ -5,6 +5,7 @@ import json
 
 import pytest
 import sympy as sp
+from latex_lines import unbroken
 
 from derivations import LAYERS, QUANTITIES, backward, formula, formulas
 from derivations.__main__ import main
@@ -125,7 +126,7 @@ def test_latex_format_is_one_labelled_equation_per_formula_with_its_statement_ab
         env = "multline" if len(shown) > 1 else "equation"
         body = [f"  {line}" + (r" \\" if index < len(shown) - 1 else "") for index, line in enumerate(shown)]
         assert lines[2:] == [rf"\begin{{{env}}}", rf"  \label{{eq:{f.qualified}}}", *body, rf"\end{{{env}}}"]
-        assert " ".join(line.removesuffix(" \\\\").strip() for line in body) == f.latex()
+        assert unbroken(body) == f.latex()
 
 
 def test_a_broken_formula_fills_each_line_before_it_starts_the_next():

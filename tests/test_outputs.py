@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 import figures
 import figures.__main__ as figures_command
 import figures._output
-from derivations import _cache, catalog, claims
+from derivations import cache as derivation_cache
+from derivations import catalog, claims
 from figures import _pdflatex, report
 from numeric import verify
 from numeric.agreement import AgreementError
@@ -39,7 +40,7 @@ def _tiny(name):
 
 
 def _derivations_only(real):
-    """``_cache.read`` or ``_cache.write`` for a derivation's entry (``derivations.<function>(...)``) alone."""
+    """The cache's ``read`` or ``write`` for a derivation's entry (``derivations.<function>(...)``) alone."""
     return lambda entry, *rest: real(entry, *rest) if entry.startswith("derivations.") else None
 
 
@@ -55,8 +56,8 @@ def fast(monkeypatch):
     # these tests' time); a command's output and the figure set are made every time: stand-ins are
     # never recalled from, nor kept in, the cache under the real sources' key.
     for name in ("read", "write"):
-        real = getattr(_cache, name)
-        monkeypatch.setattr(_cache, name, _derivations_only(real))
+        real = getattr(derivation_cache, name)
+        monkeypatch.setattr(derivation_cache, name, _derivations_only(real))
     # The tiny figures' stand-ins are no images pdflatex can include; test_figures compiles the real report.
     monkeypatch.setattr(_pdflatex, "available", lambda: False)
 

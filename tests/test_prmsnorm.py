@@ -18,13 +18,13 @@ from grids import slow, tiered
 from derivations import LAYERS, backward, eigen, jacobian, quantities, spectral
 from derivations._proof import is_zero
 from derivations.claims import Claim, check
+from derivations.claims.confirm import confirm
 from derivations.codegen import emit
 from derivations.prmsnorm import FIRST_K, first_entries, m
 from derivations.sums import reduce_sums
 from derivations.symbols import epsilon, i, k, k_p, kappa, n, r, r_k, s, w, x
 from numeric import prmsnorm
 from numeric.agreement import assert_agree
-from numeric.confirm import confirm
 
 LAYER = LAYERS["prmsnorm"]
 PS = (0.0625, 0.3, 0.5, 1.0)

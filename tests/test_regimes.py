@@ -277,7 +277,7 @@ def test_a_layer_that_is_no_multiple_of_its_base_is_refused():
 )
 def test_claims_about_the_clamped_layers(text, layer, verdict, says):
     from derivations.claims import Claim, check
-    from numeric.confirm import confirm
+    from derivations.claims.confirm import confirm
 
     found = check(Claim(text, layer), confirm)
     assert found.verdict == verdict

@@ -224,12 +224,12 @@ def test_a_degree_read_off_the_tree_is_the_simplified_ratios(key):
     from derivations import scaling
 
     layer = LAYERS[key]
-    values = scaling._scaled(layer, scaling.epsilon_degree(layer))
+    values = scaling.scaled(layer, scaling.epsilon_degree(layer))
     for name, value in quantities.values(layer).items():
         for branch in (b for b, _ in value.args) if isinstance(value, sp.Piecewise) else (value,):
             if branch == 0 or isinstance(branch, sp.MatrixExpr):
                 continue
-            ratio = scaling._power_of_m(branch.xreplace(values) / branch, name)
+            ratio = scaling.power_of_m(branch.xreplace(values) / branch, name)
             assert scaling._degree(branch, values, name) == ratio, name
 
 
@@ -238,6 +238,6 @@ def test_a_sum_whose_terms_cancel_to_one_degree_falls_back_to_simplifying():
 
     # (t + eps)**2 - eps**2 - 2 t eps = t**2: no single degree in its tree, degree 2 once expanded.
     expr = sp.Add((t + epsilon) ** 2, -(epsilon**2), -2 * t * epsilon, evaluate=False)
-    values = scaling._scaled(LAYER, 2)
+    values = scaling.scaled(LAYER, 2)
     assert scaling._structural(expr, {atom: scaling._atom_degree(atom, v, "") for atom, v in values.items()}) is None
     assert scaling._degree(expr, values, "a sum that cancels") == 2

@@ -40,7 +40,7 @@ from derivations.claims.language import ClaimError, Lim, Relation
 from derivations.claims.proof import describe_n
 from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
 from derivations.sums import PowerSum
-from derivations.symbols import epsilon, gamma_max, gemma_max, mu, n, q, t, x
+from derivations.symbols import epsilon, gamma_max, gemma_max, mu, n, q, x
 
 # The largest of |gain_i|: nonnegative, and 0 exactly where the whole gain is.
 LARGEST_GAINS = {gamma_max: "gamma", gemma_max: "1 + w"}
@@ -414,19 +414,6 @@ def _pattern_map(layers: list[Layer], pattern: Pattern) -> dict[sp.Basic, sp.Exp
         for symbol, value in layer.explicit_statistics(len(pattern.values)).items():
             out[symbol] = sp.simplify(value.xreplace(entries))
     return out
-
-
-def constant_input_statistics(layer: Layer) -> dict[sp.Basic, sp.Expr] | None:
-    """The statistics at the constant input x = t 1 for symbolic n; None where a statistic
-    is not a function of t there (a partial mean)."""
-    values: dict[sp.Basic, sp.Expr] = {}
-    j = sp.Symbol("j", integer=True, nonnegative=True)
-    for stat in layer.statistics:
-        value = stat.summand.xreplace({x[j]: t}).xreplace(values)
-        if value.atoms(sp.Indexed):
-            return None
-        values[stat.symbol] = value
-    return values
 
 
 # --- properties, definedness, limits -------------------------------------------------

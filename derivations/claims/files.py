@@ -6,10 +6,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-from derivations._files import Unreadable, read_capped
 from derivations.catalog import CORE
 from derivations.claims.checker import VERDICTS, Claim
 from derivations.claims.language import ClaimError
+from derivations.files import Unreadable, read_capped
 
 _FIELDS = {"id", "claim", "layer", "assumptions", "expect"}
 LIMIT = 16 << 20  # bytes of a claims file: 10,000 claims of 1,600 characters each

@@ -201,8 +201,6 @@ class Builder(_Builder):
         requirements, at the constant input x = t 1 for a quantity taken there."""
         output = layer.output
         if constant:
-            from derivations.claims.domain import constant_input_statistics
-
             values = constant_input_statistics(layer)
             if values is None:
                 return
@@ -494,3 +492,16 @@ def _zero_as(value: Value, other: Value) -> Value:
     if _is_scalar(value) and value == 0 and isinstance(other, (Vector, Matrix)):
         return type(other)(sp.Integer(0))
     return value
+
+
+def constant_input_statistics(layer: Layer) -> dict[sp.Basic, sp.Expr] | None:
+    """The statistics at the constant input x = t 1 for symbolic n; None where a statistic
+    is not a function of t there (a partial mean)."""
+    values: dict[sp.Basic, sp.Expr] = {}
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    for stat in layer.statistics:
+        value = stat.summand.xreplace({x[j]: t}).xreplace(values)
+        if value.atoms(sp.Indexed):
+            return None
+        values[stat.symbol] = value
+    return values

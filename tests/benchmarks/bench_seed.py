@@ -252,7 +252,7 @@ _ROWS = "from derivations import catalog; catalog.rows(%s)"
 _CLAIM = "slope_at_zero == 1/sqrt(epsilon)"
 # The claim's own work, timed inside a process whose derivations are warm.
 _PROOF_WORK = (
-    "import sys, time; from derivations.claims import Claim, check; from numeric.confirm import confirm; "
+    "import sys, time; from derivations.claims import Claim, check; from derivations.claims.confirm import confirm; "
     "claim = Claim(sys.argv[1], 'layernorm', (), id='bench'); start = time.perf_counter(); "
     "check(claim, confirm); print(time.perf_counter() - start)"
 )
@@ -270,12 +270,13 @@ def cache_rows(rounds: int = 5) -> None:
     import statistics
     import tempfile
 
-    from derivations import LAYERS, _cache
+    from derivations import LAYERS
+    from derivations import cache as derivation_cache
 
     with tempfile.TemporaryDirectory() as home:
         warm = {**os.environ, "XDG_CACHE_HOME": home}
-        warm.pop(_cache.ENVIRONMENT, None)
-        cold = {**warm, _cache.ENVIRONMENT: "1"}
+        warm.pop(derivation_cache.ENVIRONMENT, None)
+        cold = {**warm, derivation_cache.ENVIRONMENT: "1"}
         python = sys.executable
         commands = {
             "import sympy": ([python, "-c", "import sympy"], warm),
@@ -311,7 +312,7 @@ def cache_rows(rounds: int = 5) -> None:
         )
     median = {name: statistics.median(found) for name, found in times.items()}
     floor = median["import sympy"]
-    print(f"\nderivation cache, medians of {rounds} paired runs (cold: {_cache.ENVIRONMENT}=1)")
+    print(f"\nderivation cache, medians of {rounds} paired runs (cold: {derivation_cache.ENVIRONMENT}=1)")
     print(f"import sympy alone                 {floor:6.3f} s")
     print(f"cold python -m derivations         {median['cold derive']:6.3f} s   {median['cold derive'] / floor:5.2f}x")
     five, every = median["cold rows, five layers"], median["cold rows, every layer"]

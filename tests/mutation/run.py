@@ -210,7 +210,7 @@ def warm_cache(tree: Path, into: Path, timeout: float) -> Path:
     its key, to be linked into each mutant's own cache folder."""
     environment = {**os.environ, "PYTHONPATH": str(tree), "XDG_CACHE_HOME": str(into), "MPLBACKEND": "Agg"}
     environment.pop("EPSILON_LAYERNORM_NO_CACHE", None)
-    script = "from derivations import _cache, catalog; catalog.rows(list(catalog.LAYERS)); print(_cache.key())"
+    script = "from derivations import cache, catalog; catalog.rows(list(catalog.LAYERS)); print(cache.key())"
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tree, env=environment, capture_output=True, text=True, timeout=timeout
     )

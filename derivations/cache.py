@@ -22,7 +22,7 @@ Nobody but the user may put an entry there:
   payload; an entry that fails it (torn, corrupt, planted, moved) is a miss,
   and the next write replaces it;
 - an entry is read only if it is a regular file of at most `LIMIT` bytes
-  (`_files.read_capped`): a FIFO or a link to ``/dev/zero`` is a miss.
+  (`files.read_capped`): a FIFO or a link to ``/dev/zero`` is a miss.
 
 A derived result is stored as JSON, not as a pickle, so that even an entry
 under the right key cannot run code when read.  A pickle whose find_class
@@ -63,7 +63,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from derivations._files import read_capped
+from derivations.files import read_capped
 
 PROJECT = "epsilon-layernorm"
 ENVIRONMENT = "EPSILON_LAYERNORM_NO_CACHE"

@@ -21,8 +21,7 @@ from derivations import LAYERS, quantities
 from derivations.claims import Claim
 from derivations.claims.language import parse_expression
 from derivations.symbols import epsilon as eps_symbol
-from numeric._lambdify import compile
-from numeric._layer import NumericLayer, facade
+from numeric import NumericLayer, facade, lambdified
 
 _OPS = {ast.Eq: "==", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
 
@@ -142,7 +141,7 @@ class _Evaluator:
         for expr, shown in definition.display:
             if str(shown) == identifier and not expr.atoms(sp.Indexed):
                 symbols = [*stats, eps_symbol]
-                return float(compile(expr, symbols)(*stats.values(), self.eps))
+                return float(lambdified(expr, symbols)(*stats.values(), self.eps))
         if identifier in ("gamma", "beta", "gamma_max") and identifier in self.example:
             return float(self.example[identifier])
         if identifier == "gamma_max" and "gain" in self.example:

@@ -13,16 +13,16 @@ b'abc'
 >>> read_capped(handle.name, 2)
 Traceback (most recent call last):
 ...
-derivations._files.Unreadable: larger than 2 bytes
+derivations.files.Unreadable: larger than 2 bytes
 >>> os.unlink(handle.name)
 >>> read_capped("/dev/null", 10)
 Traceback (most recent call last):
 ...
-derivations._files.Unreadable: not a regular file
+derivations.files.Unreadable: not a regular file
 >>> read_capped(tempfile.gettempdir(), 10)
 Traceback (most recent call last):
 ...
-derivations._files.Unreadable: not a regular file
+derivations.files.Unreadable: not a regular file
 """
 
 from __future__ import annotations

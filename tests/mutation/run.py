@@ -1,7 +1,9 @@
 """Mutation testing: a seeded sample of cosmic-ray's mutants of derivations/, numeric/ and figures/.
 
-Every mutant cosmic-ray's operators can make in the three packages is listed
-in a fixed order and shuffled with the seed; the first ``--sample`` of them
+Every mutant cosmic-ray's operators can make in the three packages is listed,
+ordered by a hash of the seed and of what names the mutant (its file, operator
+and line, not its place), so that an edit elsewhere does not change which of the
+others are drawn; the first ``--sample`` of them
 that change what the code does (not only an annotation) are run.  Each is
 written into a copy of the tree, and the test suite runs on it with ``-x``:
 first the mutated module's doctests and the test files that name it, then,
@@ -22,8 +24,8 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import hashlib
 import os
-import random
 import re
 import shutil
 import signal
@@ -55,6 +57,10 @@ class Mutant:
     path: str  # relative to the root
     operator: str
     occurrence: int
+    # What names the mutant apart from its place in the file: the text of the line it starts on,
+    # and which of the operator's mutants on a line of that text it is.
+    line: str = ""
+    nth: int = 0
 
     def source(self) -> str:
         return (ROOT / self.path).read_text(encoding="utf-8")
@@ -62,6 +68,12 @@ class Mutant:
     def mutated(self) -> str | None:
         operator = cosmic_ray.plugins.get_operator(self.operator)()
         return mutate_code(self.source(), operator, self.occurrence)
+
+    def rank(self, seed: int) -> str:
+        """The mutant's place in the sample of ``seed``: a hash of the seed and of what names it, so
+        that an edit elsewhere (another file, other lines) leaves the choice among the rest as it was."""
+        name = SEPARATOR.join([str(seed), self.path, self.operator, self.line, str(self.nth)])
+        return hashlib.sha256(name.encode()).hexdigest()
 
 
 def modules() -> list[Path]:
@@ -72,11 +84,17 @@ def population() -> list[Mutant]:
     """Every mutant, in a fixed order: by file, operator and occurrence."""
     out = []
     for path in modules():
-        nodes = list(ast_nodes(get_ast((ROOT / path).read_text(encoding="utf-8"))))
+        source = (ROOT / path).read_text(encoding="utf-8")
+        lines = source.splitlines()
+        nodes = list(ast_nodes(get_ast(source)))
         for name in OPERATORS:
             operator = cosmic_ray.plugins.get_operator(name)()
-            count = sum(1 for node in nodes for _ in operator.mutation_positions(node))
-            out.extend(Mutant(path.as_posix(), name, occurrence) for occurrence in range(count))
+            seen: dict[str, int] = {}
+            positions = (position for node in nodes for position in operator.mutation_positions(node))
+            for occurrence, (start, _) in enumerate(positions):
+                text = lines[start[0] - 1].strip() if 0 < start[0] <= len(lines) else ""
+                seen[text] = seen.get(text, -1) + 1
+                out.append(Mutant(path.as_posix(), name, occurrence, text, seen[text]))
     return out
 
 
@@ -116,9 +134,9 @@ def key(path: str, operator: str, original: str, mutated: str) -> str:
 
 
 def sample(size: int, seed: int) -> Iterator[tuple[Mutant, str, str]]:
-    """The first ``size`` mutants of the seeded shuffle that change behaviour: (mutant, key, mutated source)."""
-    everything = population()
-    random.Random(seed).shuffle(everything)
+    """The first ``size`` mutants in the order of `Mutant.rank` that change behaviour: (mutant, key,
+    mutated source)."""
+    everything = sorted(population(), key=lambda mutant: mutant.rank(seed))
     taken = 0
     for mutant in everything:
         if taken == size:

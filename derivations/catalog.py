@@ -16,8 +16,9 @@ from derivations._layer import Layer
 from derivations.cache import derived
 from derivations.notation import DEFAULT, Notation
 
-# One line per layer: the module under derivations/ that defines it.  The
+# One line per layer: the module under derivations/layers/ that defines it.  The
 # order is the order `make derive` prints them in.
+PACKAGE = "derivations.layers"
 DEFINITIONS = (
     "layernorm",
     "layernorm_affine",
@@ -53,9 +54,9 @@ class Catalog(MutableMapping[str, Layer]):
             return self._registered[key]
         if key not in self._built_in:
             raise KeyError(key)
-        layer: Layer = importlib.import_module(f"derivations.{key}").LAYER
+        layer: Layer = importlib.import_module(f"{PACKAGE}.{key}").LAYER
         if layer.key != key:
-            raise RuntimeError(f"derivations/{key}.py defines a layer keyed {layer.key!r}")
+            raise RuntimeError(f"derivations/layers/{key}.py defines a layer keyed {layer.key!r}")
         return layer
 
     def __setitem__(self, key: str, layer: Layer) -> None:
@@ -75,7 +76,7 @@ class Catalog(MutableMapping[str, Layer]):
 
     def loaded(self) -> tuple[Layer, ...]:
         """The layers built so far in this process (a built-in one once its module is imported)."""
-        modules = (sys.modules.get(f"derivations.{key}") for key in self._built_in)
+        modules = (sys.modules.get(f"{PACKAGE}.{key}") for key in self._built_in)
         built = tuple(getattr(module, "LAYER", None) for module in modules)
         return (*(layer for layer in built if isinstance(layer, Layer)), *self._registered.values())
 

@@ -41,12 +41,13 @@ from typing import Any, TypeVar
 import sympy as sp
 
 from derivations import cache as derivation_cache
-from derivations import eigen, layernorm, quantities, regimes, rmsnorm, scaling
+from derivations import eigen, quantities, regimes, scaling
 from derivations._layer import Direction, Layer, Pattern, Statistic
 from derivations._proof import DerivationError
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
 from derivations.files import Unreadable, read_capped
+from derivations.layers import layernorm, rmsnorm
 from derivations.sums import mean
 from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, r, s, sigma, sigma_u, t, tau, v, w, x
 

@@ -1,6 +1,6 @@
 r"""A layer applied entry by entry, with no statistics and no epsilon: :math:`y_i = f(x_i)`.
 
-Dynamic Tanh (`derivations.dyt`) is one: :math:`y = \gamma \odot \tanh(\alpha x) + \beta`.
+Dynamic Tanh (`derivations.layers.dyt`) is one: :math:`y = \gamma \odot \tanh(\alpha x) + \beta`.
 Nothing couples two entries, so the Jacobian is diagonal,
 :math:`J = \operatorname{diag}_k(\partial y_k / \partial x_k)`, proved from the
 derived entry (every term carries :math:`\delta_{ik}`); it is symmetric, its

@@ -18,8 +18,8 @@ from derivations._proof import DerivationError, is_zero
 from derivations.claims import Claim, check
 from derivations.claims.confirm import confirm
 from derivations.codegen import emit
-from derivations.dyt import BASE
 from derivations.elementwise import Largest, diagonal, elementwise_affine
+from derivations.layers.dyt import BASE
 from derivations.symbols import alpha, beta, epsilon, g, gamma, gamma_max, i, k, t, v, x
 from numeric import accuracy, verify
 from numeric.agreement import assert_agree, exact

@@ -12,7 +12,7 @@ from derivations.catalog import DEFINITIONS
 ROOT = Path(__file__).resolve().parents[1]
 
 # The registry itself, and the layer definitions, which state results by name.
-ALLOWED = {ROOT / "derivations" / "quantities.py"} | {ROOT / "derivations" / f"{name}.py" for name in DEFINITIONS}
+ALLOWED = {ROOT / "derivations" / "quantities.py"} | {ROOT / "derivations" / "layers" / f"{name}.py" for name in DEFINITIONS}
 
 
 def _quantity_names() -> set[str]:

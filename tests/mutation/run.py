@@ -61,9 +61,10 @@ class Mutant:
     # and which of the operator's mutants on a line of that text it is.
     line: str = ""
     nth: int = 0
+    root: Path = ROOT  # the tree it is read from: the run's copy, which edits during a run leave alone
 
     def source(self) -> str:
-        return (ROOT / self.path).read_text(encoding="utf-8")
+        return (self.root / self.path).read_text(encoding="utf-8")
 
     def mutated(self) -> str | None:
         operator = cosmic_ray.plugins.get_operator(self.operator)()
@@ -76,15 +77,15 @@ class Mutant:
         return hashlib.sha256(name.encode()).hexdigest()
 
 
-def modules() -> list[Path]:
-    return sorted(path.relative_to(ROOT) for package in PACKAGES for path in (ROOT / package).rglob("*.py"))
+def modules(root: Path = ROOT) -> list[Path]:
+    return sorted(path.relative_to(root) for package in PACKAGES for path in (root / package).rglob("*.py"))
 
 
-def population() -> list[Mutant]:
-    """Every mutant, in a fixed order: by file, operator and occurrence."""
+def population(root: Path = ROOT) -> list[Mutant]:
+    """Every mutant of the tree at ``root``, in a fixed order: by file, operator and occurrence."""
     out = []
-    for path in modules():
-        source = (ROOT / path).read_text(encoding="utf-8")
+    for path in modules(root):
+        source = (root / path).read_text(encoding="utf-8")
         lines = source.splitlines()
         nodes = list(ast_nodes(get_ast(source)))
         for name in OPERATORS:
@@ -94,7 +95,7 @@ def population() -> list[Mutant]:
             for occurrence, (start, _) in enumerate(positions):
                 text = lines[start[0] - 1].strip() if 0 < start[0] <= len(lines) else ""
                 seen[text] = seen.get(text, -1) + 1
-                out.append(Mutant(path.as_posix(), name, occurrence, text, seen[text]))
+                out.append(Mutant(path.as_posix(), name, occurrence, text, seen[text], root))
     return out
 
 
@@ -133,10 +134,10 @@ def key(path: str, operator: str, original: str, mutated: str) -> str:
     return SEPARATOR.join([path, operator, " / ".join(before), " / ".join(after)])
 
 
-def sample(size: int, seed: int) -> Iterator[tuple[Mutant, str, str]]:
+def sample(size: int, seed: int, root: Path = ROOT) -> Iterator[tuple[Mutant, str, str]]:
     """The first ``size`` mutants in the order of `Mutant.rank` that change behaviour: (mutant, key,
     mutated source)."""
-    everything = sorted(population(), key=lambda mutant: mutant.rank(seed))
+    everything = sorted(population(root), key=lambda mutant: mutant.rank(seed))
     taken = 0
     for mutant in everything:
         if taken == size:
@@ -257,7 +258,7 @@ def run(arguments: argparse.Namespace) -> int:
         tree = Path(folder) / "tree"
         copy_tree(tree)
         warm = warm_cache(tree, Path(folder) / "warm", arguments.timeout)
-        for number, (mutant, name, mutated) in enumerate(sample(arguments.sample, arguments.seed), 1):
+        for number, (mutant, name, mutated) in enumerate(sample(arguments.sample, arguments.seed, tree), 1):
             began = time.monotonic()
             if rerun is not None and name not in rerun:
                 continue

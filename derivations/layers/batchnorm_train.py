@@ -6,13 +6,13 @@ r"""BatchNorm in training mode: each feature normalized across the batch.
 as ``torch.nn.functional.batch_norm(training=True)`` computes it: the mean
 and the biased variance are taken over the B examples of the batch, epsilon
 inside the square root.  For each feature this is LayerNorm over the batch
-with n = B: every result of `derivations.layernorm` holds per feature, and
+with n = B: every result of `derivations.layers.layernorm` holds per feature, and
 the Jacobian couples the examples of a batch, one B x B block per feature,
 which `derivations.grouped` proves.
 """
 
-from derivations import layernorm
 from derivations.grouped import grouped
+from derivations.layers import layernorm
 
 LAYER = grouped(
     layernorm.LAYER,

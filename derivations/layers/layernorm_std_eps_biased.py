@@ -5,7 +5,7 @@ r"""LayerNorm with epsilon added to the biased standard deviation.
 
 The convention of several graph and vision codebases, which write
 ``(x - x.mean(-1)) / (x.std(-1, unbiased=False) + eps)``.  It differs from
-`derivations.layernorm_std_eps` only by Bessel's factor in the standard
+`derivations.layers.layernorm_std_eps` only by Bessel's factor in the standard
 deviation, which moves every result that involves sigma by sqrt(n/(n-1)).
 sigma_b is not differentiable at a constant input; the output still is.
 """
@@ -13,7 +13,7 @@ sigma_b is not differentiable at a constant input; the output still is.
 import sympy as sp
 
 from derivations._layer import Layer, Pattern, Statistic
-from derivations.layernorm import CENTERED_DIRECTIONS, CENTERED_STATISTICS
+from derivations.layers.layernorm import CENTERED_DIRECTIONS, CENTERED_STATISTICS
 from derivations.sums import mean
 from derivations.symbols import c, epsilon, g, i, j, k, mu, n, q, sigma_b, t, tau, x
 

@@ -5,14 +5,14 @@ r"""ScaleNorm (Nguyen & Salazar 2019): one scalar gain times x / max(||x||_2, ep
 The paper writes g x / ||x||, the clamp on the norm keeping it finite; the
 reference code clamps as ``torch.nn.functional.normalize`` does.  The gain is
 one real number for every entry, so J = g J_{l2} stays symmetric and its
-eigenvalues are g times those of `derivations.l2norm_clamped`, |g| times for
+eigenvalues are g times those of `derivations.layers.l2norm_clamped`, |g| times for
 the norm.
 """
 
 import sympy as sp
 
-from derivations import l2norm_clamped
-from derivations.l2norm_clamped import by_regime, on_pattern
+from derivations.layers import l2norm_clamped
+from derivations.layers.l2norm_clamped import by_regime, on_pattern
 from derivations.regimes import scaled
 from derivations.sums import mean
 from derivations.symbols import epsilon, g, g_s, j, k, n, norm_x, t, x

@@ -21,7 +21,7 @@ convention: the subset has ``int(d * p)`` entries (the floor, not the
 ceiling: p = 0.3 at d = 10 gives 3 either way, p = 0.0625 at d = 3 gives 0
 there, an empty subset), p = -1 (the default) turns it off, and where ε goes
 differs by framework: ``rmsnorm_torch.py`` divides by ``rms + eps`` (ε
-outside the root, as `derivations.rmsnorm_eps_outside`), ``rmsnorm_tensorflow.py``
+outside the root, as `derivations.layers.rmsnorm_eps_outside`), ``rmsnorm_tensorflow.py``
 by ``rsqrt(ms + eps)`` (ε inside, as here).  This layer implements the
 definition with the ceiling and ε inside the root.
 """
@@ -34,7 +34,7 @@ from typing import Any
 import sympy as sp
 
 from derivations._layer import Direction, Layer, Pattern, Statistic, Subset
-from derivations.rmsnorm import UNIFORM
+from derivations.layers.rmsnorm import UNIFORM
 from derivations.sums import Indicator
 from derivations.sums import mean as mean_over
 from derivations.symbols import epsilon, g, i, j, k, k_p, kappa, n, r, r_k, s, t, v, w, x

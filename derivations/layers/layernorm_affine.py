@@ -8,8 +8,8 @@ The Jacobian is diag(gamma) J, not symmetric: its norm is bounded through
 
 import sympy as sp
 
-from derivations import layernorm
 from derivations.affine import affine
+from derivations.layers import layernorm
 from derivations.sums import mean
 from derivations.symbols import beta, epsilon, g, gamma, gamma_max, j, k, mu, s, t, x
 

@@ -11,8 +11,8 @@ On ||x||_2 = epsilon the output is continuous and the Jacobian does not exist.
 import sympy as sp
 
 from derivations._layer import Pattern, Statistic
+from derivations.layers.rmsnorm import RAW_DIRECTIONS, UNIFORM
 from derivations.regimes import cases, clamped
-from derivations.rmsnorm import RAW_DIRECTIONS, UNIFORM
 from derivations.sums import mean
 from derivations.symbols import epsilon, g, i, j, k, n, norm_x, r, t, x
 

@@ -2,15 +2,15 @@ r"""RMSNorm with a learnable gain (PyTorch ``nn.RMSNorm`` with ``elementwise_aff
 
 .. math:: y = \gamma \odot \frac{x}{\sqrt{r + \varepsilon}} + \beta, \qquad r = \overline{x^2}.
 
-The same wrapper as `derivations.layernorm_affine`, over RMSNorm.  PyTorch's
+The same wrapper as `derivations.layers.layernorm_affine`, over RMSNorm.  PyTorch's
 RMSNorm has no bias; it is the case beta = 0.  No eigenvector of RMSNorm
 survives the gain (none has eigenvalue 0), so only the bound remains.
 """
 
 import sympy as sp
 
-from derivations import rmsnorm
 from derivations.affine import affine
+from derivations.layers import rmsnorm
 from derivations.sums import mean
 from derivations.symbols import beta, epsilon, g, gamma, gamma_max, j, k, s, t, x
 

@@ -6,12 +6,12 @@ r"""GroupNorm: LayerNorm within each of G contiguous groups of channels.
 as ``torch.nn.functional.group_norm`` computes it on an (N, C) input with
 C = G n: each group's n channels are normalized by their own mean and biased
 variance, epsilon inside the square root.  Every result of
-`derivations.layernorm` holds per group, with n the size of a group; the
+`derivations.layers.layernorm` holds per group, with n the size of a group; the
 Jacobian of the whole row is block-diagonal, which `derivations.grouped` proves.
 """
 
-from derivations import layernorm
 from derivations.grouped import grouped
+from derivations.layers import layernorm
 
 LAYER = grouped(
     layernorm.LAYER,

@@ -12,7 +12,8 @@ from derivations.catalog import DEFINITIONS
 ROOT = Path(__file__).resolve().parents[1]
 
 # The registry itself, and the layer definitions, which state results by name.
-ALLOWED = {ROOT / "derivations" / "quantities.py"} | {ROOT / "derivations" / "layers" / f"{name}.py" for name in DEFINITIONS}
+LAYER_FILES = {ROOT / "derivations" / "layers" / f"{name}.py" for name in DEFINITIONS}
+ALLOWED = {ROOT / "derivations" / "quantities.py"} | LAYER_FILES
 
 
 def _quantity_names() -> set[str]:

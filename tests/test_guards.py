@@ -617,6 +617,18 @@ def test_a_claim_may_have_at_most_300_syntax_nodes(terms, nodes):
             parse(text, words.names(), {}, words.expand)
 
 
+@pytest.mark.parametrize("depth", [39, 40, 41])
+def test_a_claim_may_nest_brackets_at_most_40_deep(depth):
+    """40 nested brackets read; the 41st is refused, at its column."""
+    words = vocabulary("layernorm")
+    text = "(" * depth + "t" + ")" * depth + " == t"
+    if depth <= 40:
+        assert parse(text, words.names(), {}, words.expand).lhs == words.symbols["t"]
+    else:
+        with pytest.raises(ClaimError, match="^brackets nested deeper than 40 at column 41$"):
+            parse(text, words.names(), {}, words.expand)
+
+
 def test_decide_takes_an_irrational_difference_by_its_value_not_by_another_expression():
     """sqrt(2) < 2 holds: the difference is irrational, so it is decided numerically; no other
     expression of the two sides (sqrt(2)**2 = 2, rational) may stand in for it."""

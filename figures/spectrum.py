@@ -27,7 +27,8 @@ def draw() -> Figure:
     ax.loglog(ratio, eigen["complement"] * scale, color="#0072b2", lw=2.2,
               label=r"$1/s$ on $w \perp \mathbf{1}, c$ (multiplicity $n-2$)")  # fmt: skip
     ax.loglog(ratio, eigen["centered"] * scale, color="#d55e00", lw=2.2, label=r"$\varepsilon/s^3$ along $c$")
-    ax.axhline(1.0, color="#444444", ls="--", lw=1.2, label=r"bound $1/\sqrt{\varepsilon}$ (attained at $q = 0$)")
+    bound = LAYER.bound(EPSILON) * scale
+    ax.axhline(bound, color="#444444", ls="--", lw=1.2, label=r"bound $1/\sqrt{\varepsilon}$ (attained at $q = 0$)")
     ax.text(0.02, 0.04, r"along $\mathbf{1}$ the eigenvalue is 0 (not on log axes)", transform=ax.transAxes)
     ax.set(
         xlim=(ratio[0], ratio[-1]),

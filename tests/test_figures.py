@@ -171,6 +171,9 @@ def test_the_spectrum_plots_each_eigenvalue_times_the_root_of_epsilon():
     ratio = np.asarray(complement.get_xdata())
     assert_agree(complement.get_ydata(), 1 / np.sqrt(1 + ratio), rtol=1e-14, what="1/s times sqrt(epsilon)")
     assert_agree(centered.get_ydata(), (1 + ratio) ** -1.5, rtol=1e-14, what="epsilon/s**3 times sqrt(epsilon)")
+    # The dashed line is the bound, 1/sqrt(epsilon) times sqrt(epsilon): at 1, which 1/s nears as q -> 0.
+    (bound,) = [line for line in axes.get_lines() if line.get_linestyle() == "--"]
+    assert_agree(np.asarray(bound.get_ydata(), dtype=float), np.ones(2), rtol=1e-15, what="the bound line")
 
 
 def test_conventions_legend_carries_each_derived_slope_at_zero():

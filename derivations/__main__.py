@@ -8,11 +8,29 @@
 pass as a module.
 """
 
+# ruff: noqa: E402 - the Ctrl-C handler is installed before the other imports
 from __future__ import annotations
+
+import sys
+
+from derivations import interrupts
+
+
+def _prog() -> str:
+    """The command's name in its messages: a subcommand's failures are named as its own usage errors are."""
+    command = sys.argv[1:2]
+    return (
+        " ".join(["python -m derivations", *command])
+        if command in (["check"], ["codegen"])
+        else "python -m derivations"
+    )
+
+
+if __name__ == "__main__":  # first: a Ctrl-C during the imports below is one line too
+    interrupts.one_line(_prog())
 
 import contextlib
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -276,10 +294,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     from derivations.cli import finish
 
-    # A subcommand's failure to write is named as its own usage errors are: python -m derivations check.
-    finish(
-        main,
-        " ".join(["python -m derivations", *sys.argv[1:2]])
-        if sys.argv[1:2] in (["check"], ["codegen"])
-        else "python -m derivations",
-    )
+    finish(main, _prog())

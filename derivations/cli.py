@@ -12,6 +12,7 @@ from contextlib import suppress
 from typing import Any, NoReturn
 
 from derivations import cache as derivation_cache
+from derivations import interrupts
 
 
 class _NoCache(argparse.Action):
@@ -93,7 +94,7 @@ def finish(main: Callable[[list[str] | None], int], prog: str) -> NoReturn:
     every output is flushed (`run`) and every file written whole and closed.
     Ctrl-C ends it at once, with one line and status 130.
     """
-    _interrupt_in_one_line(prog)
+    interrupts.one_line(prog)
     try:
         status = run(main, prog)
     except SystemExit as stop:  # argparse's exit after --help or a usage error
@@ -104,24 +105,6 @@ def finish(main: Callable[[list[str] | None], int], prog: str) -> NoReturn:
         with suppress(OSError, ValueError):
             sys.stderr.flush()
     os._exit(status)
-
-
-def _interrupt_in_one_line(prog: str) -> None:
-    """Make Ctrl-C end this process at once: one line on stderr, status 130 (128 + SIGINT).
-
-    The handler leaves by ``os._exit`` where it is called: no cleanup that could wait on a
-    worker (a pool's teardown can wait forever) and no traceback.  The worker processes
-    ignore Ctrl-C and end with this process (`end_with_parent`).
-    """
-    line = f"{prog}: interrupted\n".encode()
-
-    def interrupted(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        with suppress(OSError):
-            os.write(2, line)  # not sys.stderr: the interrupted code may be inside its lock
-        os._exit(128 + signal.SIGINT)
-
-    signal.signal(signal.SIGINT, interrupted)
 
 
 def end_with_parent(parent: int) -> None:

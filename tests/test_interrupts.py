@@ -149,3 +149,34 @@ def test_a_bounded_result_comes_back_as_data_and_never_as_an_object_of_any_class
     assert verdict.claim == claim
     assert verdict.verdict == "proved"
     assert isinstance(verdict.quantities, tuple)
+
+
+def test_ctrl_c_while_the_command_imports_its_modules_is_one_line(tmp_path):
+    """A Ctrl-C in the first tens of milliseconds, while python -m derivations imports its own
+    modules, printed a traceback through the imports: the handler is now installed first.  The
+    import of derivations.cache is held up here (a sitecustomize delays it), so the interrupt
+    lands inside it every time."""
+    marker = tmp_path / "importing"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "class Slow:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'derivations.cache':\n"
+        f"            open({str(marker)!r}, 'w').close()\n"
+        "            time.sleep(5)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Slow())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "derivations"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the import was never reached"
+        assert process.poll() is None, "the command ended before the import"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=10)
+    assert process.returncode == 130
+    assert err.decode().strip().splitlines() == ["python -m derivations: interrupted"]

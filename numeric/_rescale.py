@@ -23,6 +23,8 @@ MODERATE = (1e-100, 1e100)
 
 # The smallest normal float64 and its unit roundoff: a rescaled epsilon below TINY has lost digits.
 TINY = float(np.finfo(np.float64).tiny)
+# A scaled epsilon below this is far below the input's scale: a power of it can underflow (`at_scale`).
+FAR = 1e-30
 EPSILON = float(np.finfo(np.float64).eps)
 
 # Elementwise functions run over chunks of this many entries, so that the
@@ -156,8 +158,8 @@ def at_scale(
 ) -> Any:
     """``at(scaled x, scaled epsilon, M)``, the value at rows of x and epsilon from the rows scaled
     by M, at the scale of `normalized`; in a row whose scaled epsilon fell below the normal floats
-    and whose value changes with it there (epsilon a factor, not added to a statistic), at the
-    scale of `balanced` instead.
+    and whose value changes with it there (epsilon a factor, not added to a statistic), or fell
+    below `FAR` and changes the value at the scale of `balanced`, at that scale instead.
 
     ``at`` gives an array with the rows' leading axes (shape (..., n), or (..., n, n) for a
     Jacobian), or a list of them (one per backward product): the result is the same."""
@@ -182,6 +184,27 @@ def at_scale(
             out = [np.where(_widened(lost, value), other, value) for value, other in zip(out, again, strict=True)]
         for value in out:
             _unresolved(value, _widened(lost, value))
+    # Rows where epsilon is far below the input's scale but not lost: a power of it, or a
+    # product with it, can still underflow at this scale (epsilon**2 * x / (r + epsilon) at
+    # |x| = 1e100 gave 0).  Where epsilon changes the value at the balanced scale, and the value
+    # there is finite, it is taken there; where it does not (epsilon added to a statistic it is
+    # negligible beside), the value here stands.
+    far = np.broadcast_to((e_scaled < FAR) & (e > 0), m.shape) & ~lost
+    if far.any():
+        with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
+            own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        own, e_own, m_own = np.where(far, own, scaled), np.where(far, e_own, e_scaled), np.where(far, m_own, m)
+        with np.errstate(all="ignore"):
+            again = _as_list(at(own, e_own, m_own))
+            without = _as_list(at(own, np.where(far, 0.0, e_own), m_own))
+            changes = [
+                _any_per_row(~np.isclose(a, b, rtol=8 * EPSILON, atol=0.0), scaled)
+                for a, b in zip(again, without, strict=True)
+            ]
+            finite = [~_any_per_row(~np.isfinite(a), scaled) for a in again]
+        use = far & np.any(changes, axis=0) & np.all(finite, axis=0)
+        if use.any():
+            out = [np.where(_widened(use, value), other, value) for value, other in zip(out, again, strict=True)]
     return out if isinstance(first, list) else out[0]
 
 

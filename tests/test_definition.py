@@ -567,6 +567,7 @@ def test_an_output_the_rescaling_cannot_take_is_refused_with_a_true_reason(outpu
 
 
 SCALED = 'key = "scaled"\ntitle = "S"\noutput = "epsilon * x[i]"\n[statistics]\nr = "mean(x[j]**2)"\n'
+SQUARED = SCALED.replace('output = "epsilon * x[i]"', 'output = "epsilon**2 * x[i] / (r + epsilon)"')
 DAMPED = (
     'key = "damped"\ntitle = "D"\noutput = "x[i] * sqrt(epsilon) / (r + epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n'
 )
@@ -581,6 +582,11 @@ DAMPED = (
         (SCALED, "response", (1e200, 0.3), 3e199),
         # (2 t**2 / 3 + epsilon)**2 underflows at t = 1e-100 unscaled: the slope was 0/0.
         (DAMPED, "slope", (1e-100, 1e-250), -1.5e75),
+        # epsilon / M**2 = 3e-201 is normal, but its square underflowed: 0 where the truth is 1.35e-101.
+        (SQUARED, "forward", (np.array([-1e100, 0.0, 1e100]), 0.3), np.array([-1.35e-101, 0.0, 1.35e-101])),
+        (SQUARED, "spectral_norm", (np.array([-1e100, 0.0, 1e100]), 0.3), 1.35e-201),
+        # mean(epsilon**2 x**2) = 0.09 * 2e200 / 3: it gave 0.
+        (SCALED, "second_moment", (np.array([-1e100, 0.0, 1e100]), 0.3), 6e198),
     ],
 )
 def test_a_user_layer_is_right_where_its_true_value_is_a_normal_float(source, function, arguments, expected, tmp_path):

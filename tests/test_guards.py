@@ -625,7 +625,7 @@ def test_a_claim_may_nest_brackets_at_most_40_deep(depth):
     if depth <= 40:
         assert parse(text, words.names(), {}, words.expand).lhs == words.symbols["t"]
     else:
-        with pytest.raises(ClaimError, match="^brackets nested deeper than 40 at column 41$"):
+        with pytest.raises(ClaimError, match=r"^brackets nested deeper than 40 at column 41$"):
             parse(text, words.names(), {}, words.expand)
 
 

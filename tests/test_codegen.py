@@ -421,3 +421,25 @@ def test_the_centering_shift_is_read_from_the_rule_for_x_i_alone():
     assert _shift(only_k) is None
     # Nor is a rule for x_i whose value is not written in c.
     assert _shift(dataclasses.replace(layernorm, display=((x[i], mu + sp.Symbol("d")),))) is None
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_emitted_torch_double_backward_gives_the_jvp_at_zero_and_inside_each_regime(key, torch_modules):
+    """J v by differentiating the emitted backward in dy (what torch.autograd.functional.jvp
+    does): at x = 0, inside a clamp's flat regime, the branch not taken divided by ||x|| = 0,
+    and torch.where's zero gradient times its infinite derivative gave NaN."""
+    import torch
+
+    module = torch_modules[key]
+    rng = np.random.default_rng(11)
+    params = tuple(rng.normal(0, 2, 4) for _ in LAYERS[key].parameters)
+    v = np.array([1.0, -2.0, 0.5, 3.0])
+    for x in (np.zeros(4), 0.01 * rng.standard_normal(4), rng.standard_normal(4)):
+        xt = torch.tensor(x, requires_grad=True)
+        y = getattr(module, key)(xt, 0.3, *map(torch.tensor, params))
+        dy = torch.ones(4, dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(y, xt, dy, create_graph=True)
+        (jv,) = torch.autograd.grad(g, dy, torch.tensor(v))
+        want = getattr(numeric, key).jvp(x, 0.3, v, *params)
+        assert np.isfinite(jv.numpy()).all(), (key, x)
+        assert _relative(jv.numpy(), want) <= RTOL, (key, x)

@@ -25,6 +25,10 @@ from derivations.codegen._program import (
 )
 
 
+class _Guarded(sp.Symbol):
+    """A variable of the emitted code read through torch.where where a branch is taken (`_guarded`)."""
+
+
 @functools.cache
 def _printer() -> type[AbstractPythonCodePrinter]:
     """The printer class.  SymPy's TorchPrinter imports torch where it is installed (1.5 s):
@@ -48,7 +52,24 @@ def _printer() -> type[AbstractPythonCodePrinter]:
             # boundary it does not exist: NaN, as in the NumPy functions.
             if expr.args[-1].cond != sp.true:
                 expr = sp.Piecewise(*expr.args, (sp.nan, True))
-            return super()._print_Piecewise(expr)
+            return super()._print_Piecewise(sp.Piecewise(*(self._guarded(v, c) for v, c in expr.args)))
+
+        def _guarded(self, value: sp.Expr, condition: sp.Basic) -> tuple[sp.Expr, sp.Basic]:
+            """A branch whose divisors and roots are 1 where it is not taken: torch.where passes a zero
+            gradient to the branch not taken, and zero times the infinite derivative of 1/s or sqrt(s)
+            at s = 0 is NaN (a double backward through a clamped layer at x = 0 gave NaN)."""
+            if condition == sp.true or not isinstance(value, sp.Expr):
+                return value, condition
+            risky = {
+                symbol
+                for power in value.atoms(sp.Pow)
+                if power.exp.is_number and power.exp < 1
+                for symbol in power.base.free_symbols
+                if symbol != SIZE and not isinstance(symbol, _Guarded)
+            }
+            taken = self._print(condition)
+            safe = {s: _Guarded(f"torch.where({taken}, {s.name}, torch.ones_like({s.name}))") for s in risky}
+            return value.xreplace(safe), condition
 
     return Printer
 

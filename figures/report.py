@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,9 +138,11 @@ def _figure_links(out: Path, figures: Path) -> list[tuple[str, str]]:
 
 
 def _figures(links: list[tuple[str, str]]) -> list[str]:
+    """The Markdown figure section; each path percent-encoded, so that a space, ``#`` or ``%`` in
+    it stays part of the path (a ``#`` was read as a fragment, a space ended the link)."""
     lines = ["## Figures", ""]
     for caption, link in links:
-        lines += [f"![{caption}]({link})", ""]
+        lines += [f"![{caption}]({urllib.parse.quote(link, safe='/')})", ""]
     return lines
 
 

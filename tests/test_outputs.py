@@ -578,6 +578,23 @@ def test_pdflatex_includes_figures_from_a_folder_of_any_printable_name(folder, t
     assert pdf.count(b"/Subtype /Image") >= len(NAMES)
 
 
+@pytest.mark.parametrize("folder", ["100% figures", "#1 figures", "two  spaces", "a&b~c$d^e_f", "(x) [y]"])
+@pytest.mark.usefixtures("fast", "short")
+def test_the_markdown_links_reach_the_figures_from_a_folder_of_any_printable_name(folder, tmp_path, monkeypatch):
+    """A Markdown reader takes a link up to a space or ')' and reads '#' as a fragment: each link
+    is the figure's path, percent-encoded, and decodes back to it."""
+    import re
+    import urllib.parse
+
+    monkeypatch.chdir(tmp_path)
+    _figure_folder(folder)(tmp_path, monkeypatch)
+    assert report.main(["--figures", folder, "--out", "out/sheet.md"]) == 0
+    links = re.findall(r"^!\[[^\]]*\]\(([^()\s#]+)\)$", (tmp_path / "out" / "sheet.md").read_text(), flags=re.M)
+    assert len(links) == len(NAMES)
+    for link in links:
+        assert (tmp_path / "out" / urllib.parse.unquote(link)).is_file(), link
+
+
 @pytest.mark.usefixtures("fast")
 def test_pngs_get_the_permissions_the_umask_gives(tmp_path):
     mask = os.umask(0o002)

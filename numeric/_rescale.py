@@ -25,6 +25,9 @@ MODERATE = (1e-100, 1e100)
 TINY = float(np.finfo(np.float64).tiny)
 # A scaled epsilon below this is far below the input's scale: a power of it can underflow (`at_scale`).
 FAR = 1e-30
+# The largest input entry at the balanced scale that `at_scale` takes a value at: its square, and a
+# mean of squares, stay finite.
+RESOLVED = 1e150
 EPSILON = float(np.finfo(np.float64).eps)
 
 # Elementwise functions run over chunks of this many entries, so that the
@@ -177,7 +180,12 @@ def at_scale(
             ]
         lost = lost & np.any(changes, axis=0)
     if lost.any():
-        own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
+            own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        # Only where the balanced scale holds the input itself within the range of its squares:
+        # beyond, a statistic overflows there, and 1/inf gives a finite, wrong 0.
+        lost = lost & (largest(own) <= RESOLVED)
+    if lost.any():
         own, e_own, m_own = np.where(lost, own, scaled), np.where(lost, e_own, e_scaled), np.where(lost, m_own, m)
         with np.errstate(all="ignore"):
             again = _as_list(at(own, e_own, m_own))
@@ -193,6 +201,8 @@ def at_scale(
     if far.any():
         with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
             own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        far = far & (largest(own) <= RESOLVED)
+    if far.any():
         own, e_own, m_own = np.where(far, own, scaled), np.where(far, e_own, e_scaled), np.where(far, m_own, m)
         with np.errstate(all="ignore"):
             again = _as_list(at(own, e_own, m_own))

@@ -169,26 +169,29 @@ def at_scale(
     scaled, e_scaled, m = normalized(array, e, degree, centered, weights)
     first = at(scaled, e_scaled, m)
     out = _as_list(first)
-    lost = np.broadcast_to((e_scaled < TINY) & (e > 0), m.shape)
+    candidates = np.broadcast_to((e_scaled < FAR) & (e > 0), m.shape)
+    if not candidates.any():
+        return first
+    with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
+        own, e_own, m_own = balanced(array, e, degree, centered, weights)
+    # Only where the balanced scale holds the input itself within the range of its squares:
+    # beyond, a statistic overflows there, and 1/inf gives a finite, wrong 0.
+    resolved = largest(own) <= RESOLVED
+
+    def at_balanced(rows: np.ndarray, e_rows: np.ndarray) -> list[Any]:
+        """The value with the rows ``rows`` at the balanced scale, epsilon ``e_rows`` there; the
+        others computed as before."""
+        return _as_list(at(np.where(rows, own, scaled), e_rows, np.where(rows, m_own, m)))
+
     # Every further evaluation changes only those rows: the others are computed as before.
+    lost = candidates & (e_scaled < TINY)
     if lost.any():
         with np.errstate(all="ignore"):
             zero, tiny = (_as_list(at(scaled, np.where(lost, value, e_scaled), m)) for value in (0.0, TINY))
-            changes = [
-                _any_per_row(~np.isclose(a, b, rtol=8 * EPSILON, atol=0.0), scaled)
-                for a, b in zip(zero, tiny, strict=True)
-            ]
-        lost = lost & np.any(changes, axis=0)
+        lost = lost & _changed(zero, tiny, scaled) & resolved
     if lost.any():
-        with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
-            own, e_own, m_own = balanced(array, e, degree, centered, weights)
-        # Only where the balanced scale holds the input itself within the range of its squares:
-        # beyond, a statistic overflows there, and 1/inf gives a finite, wrong 0.
-        lost = lost & (largest(own) <= RESOLVED)
-    if lost.any():
-        own, e_own, m_own = np.where(lost, own, scaled), np.where(lost, e_own, e_scaled), np.where(lost, m_own, m)
         with np.errstate(all="ignore"):
-            again = _as_list(at(own, e_own, m_own))
+            again = at_balanced(lost, np.where(lost, e_own, e_scaled))
             out = [np.where(_widened(lost, value), other, value) for value, other in zip(out, again, strict=True)]
         for value in out:
             _unresolved(value, _widened(lost, value))
@@ -197,25 +200,28 @@ def at_scale(
     # |x| = 1e100 gave 0).  Where epsilon changes the value at the balanced scale, and the value
     # there is finite, it is taken there; where it does not (epsilon added to a statistic it is
     # negligible beside), the value here stands.
-    far = np.broadcast_to((e_scaled < FAR) & (e > 0), m.shape) & ~lost
+    far = candidates & ~lost & resolved
     if far.any():
-        with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
-            own, e_own, m_own = balanced(array, e, degree, centered, weights)
-        far = far & (largest(own) <= RESOLVED)
-    if far.any():
-        own, e_own, m_own = np.where(far, own, scaled), np.where(far, e_own, e_scaled), np.where(far, m_own, m)
         with np.errstate(all="ignore"):
-            again = _as_list(at(own, e_own, m_own))
-            without = _as_list(at(own, np.where(far, 0.0, e_own), m_own))
-            changes = [
-                _any_per_row(~np.isclose(a, b, rtol=8 * EPSILON, atol=0.0), scaled)
-                for a, b in zip(again, without, strict=True)
-            ]
+            again = at_balanced(far, np.where(far, e_own, e_scaled))
+            without = at_balanced(far, np.where(far, 0.0, e_scaled))
             finite = [~_any_per_row(~np.isfinite(a), scaled) for a in again]
-        use = far & np.any(changes, axis=0) & np.all(finite, axis=0)
+        use = far & _changed(again, without, scaled) & np.all(finite, axis=0)
         if use.any():
             out = [np.where(_widened(use, value), other, value) for value, other in zip(out, again, strict=True)]
     return out if isinstance(first, list) else out[0]
+
+
+def _changed(first: list[Any], second: list[Any], scaled: np.ndarray) -> np.ndarray:
+    """Per row, shape (..., 1): whether any value of ``first`` differs from ``second`` beyond rounding."""
+    with np.errstate(all="ignore"):
+        return np.any(
+            [
+                _any_per_row(~np.isclose(a, b, rtol=8 * EPSILON, atol=0.0), scaled)
+                for a, b in zip(first, second, strict=True)
+            ],
+            axis=0,
+        )
 
 
 def _as_list(values: Any) -> list[Any]:

@@ -21,6 +21,7 @@ g[k]/sqrt(epsilon + r) - Mean(g[p]*x[p])*x[k]/(epsilon + r)**(3/2)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import singledispatch
 
@@ -141,7 +142,26 @@ def hvp_along(layer: Layer, first: Direction, second: Direction) -> sp.Expr | No
         squared = [layer.express(length) for length in lengths]
     except DerivationError:
         return None
-    return sp.factor(sp.cancel(sp.together(value / sp.sqrt(squared[0] * squared[1]))))
+    return _cancel_roots(sp.together(value / sp.sqrt(squared[0] * squared[1])))
+
+
+def _cancel_roots(value: sp.Expr) -> sp.Expr:
+    """``value`` factored and cancelled, with each symbol's fractional powers as powers of one
+    root of it: s**(a/q) = (s**(1/q))**a holds for the principal root of any s, so in the root w
+    the value is a rational function, whose common factors (sqrt(r) + epsilon)**3 cancel.  Left
+    as they are, the terms of such a factor leave the float range at every scale."""
+    roots = {}
+    for symbol in sorted(value.free_symbols, key=sp.default_sort_key):
+        denominators = [power.exp.q for power in value.atoms(sp.Pow) if power.base == symbol and power.exp.is_Rational]
+        order = math.lcm(1, *denominators)
+        if order > 1:
+            roots[symbol] = (sp.Dummy(f"root_{symbol}"), order)
+    within = value.replace(
+        lambda e: isinstance(e, sp.Pow) and e.base in roots and e.exp.is_Rational,
+        lambda e: roots[e.base][0] ** (e.exp * roots[e.base][1]),
+    ).xreplace({symbol: w**order for symbol, (w, order) in roots.items()})
+    factored = sp.factor(sp.cancel(within))
+    return factored.xreplace({w: symbol ** sp.Rational(1, order) for symbol, (w, order) in roots.items()})
 
 
 def _power_sums(polynomial: sp.Expr) -> sp.Expr:

@@ -91,17 +91,19 @@ def evaluate(
     given: list[np.ndarray],
     parameters: list[np.ndarray],
     layer: Any,
+    checked: bool = True,
 ) -> list[np.ndarray]:
     """Every product on a block of rows, shape (rows, n), from one rescaling and one set of statistics.
 
-    ``layer`` is the `NumericLayer` whose statistics and scaling these are.
+    ``layer`` is the `NumericLayer` whose statistics and scaling these are; ``checked`` as in
+    `numeric._rescale.at_scale`.
     """
     c = layer._c
 
     def at(scaled: np.ndarray, e_scaled: np.ndarray, m: np.ndarray) -> list[np.ndarray]:
         return _at_scale(products, rows, e, given, parameters, layer, scaled, e_scaled, m)
 
-    return _rescale.at_scale(at, rows, e, c.epsilon_degree, c.centered, layer.weights(parameters))
+    return _rescale.at_scale(at, rows, e, c.epsilon_degree, c.centered, layer.weights(parameters), checked)
 
 
 def _at_scale(

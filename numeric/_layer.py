@@ -415,7 +415,7 @@ class NumericLayer:
         general one cancels (n = 2, q >> epsilon); the others from the general form."""
         c = self._c
         rows = rows.astype(np.float64)
-        scaled, e_scaled, m = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
+        scaled, _, _ = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
         stats = self._statistics(scaled)
         units, lengths = [], []
         for pair in c.explicit:
@@ -439,7 +439,7 @@ class NumericLayer:
             g_rest, w_rest = np.zeros_like(g), np.zeros_like(w)
 
         def general(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-            return _backward.evaluate([product], rows, e, [first, second], params, self)[0]
+            return _backward.evaluate([product], rows, e, [first, second], params, self, checked=False)[0]
 
         # A term beyond the float range here (inf, or inf - inf) is a row the split cannot take,
         # handled below: no warning for it.
@@ -455,9 +455,19 @@ class NumericLayer:
             stats_own = self._statistics(own)
         for first, second, along in c.hvp_pairs:
             both = (lengths[first] > 0) & (lengths[second] > 0)
+
+            def at(here: np.ndarray, e_here: np.ndarray, m_here: np.ndarray, along: Any = along) -> Any:
+                value = np.broadcast_to(along(here, *self._statistics(here), e_here, size), here.shape)
+                return _rescale.times_power(value, m_here, product.degree)
+
             with np.errstate(all="ignore"):
-                value = _rescale.times_power(
-                    np.broadcast_to(along(scaled, *stats, e_scaled, size), scaled.shape), m, product.degree
+                value = _rescale.at_scale(
+                    at,
+                    rows,
+                    e,
+                    c.epsilon_degree,
+                    c.centered,
+                    None,
                 )
                 lost = ~np.isfinite(value).all(axis=-1, keepdims=True)
                 if lost.any():

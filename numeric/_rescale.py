@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,6 +29,15 @@ FAR = 1e-30
 # mean of squares, stay finite.
 RESOLVED = 1e150
 EPSILON = float(np.finfo(np.float64).eps)
+# A row's input scale below this, at the scale where epsilon is 1, is far below it (`_below`).
+NEAR = 1e-15
+# ... where the balanced scale holds the input above this, and epsilon below its inverse: the
+# square of epsilon is then finite there, and the cube of the input normal.
+BALANCED = 1e-90
+# Rows whose input and root of epsilon are more than this many binades apart (about 1e25) are
+# checked at several scales (`_across_scales`), and two values agree within this, normwise.
+APART = 84
+AGREE = 1e-11
 
 # Elementwise functions run over chunks of this many entries, so that the
 # temporaries of each chunk stay in cache; on 10^6 points this halves the time.
@@ -151,6 +160,14 @@ def balanced(
     return own * ratio, relative**degree, m
 
 
+class Scaled(NamedTuple):
+    """Rows of x and epsilon divided by a scale M, and M, as `normalized` and `balanced` give them."""
+
+    x: np.ndarray
+    e: np.ndarray
+    m: np.ndarray
+
+
 def at_scale(
     at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any],
     array: np.ndarray,
@@ -158,6 +175,7 @@ def at_scale(
     degree: int,
     centered: bool,
     weights: np.ndarray | None,
+    checked: bool = True,
 ) -> Any:
     """``at(scaled x, scaled epsilon, M)``, the value at rows of x and epsilon from the rows scaled
     by M, at the scale of `normalized`; in a row whose scaled epsilon fell below the normal floats
@@ -165,15 +183,51 @@ def at_scale(
     below `FAR` and changes the value at the scale of `balanced`, at that scale instead.
 
     ``at`` gives an array with the rows' leading axes (shape (..., n), or (..., n, n) for a
-    Jacobian), or a list of them (one per backward product): the result is the same."""
-    scaled, e_scaled, m = normalized(array, e, degree, centered, weights)
-    first = at(scaled, e_scaled, m)
+    Jacobian), or a list of them (one per backward product): the result is the same.
+    ``checked``: warn where the value cannot be trusted (`_across_scales`); off for a part of
+    a value its caller assembles from several."""
+    here = Scaled(*normalized(array, e, degree, centered, weights))
+    first = at(*here)
     out = _as_list(first)
+    with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
+        there = Scaled(*balanced(array, e, degree, centered, weights))
+    out = _below(at, out, here, there, e)
+    out = _above(at, out, here, there, e)
+    if checked:
+        _across_scales(at, out, array, e, degree, centered, weights, here)
+    return out if isinstance(first, list) else out[0]
+
+
+def _below(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], out: list[Any], here: Scaled, there: Scaled, e: np.ndarray
+) -> list[Any]:
+    """Rows whose input is far below the root of epsilon (at their scale, the input is under
+    `NEAR`): a product or ratio of several entries (x x^T / r**1.5 in a Hessian) underflows there,
+    while at the balanced scale, where the input and epsilon are both inside the range, it does not.
+    Taken there wherever that scale holds the input above `BALANCED` and epsilon below its inverse,
+    and the value there is finite.  ``here``: the rows as `normalized` scales them, ``there`` as
+    `balanced` does."""
+    (scaled, e_scaled, m), (own, e_own, m_own) = here, there
+    near = np.broadcast_to((largest(scaled) < NEAR) & (e > 0), m.shape)
+    near = near & (largest(own) >= BALANCED) & (e_own <= 1 / BALANCED)
+    if not near.any():
+        return out
+    with np.errstate(all="ignore"):
+        again = _as_list(at(np.where(near, own, scaled), np.where(near, e_own, e_scaled), np.where(near, m_own, m)))
+        finite = np.all([~_any_per_row(~np.isfinite(a), scaled) for a in again], axis=0)
+    use = near & finite
+    return [np.where(_widened(use, value), other, value) for value, other in zip(out, again, strict=True)]
+
+
+def _above(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], out: list[Any], here: Scaled, there: Scaled, e: np.ndarray
+) -> list[Any]:
+    """Rows whose scaled epsilon is far below the input's scale (`at_scale`); ``here`` and
+    ``there`` as in `_below`."""
+    (scaled, e_scaled, m), (own, e_own, m_own) = here, there
     candidates = np.broadcast_to((e_scaled < FAR) & (e > 0), m.shape)
     if not candidates.any():
-        return first
-    with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
-        own, e_own, m_own = balanced(array, e, degree, centered, weights)
+        return out
     # Only where the balanced scale holds the input itself within the range of its squares:
     # beyond, a statistic overflows there, and 1/inf gives a finite, wrong 0.
     resolved = largest(own) <= RESOLVED
@@ -209,7 +263,101 @@ def at_scale(
         use = far & _changed(again, without, scaled) & np.all(finite, axis=0)
         if use.any():
             out = [np.where(_widened(use, value), other, value) for value, other in zip(out, again, strict=True)]
-    return out if isinstance(first, list) else out[0]
+    return out
+
+
+def _across_scales(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any],
+    out: list[Any],
+    array: np.ndarray,
+    e: np.ndarray,
+    degree: int,
+    centered: bool,
+    weights: np.ndarray | None,
+    first: Scaled,
+) -> None:
+    """Warn where a row whose input and root of epsilon are more than `APART` binades apart has
+    a value float64 cannot be trusted with.
+
+    The definition is homogeneous, so its value is the same at every scale; and between scales a
+    power of two apart, float64 arithmetic is exact, unless an intermediate leaves the normal
+    numbers at one of them.  The row is evaluated at five such scales, from the input's own to
+    epsilon's, those where the scaled input and epsilon are themselves inside the range; where
+    the value returned agrees with none of them that is finite and not zero, while one is, an
+    intermediate over- or underflowed where it was computed, and it may be wrong."""
+    scaled, e_scaled, m = first
+    with np.errstate(all="ignore"):
+        own, _, m_own = normalized(array, np.zeros_like(e), degree, centered, weights)
+        root = np.broadcast_to(epsilon_root(e, degree), m.shape)
+        m_own = np.broadcast_to(m_own, m.shape)
+        f_root, b_root = np.frexp(root)
+        f_own, b_own = np.frexp(m_own)
+        gap = (b_root - b_own).astype(np.float64)
+    apart = (np.abs(gap) > APART) & (m_own > 0) & (root > 0)
+    if not apart.any():
+        return
+    values = []
+    for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
+        shift = np.round(fraction * gap).astype(np.int64)
+        with np.errstate(all="ignore"):
+            x_t = np.ldexp(own, np.broadcast_to(-shift, (*own.shape[:-1], 1)) if own.ndim else -shift)
+            relative = np.ldexp(f_root / f_own, (b_root - b_own - shift).astype(np.int64))
+            e_t = relative**degree
+            m_t = np.ldexp(m_own, shift.astype(np.int64))
+            valid = apart & (e_t >= TINY) & np.isfinite(e_t) & (largest(x_t) <= RESOLVED) & np.isfinite(m_t)
+            rows = _as_list(at(np.where(valid, x_t, scaled), np.where(valid, e_t, e_scaled), np.where(valid, m_t, m)))
+        values.append((valid, rows))
+    # A value that is zero, or not finite, across a whole row is what an intermediate beyond the
+    # range gives (1/inf, inf - inf), as is one a subnormal intermediate left with a few digits:
+    # the value returned stands where it agrees with one of the others.
+    telling = [valid & _telling(value, scaled) for valid, value in values]
+    returned = apart & _telling(out, scaled)
+    agrees = np.zeros(m.shape, dtype=bool)
+    for flags, (_, value) in zip(telling, values, strict=True):
+        both = returned & flags
+        if both.any():
+            agrees |= both & ~_far_apart(out, value, scaled)
+    disagree = apart & np.any(telling, axis=0) & ~agrees
+    if disagree.any():
+        warnings.warn(
+            "epsilon and x are too far apart in scale for this layer in float64: intermediates leave the "
+            "float range at every scale tried, and some values may be wrong",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+
+
+def _telling(values: list[Any], scaled: np.ndarray) -> np.ndarray:
+    """Per row, shape (..., 1): every entry finite, and some entry not zero."""
+    finite = np.all([~_any_per_row(~np.isfinite(v), scaled) for v in values], axis=0)
+    nonzero = np.any([_any_per_row(np.asarray(v) != 0, scaled) for v in values], axis=0)
+    return finite & nonzero
+
+
+def _far_apart(first: list[Any], second: list[Any], scaled: np.ndarray) -> np.ndarray:
+    """Per row, shape (..., 1): whether ``first`` and ``second`` differ beyond rounding, normwise
+    over each row's entries (NaN differs from everything)."""
+    flags = []
+    with np.errstate(all="ignore"):
+        for a, b in zip(first, second, strict=True):
+            a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+            same = (a == b) | (np.isnan(a) & np.isnan(b))
+            size = np.maximum(
+                _max_per_row(np.where(np.isfinite(a), np.abs(a), 0.0), scaled),
+                _max_per_row(np.where(np.isfinite(b), np.abs(b), 0.0), scaled),
+            )
+            gap = np.where(same, 0.0, np.abs(a - b))
+            gap = np.where(np.isnan(gap), np.inf, gap)
+            flags.append(_max_per_row(gap, scaled) > AGREE * size)
+    return np.any(flags, axis=0)
+
+
+def _max_per_row(values: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """The largest entry of each row's value, shape (..., 1)."""
+    values = np.asarray(values)
+    rows = np.ndim(scaled) - 1
+    reduced = np.max(values.reshape(*values.shape[:rows], -1), axis=-1, keepdims=True, initial=0.0)
+    return np.broadcast_to(reduced, np.broadcast_shapes(reduced.shape, (*np.shape(scaled)[:-1], 1)))
 
 
 def _changed(first: list[Any], second: list[Any], scaled: np.ndarray) -> np.ndarray:

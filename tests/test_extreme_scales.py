@@ -1,0 +1,98 @@
+"""Rows whose input and epsilon are too far apart in scale for one float64 scale to hold them both.
+
+The references are computed independently of the derivations: the layer written out at n = 3 in
+SymPy, differentiated there and evaluated at 40 digits.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import numeric
+from numeric import _rescale
+
+X = sp.symbols("x0:3", real=True)
+E = sp.Symbol("E", positive=True)
+
+
+def _explicit(output):
+    """The layer at n = 3 from ``output(entries, r, epsilon)``, r the mean of squares."""
+    r = sum(entry**2 for entry in X) / 3
+    return sp.Matrix([output(entry, r, E) for entry in X])
+
+
+def _hvp_reference(y: sp.Matrix, x: np.ndarray, eps: float, g: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """d/dx_k <g, J v>, at 40 digits."""
+    pairing = (sp.Matrix(g).T * y.jacobian(sp.Matrix(X)) * sp.Matrix(v))[0]
+    at = {**{s: sp.Float(value, 60) for s, value in zip(X, x, strict=True)}, E: sp.Float(eps, 60)}
+    return np.array([float(sp.diff(pairing, s).evalf(40, subs=at)) for s in X])
+
+
+G = np.array([1.0, 0.5, -0.25])
+V = np.array([0.3, -0.7, 0.2])
+OUTSIDE = 'key = "outside"\ntitle = "O"\noutput = "x[i] / (sqrt(r) + epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n'
+
+
+@pytest.mark.parametrize("size", [1e-160, 1e-150, 1e-120, 1e-20])
+def test_the_hessian_product_where_the_input_is_far_below_epsilon(size):
+    """rmsnorm_eps_outside.hvp at |x| = 1e-160: the mean of squares is subnormal there, and the
+    product had 4e-5 of relative error; at the balanced scale it is normal."""
+    x = size * np.array([1.0, -2.0, 3.0])
+    want = _hvp_reference(_explicit(lambda xi, r, e: xi / (sp.sqrt(r) + e)), x, 0.3, G, V)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = numeric.rmsnorm_eps_outside.hvp(x, 0.3, G, V)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_user_layers_hessian_product_where_the_input_is_far_below_epsilon(tmp_path):
+    """x / (sqrt(r) + epsilon) at |x| = 1e-150: its product along x was derived as a ratio of
+    sums of ten-fold products, which leave the float range at every scale (35% wrong).  The
+    common factor (sqrt(r) + epsilon)**3 is now cancelled."""
+    path = tmp_path / "outside.toml"
+    path.write_text(OUTSIDE)
+    layer = numeric.from_definition(path)
+    x = 1e-150 * np.array([1.0, -2.0, 3.0])
+    want = _hvp_reference(_explicit(lambda xi, r, e: xi / (sp.sqrt(r) + e)), x, 0.3, G, V)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = layer.hvp(x, 0.3, G, V)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _homogeneous(broken_at: float | None):
+    """An ``at`` for `_rescale.at_scale`: epsilon / (r + epsilon) per entry (degree 0, epsilon of
+    degree 2), which, where ``broken_at`` is set, gives 0 at any scale whose scaled epsilon lies
+    below it, as an intermediate underflowing there would."""
+
+    def at(scaled: np.ndarray, e_scaled: np.ndarray, m: np.ndarray) -> np.ndarray:
+        r = np.mean(scaled * scaled, axis=-1, keepdims=True)
+        value = np.broadcast_to(e_scaled / (r + e_scaled), scaled.shape)
+        if broken_at is not None:
+            value = np.where(e_scaled < broken_at, 0.0, value)
+        return value
+
+    return at
+
+
+def test_a_value_lost_at_the_scale_it_was_taken_at_but_not_at_another_is_warned_about():
+    """The check itself can fail: where the scale the value was taken at loses it (0, as a
+    product beyond the range gives) and a scale between the input's and epsilon's keeps it, a
+    RuntimeWarning says the value may be wrong; where no scale loses it, nothing is said."""
+    x = np.array([[1.0, -2.0, 0.5]]) * 1e100
+    e = np.array([[1e-100]])  # root of epsilon 1e-50: 150 decades below the input
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept = _rescale.at_scale(_homogeneous(None), x, e, 2, False, None)
+    assert np.all(kept > 0)
+    with pytest.warns(RuntimeWarning, match="too far apart in scale"):
+        lost = _rescale.at_scale(_homogeneous(1e-100), x, e, 2, False, None)
+    assert np.all(lost == 0)
+    # Not checked where the caller assembles the value from parts.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _rescale.at_scale(_homogeneous(1e-100), x, e, 2, False, None, checked=False)

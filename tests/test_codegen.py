@@ -21,7 +21,7 @@ RTOL = 1e-12
 # ~1/s to ~eps/s**3, in which the emitted (centered) and `numeric` (rescaled) sums differ by
 # ~1e-7 relative at eps = 1e-8; the right judge is an mpmath reference, not yet written.
 SIZES = (3, 7, 64)
-EPSILONS = (1e-8, 1e-5, 0.25)
+EPSILONS = (1e-300, 1e-8, 1e-5, 0.25)
 
 
 def _relative(got: np.ndarray, want: np.ndarray) -> float:
@@ -192,6 +192,8 @@ EDGE_ROWS = {
     "zero": lambda rng, n: np.zeros(n),
     "constant": lambda rng, n: np.full(n, 3.7),
     "constant offset 1e200": lambda rng, n: np.full(n, 1e200),
+    # With epsilon 1e-300, the root of epsilon over the scale underflows: 0/0 unless taken apart.
+    "constant offset 1e300": lambda rng, n: np.full(n, -1e300),
     "tiny": lambda rng, n: rng.standard_normal(n) * 1e-150,
     "huge": lambda rng, n: rng.standard_normal(n) * 1e150,
     "near the top of the range": lambda rng, n: rng.standard_normal(n) * 1e300,

@@ -122,7 +122,8 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
             out += _largest("top_c", f"{first} - {CENTER}")
             out += [
                 f"    const double {SECOND} = power_of_two_above(top_c, {ROOT} / {FIRST});",
-                f"    const double {SCALE} = {FIRST} * {SECOND};",
+                # A constant row (top_c exactly 0) has epsilon's scale alone: ROOT / FIRST may underflow.
+                f"    const double {SCALE} = top_c == 0.0 ? power_of_two_above({ROOT}, {ROOT}) : {FIRST} * {SECOND};",
                 *scaled,
             ]
         elif step.mean:

@@ -72,6 +72,7 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
         f"{X}, epsilon = _inputs({X}, epsilon)",
         "np.mean({}, axis=-1, keepdims=True)",
         "np.max(np.abs({}), axis=-1, keepdims=True)",
+        "np.where({}, {}, {})",
     )
 
 

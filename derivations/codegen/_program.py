@@ -273,11 +273,12 @@ def rescaled(value: str, degree: int) -> str:
     return value + "".join(f"{op}{SCALE}" for _ in range(abs(degree)))
 
 
-def array_statistics(program: Program, printer: Any, inputs: str, mean: str, top: str) -> list[str]:
+def array_statistics(program: Program, printer: Any, inputs: str, mean: str, top: str, where: str) -> list[str]:
     """The emitted lines of an array target (NumPy, torch) that take the scale m, divide x and
     epsilon by it, and compute the statistics of the scaled row.  ``inputs`` is the line reading
     x and epsilon; ``mean`` and ``top`` spell the mean and the largest magnitude along the last
-    axis, with ``{}`` for the array."""
+    axis, with ``{}`` for the array; ``where`` the elementwise choice, with ``{}`` for the
+    condition and the two values."""
     out = [
         f"    {inputs}",
         f"    {SIZE} = {X}.shape[-1]",
@@ -294,12 +295,14 @@ def array_statistics(program: Program, printer: Any, inputs: str, mean: str, top
         if step.vector:
             # Centered once more (the first mean's rounding is left in c: a constant row becomes
             # exactly 0), then divided by its own size: c is O(1) even where the offset dwarfs it.
+            # A constant row (c exactly 0) has epsilon's scale alone: root / m may underflow.
             c = step.symbol
+            constant = where.format(f"{top.format(c)} == 0", f"_scale({ROOT}, {ROOT})", f"{SCALE} * {SCALE}_{c}")
             out += [
                 f"    {c} = {c} - {mean.format(c)}",
                 f"    {SCALE}_{c} = _scale({top.format(c)}, {ROOT} / {SCALE})",
                 f"    {c} = {c} / {SCALE}_{c}",
-                f"    {SCALE} = {SCALE} * {SCALE}_{c}",
+                f"    {SCALE} = {constant}",
                 *scaled,
             ]
     return out

@@ -118,6 +118,7 @@ def _statistics(program: Program, printer: AbstractPythonCodePrinter) -> list[st
         f"epsilon = _inputs({X}, epsilon)",
         "torch.mean({}, dim=-1, keepdim=True)",
         "torch.amax(torch.abs({}), dim=-1, keepdim=True)",
+        "torch.where({}, {}, {})",
     )
 
 

@@ -328,6 +328,9 @@ def write(name: str, payload: bytes, extra: bytes = b"") -> None:
             file.write(MAGIC + _tag(secret, path, name, payload) + payload)
         os.replace(temporary, path)
         temporary = None
+    except IsADirectoryError:
+        # Not removed: a folder in the cache is not the cache's to delete.
+        _say(f"a folder is in the way of the cache entry {str(path)!r}: it is derived again each run until removed")
     except (OSError, ValueError):
         pass  # read-only, full, or in the way: this process goes on without the entry
     finally:

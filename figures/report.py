@@ -71,6 +71,9 @@ def outputs(out: str | os.PathLike[str], figures: Path = BUILD) -> tuple[Path, P
     path = Path(text)
     if text.endswith(("/", os.sep)) or path.name in ("", "..") or path.is_dir():
         raise BadArgument("out", f"must name a file, not a folder: {text}")
+    if not path.suffix and path.exists() and not path.is_file():
+        # /dev/full, a FIFO: the sheet's three files would be made beside it (in /dev).
+        raise BadArgument("out", f"must name a regular file or a new one; {text} is a device, FIFO or socket")
     if path.suffix not in ("", *SUFFIXES):
         raise BadArgument(
             "out", f"must end in {', '.join(SUFFIXES[:-1])} or {SUFFIXES[-1]}, or have no suffix; got {text}"

@@ -542,7 +542,7 @@ def test_a_forged_verdict_with_a_bare_checksum_is_not_printed(magic, cache_home,
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder", "dangling"])
-def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cache_home):
+def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cache_home, capsys):
     calls: list[int] = []
     square, name = _square_cached(calls)
     derivation_cache.write(name, derivation_cache.dumps(49))
@@ -560,9 +560,16 @@ def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cac
     reader.join(60)
     assert done == [49], "reading the entry blocked or failed"
     assert calls == [7]
+    said = capsys.readouterr().err
     if kind != "folder":  # a folder in the way stays: the value is only returned
         assert path.is_file()
         assert not path.is_symlink()
+        assert said == ""
+    else:  # and it says so, once: else every run derives it again, silently
+        assert said.count("\n") == 1, said
+        assert "a folder is in the way of the cache entry" in said
+        assert square(7) == 49
+        assert "in the way" not in capsys.readouterr().err
 
 
 def test_an_entry_larger_than_the_cap_is_a_miss(cache_home, monkeypatch):

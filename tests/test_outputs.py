@@ -431,6 +431,13 @@ CASES = {
                 r"argument --out: report\.md is build/figures/b\.png, a figure the report embeds",
             ),
             (["--out", "x.md"], "a FIFO", _report_at("x.md", _fifo), r"x\.md: Not a regular file"),
+            # As /dev/full: the three files would be made beside it.
+            (
+                ["--out", "x"],
+                "x a FIFO",
+                _report_at("x", _fifo),
+                r"argument --out: must name a regular file or a new one; x is a device, FIFO or socket",
+            ),
             (["--out", "x.pdf"], "x.tex a FIFO", _report_at("x.tex", _fifo), r"x\.tex: Not a regular file"),
             (["--out", "x"], "x.md a folder", _report_at("x.md", _folder), r"x\.md: Is a directory"),
             (

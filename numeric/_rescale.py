@@ -38,6 +38,8 @@ BALANCED = 1e-90
 # checked at several scales (`_across_scales`), and two values agree within this, normwise.
 APART = 84
 AGREE = 1e-11
+# The most evaluations `_clean` spends on one scale, finding the rows an intermediate leaves the range in.
+PROBES = 32
 
 # Elementwise functions run over chunks of this many entries, so that the
 # temporaries of each chunk stay in cache; on 10^6 points this halves the time.
@@ -194,7 +196,7 @@ def at_scale(
     out = _below(at, out, here, there, e)
     out = _above(at, out, here, there, e)
     if checked:
-        _across_scales(at, out, array, e, degree, centered, weights, here)
+        out = _across_scales(at, out, array, e, degree, centered, weights, here)
     return out if isinstance(first, list) else out[0]
 
 
@@ -275,16 +277,18 @@ def _across_scales(
     centered: bool,
     weights: np.ndarray | None,
     first: Scaled,
-) -> None:
-    """Warn where a row whose input and root of epsilon are more than `APART` binades apart has
-    a value float64 cannot be trusted with.
+) -> list[Any]:
+    """``out``, checked in each row whose input and root of epsilon are more than `APART` binades
+    apart, where float64 may not hold every intermediate at any one scale.
 
-    The definition is homogeneous, so its value is the same at every scale; and between scales a
-    power of two apart, float64 arithmetic is exact, unless an intermediate leaves the normal
-    numbers at one of them.  The row is evaluated at five such scales, from the input's own to
-    epsilon's, those where the scaled input and epsilon are themselves inside the range; where
-    the value returned agrees with none of them that is finite and not zero, while one is, an
-    intermediate over- or underflowed where it was computed, and it may be wrong."""
+    The definition is homogeneous, so its value is the same at every scale.  The row is evaluated
+    at five scales a power of two apart, from the input's own to epsilon's, those where the scaled
+    input and epsilon are themselves normal floats; at each, IEEE's flags say whether an
+    intermediate overflowed, was divided by zero or was not a number (`_clean`).  Where the value
+    returned agrees with a clean one it stands; where it agrees with none, the clean value nearest
+    the balanced scale is taken.  Where no scale is clean and the value returned is lost (zero or
+    not finite across the row) while another scale keeps it, or agrees with none of those that
+    keep it, a RuntimeWarning says it may be wrong."""
     scaled, e_scaled, m = first
     with np.errstate(all="ignore"):
         own, _, m_own = normalized(array, np.zeros_like(e), degree, centered, weights)
@@ -295,9 +299,9 @@ def _across_scales(
         gap = (b_root - b_own).astype(np.float64)
     apart = (np.abs(gap) > APART) & (m_own > 0) & (root > 0)
     if not apart.any():
-        return
-    values = []
-    for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
+        return out
+    values, cleans = [], []
+    for fraction in (0.5, 0.25, 0.75, 0.0, 1.0):  # the balanced scale first: its clean value is preferred
         shift = np.round(fraction * gap).astype(np.int64)
         with np.errstate(all="ignore"):
             x_t = np.ldexp(own, np.broadcast_to(-shift, (*own.shape[:-1], 1)) if own.ndim else -shift)
@@ -307,9 +311,21 @@ def _across_scales(
             valid = apart & (e_t >= TINY) & np.isfinite(e_t) & (largest(x_t) <= RESOLVED) & np.isfinite(m_t)
             rows = _as_list(at(np.where(valid, x_t, scaled), np.where(valid, e_t, e_scaled), np.where(valid, m_t, m)))
         values.append((valid, rows))
+        cleans.append(valid & _telling(rows, scaled) & _clean(at, valid, Scaled(x_t, e_t, m_t), scaled))
+    # The value returned stands where it agrees with a clean one.
+    settled = np.zeros(m.shape, dtype=bool)
+    for clean, (_, value) in zip(cleans, values, strict=True):
+        if clean.any():
+            settled |= clean & ~_far_apart(out, value, scaled)
+    # Else the first clean one is taken.
+    for clean, (_, value) in zip(cleans, values, strict=True):
+        use = clean & ~settled
+        if use.any():
+            out = [np.where(_widened(use, a), b, a) for a, b in zip(out, value, strict=True)]
+            settled |= use
     # A value that is zero, or not finite, across a whole row is what an intermediate beyond the
     # range gives (1/inf, inf - inf), as is one a subnormal intermediate left with a few digits:
-    # the value returned stands where it agrees with one of the others.
+    # where no scale is clean, the value returned stands where it agrees with one of the others.
     telling = [valid & _telling(value, scaled) for valid, value in values]
     returned = apart & _telling(out, scaled)
     agrees = np.zeros(m.shape, dtype=bool)
@@ -317,7 +333,7 @@ def _across_scales(
         both = returned & flags
         if both.any():
             agrees |= both & ~_far_apart(out, value, scaled)
-    disagree = apart & np.any(telling, axis=0) & ~agrees
+    disagree = apart & ~settled & np.any(telling, axis=0) & ~agrees
     if disagree.any():
         warnings.warn(
             "epsilon and x are too far apart in scale for this layer in float64: intermediates leave the "
@@ -325,6 +341,37 @@ def _across_scales(
             RuntimeWarning,
             stacklevel=5,
         )
+    return out
+
+
+def _clean(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], rows: np.ndarray, there: Scaled, scaled: np.ndarray
+) -> np.ndarray:
+    """Per row, shape (..., 1): which of ``rows`` evaluate at the scale ``there`` with no overflow,
+    division by zero or invalid operation raised (an underflow is no flag: a negligible term
+    vanishing is the common case).  The other rows are set to a row of moderate size, which
+    raises none; the rows are tried all at once, then by halves, at most `PROBES` evaluations."""
+    shape = rows.shape
+    benign = np.broadcast_to(np.linspace(-1.0, 1.0, scaled.shape[-1]) + 0.25, scaled.shape)
+    found = np.zeros(shape, dtype=bool)
+    pending = [np.flatnonzero(rows)]
+    probes = 0
+    while pending and probes < PROBES:
+        picked = pending.pop()
+        if picked.size == 0:
+            continue
+        mask = np.zeros(shape, dtype=bool)
+        mask.flat[picked] = True
+        probes += 1
+        try:
+            with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+                at(np.where(mask, there.x, benign), np.where(mask, there.e, 1.0), np.where(mask, there.m, 1.0))
+        except FloatingPointError:
+            if picked.size > 1:
+                pending += [picked[: picked.size // 2], picked[picked.size // 2 :]]
+            continue
+        found |= mask
+    return found
 
 
 def _telling(values: list[Any], scaled: np.ndarray) -> np.ndarray:

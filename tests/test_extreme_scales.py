@@ -64,35 +64,69 @@ def test_a_user_layers_hessian_product_where_the_input_is_far_below_epsilon(tmp_
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def _homogeneous(broken_at: float | None):
+def _homogeneous(broken_at: float | None, flagged: bool = False):
     """An ``at`` for `_rescale.at_scale`: epsilon / (r + epsilon) per entry (degree 0, epsilon of
     degree 2), which, where ``broken_at`` is set, gives 0 at any scale whose scaled epsilon lies
-    below it, as an intermediate underflowing there would."""
+    below it, as an intermediate underflowing there would; ``flagged``: every evaluation also
+    raises IEEE's overflow flag, as one whose intermediates leave the range at every scale."""
 
     def at(scaled: np.ndarray, e_scaled: np.ndarray, m: np.ndarray) -> np.ndarray:
         r = np.mean(scaled * scaled, axis=-1, keepdims=True)
         value = np.broadcast_to(e_scaled / (r + e_scaled), scaled.shape)
         if broken_at is not None:
             value = np.where(e_scaled < broken_at, 0.0, value)
+        if flagged:
+            np.multiply(np.float64(1e308), 10.0)
         return value
 
     return at
 
 
-def test_a_value_lost_at_the_scale_it_was_taken_at_but_not_at_another_is_warned_about():
-    """The check itself can fail: where the scale the value was taken at loses it (0, as a
-    product beyond the range gives) and a scale between the input's and epsilon's keeps it, a
-    RuntimeWarning says the value may be wrong; where no scale loses it, nothing is said."""
-    x = np.array([[1.0, -2.0, 0.5]]) * 1e100
-    e = np.array([[1e-100]])  # root of epsilon 1e-50: 150 decades below the input
+X_FAR = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]]) * 1e100
+E_FAR = np.array([[1e-100], [1e-100]])  # root of epsilon 1e-50: 150 decades below the input
+
+
+def test_a_value_lost_at_the_scale_it_was_taken_at_is_taken_at_a_clean_scale():
+    """Where the scales `at_scale` takes a row at lose its value (0, as a product beyond the range
+    gives), it is taken at a scale between the input's and epsilon's where no intermediate raised
+    an IEEE flag, with no warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        kept = _rescale.at_scale(_homogeneous(None), x, e, 2, False, None)
+        kept = _rescale.at_scale(_homogeneous(None), X_FAR, E_FAR, 2, False, None)
+        repaired = _rescale.at_scale(_homogeneous(1e-100), X_FAR, E_FAR, 2, False, None)
     assert np.all(kept > 0)
-    with pytest.warns(RuntimeWarning, match="too far apart in scale"):
-        lost = _rescale.at_scale(_homogeneous(1e-100), x, e, 2, False, None)
+    np.testing.assert_allclose(repaired, kept, rtol=1e-14)
+
+
+def test_a_value_lost_where_no_scale_is_clean_is_warned_about():
+    """The check itself can fail: where every scale raises a flag, a value lost where it was taken
+    but kept at another scale gets a RuntimeWarning; where the caller assembles the value from
+    parts (``checked=False``), nothing is said."""
+    with pytest.warns(RuntimeWarning, match="too far apart in scale"), np.errstate(over="ignore"):
+        lost = _rescale.at_scale(_homogeneous(1e-100, flagged=True), X_FAR, E_FAR, 2, False, None)
     assert np.all(lost == 0)
-    # Not checked where the caller assembles the value from parts.
+    with warnings.catch_warnings(), np.errstate(over="ignore"):
+        warnings.simplefilter("error")
+        _rescale.at_scale(_homogeneous(1e-100, flagged=True), X_FAR, E_FAR, 2, False, None, checked=False)
+
+
+DAMPED = (
+    'key = "damped"\ntitle = "D"\noutput = "x[i] * sqrt(epsilon) / (r + epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n'
+)
+
+
+def test_a_user_layers_jacobian_where_its_fourth_powers_overflow_at_the_balanced_scale(tmp_path):
+    """x sqrt(epsilon) / (r + epsilon) at |x| = 1e30, epsilon = 1e-300 (x / sqrt(epsilon) = 1e180):
+    epsilon is lost at the input's scale, and (r + epsilon)**2 overflows at the balanced one, which
+    gave J = sqrt(epsilon) / (r + epsilon) I without its rank-one term (84% wrong, silently)."""
+    path = tmp_path / "damped.toml"
+    path.write_text(DAMPED)
+    layer = numeric.from_definition(path)
+    x = 1e30 * np.array([1.0, -2.0, 0.5])
+    y = _explicit(lambda xi, r, e: xi * sp.sqrt(e) / (r + e))
+    at = {**{s: sp.Float(value, 60) for s, value in zip(X, x, strict=True)}, E: sp.Float(1e-300, 60)}
+    want = np.array(y.jacobian(sp.Matrix(X)).evalf(40, subs=at).tolist(), dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _rescale.at_scale(_homogeneous(1e-100), x, e, 2, False, None, checked=False)
+        got = layer.jacobian(x, 1e-300)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -79,7 +79,7 @@ def _derive(argv: list[str]) -> int:
 
     from derivations.catalog import LAYERS, rows
     from derivations.notation import DEFAULT, RENAMABLE, Notation
-    from derivations.render import FORMATS, standalone
+    from derivations.render import FORMATS, standalone, too_wide
 
     parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
@@ -122,7 +122,10 @@ def _derive(argv: list[str]) -> int:
                 notation.refuse_clashes((str(row["name"]), f"{row['latex']} {row['value']}") for row in rows(keys))
             except ValueError as error:
                 return "", str(error)
-        text = FORMATS[args.format](rows(keys, notation))
+        printed = rows(keys, notation)
+        if args.standalone and notation != DEFAULT and (wide := too_wide(printed)):
+            return "", wide
+        text = FORMATS[args.format](printed)
         return (standalone(text) if args.standalone else text), ""
 
     try:

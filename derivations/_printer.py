@@ -85,7 +85,7 @@ class ReaderPrinter(LatexPrinter):
         whole = super()._print_Piecewise(expr)
         if self.width is None or typeset_width(whole) <= self.width:
             return whole
-        rows = []
+        rows, unbroken = [], []
         for value, condition in expr.args:
             said = r"\text{otherwise}" if condition == sp.true else rf"\text{{for}}\: {self._print(condition)}"
             room = self.width - typeset_width(said) - 2
@@ -93,8 +93,17 @@ class ReaderPrinter(LatexPrinter):
             if isinstance(value, (sp.Add, sp.MatAdd)) and typeset_width(shown) > room:
                 lines = self.sum_lines(value, room)
                 shown = r"\begin{aligned}[t] & " + r" \\ & \quad ".join(lines) + r" \end{aligned}"
-            rows.append(f"{shown} & {said}")
-        return r"\begin{cases} " + r" \\".join(rows) + r" \end{cases}"
+            else:
+                unbroken.append(typeset_width(shown))
+            rows.append((shown, said))
+        # The conditions stand in a column after the widest value: where a value no break shortens
+        # does not fit beside it, each condition goes below its value instead.
+        stacked = max(unbroken, default=0.0) + max(typeset_width(said) for _, said in rows) + 2 > self.width
+        if stacked:
+            lines = [rf"{shown}, \\ \quad {said}" for shown, said in rows]
+        else:
+            lines = [f"{shown} & {said}" for shown, said in rows]
+        return r"\begin{cases} " + r" \\".join(lines) + r" \end{cases}"
 
     def _print(self, expr: object, **kwargs: object) -> str:
         if expr is sp.S.Exp1:  # which SymPy prints by its own method, ahead of the printer's

@@ -6,8 +6,8 @@ digit or operator counts 1, a space in the source half that (the room
 around an operator; none between factors, which no space marks); a fraction is as wide as
 its wider part; a script counts at the size it is set in; a font command is as
 wide as its argument; any other command (a Greek letter, an operator symbol)
-counts 1; an environment (cases, aligned) is as wide as its widest row, plus
-a brace.  The count is what a reader sees, so that a long subscript given
+counts 1; an environment (cases, aligned) is as wide as its columns, each as wide
+as its widest cell, plus a brace.  The count is what a reader sees, so that a long subscript given
 with ``--notation`` makes a line wider, and a ``\\frac`` does not count twice.
 
     >>> width(r"\\frac{1}{N_{abcdef} s}")
@@ -15,7 +15,7 @@ with ``--notation`` makes a line wider, and a ``\\frac`` does not count twice.
     >>> width("a + b")
     4.0
     >>> width(r"\\begin{cases} a & b \\\\ c + d & e \\end{cases}")
-    9.0
+    10.0
 """
 
 from __future__ import annotations
@@ -50,6 +50,23 @@ def _group(tex: str, at: int) -> tuple[float, int]:
     return 1.0, at + 1
 
 
+def _top_level(tex: str, separator: str) -> list[str]:
+    """``tex`` split at each ``separator`` outside braces and nested environments."""
+    parts, depth, start, at = [], 0, 0, 0
+    while at < len(tex):
+        if tex.startswith("\\begin{", at) or tex[at] == "{":
+            depth += 1
+        elif tex.startswith("\\end{", at) or tex[at] == "}":
+            depth -= 1
+        elif depth == 0 and tex.startswith(separator, at):
+            parts.append(tex[start:at])
+            start = at + len(separator)
+            at = start
+            continue
+        at += 1
+    return [*parts, tex[start:]]
+
+
 def _command(tex: str, at: int) -> tuple[float, int]:
     """A command at ``at`` (its backslash) and its arguments."""
     end = at + 1
@@ -67,9 +84,13 @@ def _command(tex: str, at: int) -> tuple[float, int]:
         finish = tex.find(f"\\end{{{environment}}}", close)
         if finish < 0:
             return 1.0, close + 1
-        rows = tex[close + 1 : finish].split("\\\\")
-        widest = max(_width(row, 0)[0] for row in rows)
-        return widest + 1.0, finish + len(f"\\end{{{environment}}}")
+        rows = [_top_level(row, "&") for row in _top_level(tex[close + 1 : finish], "\\\\")]
+        columns = max(len(row) for row in rows)
+        # Columns line up: each is as wide as its widest cell, with a quad between two in cases
+        # (aligned pairs its columns, right- and left-aligned, with no space).
+        widest = sum(max(_width(row[c], 0)[0] for row in rows if c < len(row)) for c in range(columns))
+        gap = 2.0 if environment == "cases" else 0.0
+        return widest + gap * (columns - 1) + 1.0, finish + len(f"\\end{{{environment}}}")
     if name in FRACTIONS:
         top, end = _group(tex, end)
         bottom, end = _group(tex, end)

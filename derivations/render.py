@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
+from derivations._width import width
+
 Row = dict[str, object]
 
 
@@ -63,6 +65,27 @@ def latex(rows: Iterable[Row]) -> str:
 # The packages `latex` output needs: SymPy prints \mathbb (amssymb), cases,
 # aligned and \operatorname (amsmath).
 PACKAGES = ("amsmath", "amssymb")
+
+
+# The widest line the article takes, in typeset letters (`derivations._width`), which overcount
+# a broken block's indents: every formula under a 44-letter subscript on n, or 10-letter ones on
+# every symbol, compiles with no box over the margin; 15-letter ones pass it by 78 pt.
+ARTICLE = 72
+
+
+def too_wide(rows: Iterable[dict[str, object]]) -> str:
+    """Why the rows' lines cannot be set in the article of `standalone` ("" where they can): the
+    widest line, by its formula's name, where it is wider than `ARTICLE`."""
+    widest, name = max(
+        ((width(str(line)), str(row["name"])) for row in rows for line in row["lines"]),  # type: ignore[attr-defined]
+        default=(0.0, ""),
+    )
+    if widest <= ARTICLE:
+        return ""
+    return (
+        f"notation: with these names {name} is {widest:.0f} letters wide, and a line of the article holds "
+        f"{ARTICLE}; give shorter subscripts"
+    )
 
 
 def standalone(body: str, title: str = "Derived formulas") -> str:

@@ -217,6 +217,40 @@ def test_every_formula_compiles_within_the_margin_under_a_long_notation(long, ca
     assert compiled.log.count("Overfull") == 0
 
 
+def _subscripted(letters: str) -> list[str]:
+    """--notation options that give n, epsilon, t, s, q, r and alpha the subscript ``letters``."""
+    names = {"n": "N", "epsilon": r"\varepsilon", "t": r"\tau", "s": "S", "q": "Q", "r": "R", "alpha": r"\alpha"}
+    return [option for key, name in names.items() for option in ("--notation", f"{key}={name}_{{{letters}}}")]
+
+
+@needs_pdflatex
+def test_every_formula_compiles_within_the_margin_with_a_long_subscript_on_every_symbol(capsys):
+    """cases blocks whose values and conditions are too wide side by side set each condition
+    below its value (l2norm_clamped.constant_response passed the margin by 33 pt)."""
+    assert main(["--format", "latex", "--standalone", *_subscripted("abcdefghij")]) == 0
+    compiled = _pdflatex.compile_pdf(capsys.readouterr().out)
+    assert compiled.log.count("Overfull") == 0
+
+
+@needs_pdflatex
+def test_names_too_long_for_any_line_are_refused_and_would_pass_the_margin(capsys):
+    """A fraction cannot be broken: with 15-letter subscripts on every symbol, tau over the root of
+    a sum is wider than the article's line.  The article is refused in one line naming the
+    formula; set without the check, pdflatex finds it past the margin."""
+    options = _subscripted("abcdefghijklmno")
+    with pytest.raises(SystemExit) as stop:
+        main(["--format", "latex", "--standalone", *options])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "letters wide, and a line of the article holds 72; give shorter subscripts" in err
+    notation = Notation.parse(options[1::2])
+    body = FORMATS["latex"]([f.row(notation) for key in LAYERS for f in formulas(key)])
+    with pytest.raises(_pdflatex.LatexError, match="Overfull"):
+        _pdflatex.compile_pdf(standalone(body))
+
+
 @needs_pdflatex
 @pytest.mark.parametrize(
     ("math", "problem"),

@@ -87,7 +87,10 @@ class Incomplete(DerivationError):
 
 # An input at which a matrix in the statistics is evaluated exactly: distinct entries,
 # none zero, so that no statistic is degenerate there.
-_SAMPLE = (1, -2, 4, 7, 11)
+# Inputs, of several sizes (the determinant may vanish at one n alone), at which no statistic of
+# a usual layer is 0 by symmetry.
+_SAMPLE = (1, -2, 4, 7, 11, -3, 13, 5)
+_SIZES = (2, 3, 5, 8)
 
 
 def complete(layer: Layer) -> tuple[Eigen, ...]:
@@ -99,7 +102,8 @@ def complete(layer: Layer) -> tuple[Eigen, ...]:
     constraints as other directions d and the matrix :math:`(a_l \cdot d)`
     nonsingular, W has dimension n - m and meets the span of the d only in 0,
     so the multiplicities (1 for each d, n - m for W) add up to n.  The matrix
-    is nonsingular where its determinant is not 0 at one input (`_SAMPLE`).
+    is nonsingular where its determinant is not 0; it is evaluated at an input
+    of each size in `_SIZES` (`_SAMPLE`), for a determinant that vanishes at one n.
     """
     pairs = eigenpairs(layer)
     for direction in layer.directions:
@@ -133,12 +137,16 @@ def complete(layer: Layer) -> tuple[Eigen, ...]:
         raise Incomplete(
             rest, f"its constraints on the other directions are not functions of the statistics ({error})"
         ) from None
-    sample = {x[m]: value for m, value in enumerate(_SAMPLE)}
-    at = matrix.det().xreplace(layer.explicit_statistics(len(_SAMPLE))).xreplace({n: len(_SAMPLE)}).xreplace(sample)
-    if not sp.N(at, 30).is_nonzero:
-        raise Incomplete(
-            rest, "its constraints do not separate it from the other directions (their matrix is singular)"
-        )
+    determinant = matrix.det()
+    for size in _SIZES:
+        sample = {x[m]: value for m, value in enumerate(_SAMPLE[:size])}
+        at = determinant.xreplace(layer.explicit_statistics(size)).xreplace({n: size}).xreplace(sample)
+        if not sp.N(at, 30).is_nonzero:
+            raise Incomplete(
+                rest,
+                "its constraints do not separate it from the other directions "
+                f"(their matrix is singular at n = {size}, x = {_SAMPLE[:size]})",
+            )
     return pairs
 
 

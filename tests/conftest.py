@@ -74,6 +74,17 @@ def _cache_on_again(monkeypatch):
     monkeypatch.setattr(derivation_cache, "_included", [])
 
 
+@pytest.fixture(autouse=True)
+def _unregister():
+    """A layer a test registers (a definition file, `numeric.from_definition`) must not leak into
+    the tests after it that iterate over the catalog."""
+    yield
+    from derivations import LAYERS, catalog
+
+    for key in set(LAYERS) - set(catalog.BUILT_IN):
+        catalog.unregister(key)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261129)

@@ -37,14 +37,6 @@ r = "mean(x[j]**2)"
 """
 
 
-@pytest.fixture(autouse=True)
-def _unregister():
-    """A registered layer must not leak into tests that iterate over the catalog."""
-    yield
-    for key in set(LAYERS) - set(catalog.BUILT_IN):
-        catalog.unregister(key)
-
-
 def _renamed(key: str, tmp_path: Path) -> Path:
     """The rewritten built-in under a key of its own: `register` refuses a built-in key."""
     source = (WRITTEN / f"{key}.toml").read_text()
@@ -494,6 +486,13 @@ INCOMPLETE = [
         + _direction("twice", "2 * x[k]")
         + _direction("complement", constraints=("x[k] * w[k]", "2 * x[k] * w[k]")),
         'directions[2] "complement": its constraints do not separate it from the other directions',
+    ),
+    (
+        # At n = 3 the constraint is empty: w is every vector, x among them.  At n = 5, where the
+        # one sample input was taken, it separates.
+        RMSNORM + X + _direction("complement", constraints=("(n - 3) * x[k] * w[k]",)),
+        'directions[1] "complement": its constraints do not separate it from the other directions '
+        "(their matrix is singular at n = 3",
     ),
 ]
 

@@ -191,12 +191,15 @@ def at_scale(
     here = Scaled(*normalized(array, e, degree, centered, weights))
     first = at(*here)
     out = _as_list(first)
-    with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
-        there = Scaled(*balanced(array, e, degree, centered, weights))
-    out = _below(at, out, here, there, e)
-    out = _above(at, out, here, there, e)
+    # Only a row far from epsilon's scale, one way or the other, is taken again elsewhere.
+    negligible = np.zeros(here.m.shape, dtype=bool)
+    if ((here.e < FAR) | (largest(here.x) < NEAR)).any():
+        with np.errstate(all="ignore"):  # a constant row's spread is 0 at its own scale: not one of these
+            there = Scaled(*balanced(array, e, degree, centered, weights))
+        out = _below(at, out, here, there, e)
+        out, negligible = _above(at, out, here, there, e)
     if checked:
-        out = _across_scales(at, out, array, e, degree, centered, weights, here)
+        out = _across_scales(at, out, array, e, degree, centered, weights, here, ~negligible)
     return out if isinstance(first, list) else out[0]
 
 
@@ -223,13 +226,17 @@ def _below(
 
 def _above(
     at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], out: list[Any], here: Scaled, there: Scaled, e: np.ndarray
-) -> list[Any]:
+) -> tuple[list[Any], np.ndarray]:
     """Rows whose scaled epsilon is far below the input's scale (`at_scale`); ``here`` and
-    ``there`` as in `_below`."""
+    ``there`` as in `_below`.  Also returns the rows whose scaled epsilon fell below the normal
+    floats and whose value does not change with it there (epsilon added to a statistic it is
+    negligible beside), shape (..., 1): their value stands.  (At the balanced scale that test is
+    not made: a value saturated there does not change with epsilon either.)"""
     (scaled, e_scaled, m), (own, e_own, m_own) = here, there
     candidates = np.broadcast_to((e_scaled < FAR) & (e > 0), m.shape)
+    negligible = np.zeros(m.shape, dtype=bool)
     if not candidates.any():
-        return out
+        return out, negligible
     # Only where the balanced scale holds the input itself within the range of its squares:
     # beyond, a statistic overflows there, and 1/inf gives a finite, wrong 0.
     resolved = largest(own) <= RESOLVED
@@ -244,7 +251,9 @@ def _above(
     if lost.any():
         with np.errstate(all="ignore"):
             zero, tiny = (_as_list(at(scaled, np.where(lost, value, e_scaled), m)) for value in (0.0, TINY))
-        lost = lost & _changed(zero, tiny, scaled) & resolved
+        changed = _changed(zero, tiny, scaled)
+        negligible |= lost & ~changed
+        lost = lost & changed & resolved
     if lost.any():
         with np.errstate(all="ignore"):
             again = at_balanced(lost, np.where(lost, e_own, e_scaled))
@@ -265,7 +274,7 @@ def _above(
         use = far & _changed(again, without, scaled) & np.all(finite, axis=0)
         if use.any():
             out = [np.where(_widened(use, value), other, value) for value, other in zip(out, again, strict=True)]
-    return out
+    return out, negligible
 
 
 def _across_scales(
@@ -277,9 +286,11 @@ def _across_scales(
     centered: bool,
     weights: np.ndarray | None,
     first: Scaled,
+    doubtful: np.ndarray,
 ) -> list[Any]:
-    """``out``, checked in each row whose input and root of epsilon are more than `APART` binades
-    apart, where float64 may not hold every intermediate at any one scale.
+    """``out``, checked in each ``doubtful`` row (shape (..., 1)) whose input and root of epsilon
+    are more than `APART` binades apart, where float64 may not hold every intermediate at any one
+    scale.  A row where epsilon was found negligible (`_above`) is not doubtful.
 
     The definition is homogeneous, so its value is the same at every scale.  The row is evaluated
     at five scales a power of two apart, from the input's own to epsilon's, those where the scaled
@@ -290,6 +301,11 @@ def _across_scales(
     not finite across the row) while another scale keeps it, or agrees with none of those that
     keep it, a RuntimeWarning says it may be wrong."""
     scaled, e_scaled, m = first
+    # At `normalized`'s scale one of the two is about 1 and the other tells the distance.
+    with np.errstate(all="ignore"):
+        near = (e_scaled < 2.0 ** (-APART * degree)) | (largest(scaled) < 2.0**-APART)
+    if not near.any():
+        return out
     with np.errstate(all="ignore"):
         own, _, m_own = normalized(array, np.zeros_like(e), degree, centered, weights)
         root = np.broadcast_to(epsilon_root(e, degree), m.shape)
@@ -297,7 +313,7 @@ def _across_scales(
         f_root, b_root = np.frexp(root)
         f_own, b_own = np.frexp(m_own)
         gap = (b_root - b_own).astype(np.float64)
-    apart = (np.abs(gap) > APART) & (m_own > 0) & (root > 0)
+    apart = (np.abs(gap) > APART) & (m_own > 0) & (root > 0) & doubtful
     if not apart.any():
         return out
     values, cleans = [], []
@@ -539,6 +555,8 @@ def validated(
     as `_validate.vector`)."""
     array = _validate.vector(values, keep_float=keep_float, finite=finite)
     e = _validate.epsilon(eps)
+    if e.ndim == 0:
+        return array, e, _validate.result_dtype(values, eps), array.shape[:-1]
     try:
         batch = np.broadcast_shapes(e.shape, array.shape[:-1])
     except ValueError:

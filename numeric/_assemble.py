@@ -6,9 +6,16 @@ the caller multiplies by m**p.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from numeric import _rescale
 from numeric._compiled import Compiled
+
+# The scales at which `direct` takes rows as they are: every power up to the third of them, and
+# of their ratio, is a normal float64 far from the ends of the range.
+SAFE = (2.0**-100, 2.0**100)
 
 
 def _spectrum(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> tuple[np.ndarray, list]:
@@ -85,3 +92,57 @@ def from_entry(
         entries = c.entry.function(rows, columns, delta, *stacked, e[..., None], size, *params)
     limit = c.degenerate_entry(delta, *stacked, e[..., None], size)
     return np.broadcast_to(np.where(degenerate, limit, entries), shape)
+
+
+def direct(c: Compiled, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """J of rows x (shape (..., n), float64) from the derived eigenstructure, as `from_eigen`
+    assembles it, in a few NumPy calls on the rows as they are: no rescaling, for a call's fixed
+    cost at small n.  Returns J and the rows it is right for, shape (..., 1): those where x
+    (centered, for a translation-invariant layer, within a few spreads of its mean) and the root
+    of epsilon lie within `SAFE`, where no power up to the sixth of either leaves the normal
+    floats, and no direction vanishes.  The other rows are the caller's to take by the general
+    path.  The layer takes no parameter and no subset.  Each row's value depends on that row alone."""
+    with np.errstate(all="ignore"):  # rows that are not safe are discarded
+        return _direct(c, x, e)
+
+
+def _direct(c: Compiled, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    size = x.shape[-1]
+    mean = None
+    if c.centered:
+        mean = np.add.reduce(x, axis=-1, keepdims=True) / size
+        x = x - mean
+    top = np.maximum(np.maximum.reduce(x, axis=-1, keepdims=True), -np.minimum.reduce(x, axis=-1, keepdims=True))
+    root = _rescale.epsilon_root(e, c.epsilon_degree)
+    safe = (SAFE[0] <= top) & (top <= SAFE[1]) & (SAFE[0] <= root) & (root <= SAFE[1])
+    if mean is not None:
+        safe &= np.abs(mean) <= _rescale.OFFSET * top
+    stats: list[np.ndarray] = []
+    for stat, summand in zip(c.layer.statistics, c.summands, strict=True):
+        value = summand(x, *stats, size)
+        stats.append(np.add.reduce(_full(value, x.shape), axis=-1, keepdims=True) / size if stat.mean else value)
+    rest = np.zeros(safe.shape)
+    updates = []
+    for pair in c.eigen:
+        lam = pair.value(*stats, e, size)
+        if pair.entry is None:
+            rest = lam if pair.count(size) > 0 else rest
+            continue
+        v = _full(pair.entry(x, *stats), x.shape)
+        length = np.add.reduce(v * v, axis=-1, keepdims=True)  # at a safe scale, a normal float
+        safe = safe & (length > 0)  # a direction that vanishes joins the rest: the general path
+        updates.append((lam, v, length))
+    total = np.zeros((*safe.shape[:-1], size, size))
+    for number, (lam, v, length) in enumerate(updates):
+        term = ((lam - rest) / length * v)[..., :, None] * v[..., None, :]
+        total = term if number == 0 else np.add(total, term, out=total)
+    diagonal = total.reshape(*total.shape[:-2], size * size)[..., :: size + 1]
+    diagonal += rest
+    return total, safe
+
+
+def _full(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` in ``shape``: a lambdified expression free of x is a number."""
+    if isinstance(value, np.ndarray) and value.shape == shape:
+        return value
+    return np.broadcast_to(value, shape)

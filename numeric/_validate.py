@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,8 @@ def result_dtype(*values: Any) -> np.dtype:
 
 def epsilon(value: Any) -> np.ndarray:
     """epsilon as float64: real, finite and positive, scalar or array."""
+    if type(value) is float and 0.0 < value < math.inf:  # the common case, in one comparison
+        return np.asarray(value)
     array = _real(value, "epsilon")
     _finite(array, "epsilon")
     if not (array > 0).all():

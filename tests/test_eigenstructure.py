@@ -117,3 +117,39 @@ def test_spectral_assembly_and_entry_route_agree(key, size, rng):
         atol=1e-12 * float(np.max(layer.bound(eps))),
         what="spectral assembly vs entry",
     )
+
+
+@pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
+@pytest.mark.parametrize("size", [2, 3, 8, 64])
+def test_the_direct_jacobian_agrees_with_the_rescaled_one_and_knows_where_it_is_not_safe(key, size, rng):
+    """`_assemble.direct` takes rows at a safe scale in a few NumPy calls; the general path
+    rescales each row first.  On safe rows they agree to rounding; rows that are not safe (far
+    from epsilon's scale, a large offset, a vanishing direction) are flagged, and the public
+    Jacobian of a batch mixing both agrees with each row taken alone."""
+    from numeric import _assemble
+
+    layer = module(key).LAYER
+    if layer._c.indicators:
+        pytest.skip("a layer with subsets takes the general path")
+    rows = rng.standard_normal((4, size)) * np.array([[1e-3], [1.0], [30.0], [1e4]])
+    eps = np.array([[1e-5], [0.25], [3.0], [1e-2]])
+    direct, safe = _assemble.direct(layer._c, rows, eps)
+    assert safe.all()
+    general = layer._at_scale(  # the general path: each row rescaled, J assembled from the eigenpairs
+        lambda scaled, e_scaled, stats: _assemble.from_eigen(layer._c, scaled, stats, e_scaled),
+        rows,
+        eps[:, 0],
+        layer._c.entry.degree,
+        layer._subsets(None, rows.shape),
+    )
+    assert_agree(direct, general, rtol=1e-12, atol=1e-14 * np.max(np.abs(general)), what=f"{key} direct vs general")
+    offset = rows[1] + 1e10 if layer._c.centered else rows[1] * 1e-200  # an offset only a centered layer drops
+    unsafe = np.stack([rows[0] * 1e200, offset, np.zeros(size), rows[2]])
+    e_unsafe = np.array([[0.25], [0.25], [0.25], [1e-250]])
+    _, flagged = _assemble.direct(layer._c, unsafe, e_unsafe)
+    assert not flagged.any()
+    mixed = np.concatenate([rows, unsafe])
+    e_mixed = np.concatenate([eps, e_unsafe])[:, 0]
+    together = layer.jacobian(mixed, e_mixed)
+    alone = np.stack([layer.jacobian(row, e) for row, e in zip(mixed, e_mixed, strict=True)])
+    assert_agree(together, alone, rtol=1e-15, what=f"{key} batch vs each row")

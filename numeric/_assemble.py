@@ -16,6 +16,8 @@ from numeric._compiled import Compiled
 # The scales at which `direct` takes rows as they are: every power up to the third of them, and
 # of their ratio, is a normal float64 far from the ends of the range.
 SAFE = (2.0**-100, 2.0**100)
+# Up to this n, `direct` adds its rank-one updates as one matrix product (one pass over the result).
+PRODUCT = 128
 
 
 def _spectrum(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> tuple[np.ndarray, list]:
@@ -112,7 +114,7 @@ def _direct(c: Compiled, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.n
     if c.centered:
         mean = np.add.reduce(x, axis=-1, keepdims=True) / size
         x = x - mean
-    top = np.maximum(np.maximum.reduce(x, axis=-1, keepdims=True), -np.minimum.reduce(x, axis=-1, keepdims=True))
+    top = np.maximum.reduce(np.abs(x), axis=-1, keepdims=True)
     root = _rescale.epsilon_root(e, c.epsilon_degree)
     safe = (SAFE[0] <= top) & (top <= SAFE[1]) & (SAFE[0] <= root) & (root <= SAFE[1])
     if mean is not None:
@@ -132,10 +134,17 @@ def _direct(c: Compiled, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.n
         length = np.add.reduce(v * v, axis=-1, keepdims=True)  # at a safe scale, a normal float
         safe = safe & (length > 0)  # a direction that vanishes joins the rest: the general path
         updates.append((lam, v, length))
-    total = np.zeros((*safe.shape[:-1], size, size))
-    for number, (lam, v, length) in enumerate(updates):
-        term = ((lam - rest) / length * v)[..., :, None] * v[..., None, :]
-        total = term if number == 0 else np.add(total, term, out=total)
+    batch = safe.shape[:-1]
+    if size <= PRODUCT:  # the rank-one updates as one product, (n, m) times (m, n)
+        left, right = np.zeros((*batch, size, max(1, len(updates)))), np.zeros((*batch, max(1, len(updates)), size))
+        for column, (lam, v, length) in enumerate(updates):
+            left[..., :, column] = (lam - rest) / length * v
+            right[..., column, :] = v
+        total = left @ right
+    else:  # one outer product each: BLAS threads a large product, and waits on a loaded machine
+        total = np.zeros((*batch, size, size))
+        for lam, v, length in updates:
+            total += ((lam - rest) / length * v)[..., :, None] * v[..., None, :]
     diagonal = total.reshape(*total.shape[:-2], size * size)[..., :: size + 1]
     diagonal += rest
     return total, safe

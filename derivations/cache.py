@@ -81,6 +81,7 @@ _ON = ("", "0", "false", "no", "off")
 _disabled = False
 _included: list[bytes] = []
 _said: set[str] = set()
+_IN_THE_WAY = "a folder is in the way of the cache entry"
 
 
 def disable() -> None:
@@ -329,8 +330,13 @@ def write(name: str, payload: bytes, extra: bytes = b"") -> None:
         os.replace(temporary, path)
         temporary = None
     except IsADirectoryError:
-        # Not removed: a folder in the cache is not the cache's to delete.
-        _say(f"a folder is in the way of the cache entry {str(path)!r}: it is derived again each run until removed")
+        # Not removed: a folder in the cache is not the cache's to delete.  Said once a process,
+        # for the first such entry: a cache planted with folders would say it for each.
+        if not any(said.startswith(_IN_THE_WAY) for said in _said):
+            _say(
+                f"{_IN_THE_WAY} {str(path)!r} (and maybe others): such entries are derived again "
+                "each run until the folders are removed"
+            )
     except (OSError, ValueError):
         pass  # read-only, full, or in the way: this process goes on without the entry
     finally:

@@ -570,6 +570,11 @@ def test_an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced(kind, cac
         assert "a folder is in the way of the cache entry" in said
         assert square(7) == 49
         assert "in the way" not in capsys.readouterr().err
+        # A folder at a second entry's name: still that one line (a planted cache gave one a line).
+        other = derivation_cache._path("another entry", b"")
+        other.mkdir()
+        derivation_cache.write("another entry", derivation_cache.dumps(1))
+        assert "in the way" not in capsys.readouterr().err
 
 
 def test_an_entry_larger_than_the_cap_is_a_miss(cache_home, monkeypatch):

@@ -138,6 +138,13 @@ def complete(layer: Layer) -> tuple[Eigen, ...]:
             rest, f"its constraints on the other directions are not functions of the statistics ({error})"
         ) from None
     determinant = matrix.det()
+    singular = _singular_sizes(determinant)
+    if singular:
+        raise Incomplete(
+            rest,
+            "its constraints do not separate it from the other directions "
+            f"(their matrix is singular at n = {singular[0]}: a factor of its determinant in n alone vanishes there)",
+        )
     for size in _SIZES:
         sample = {x[m]: value for m, value in enumerate(_SAMPLE[:size])}
         at = determinant.xreplace(layer.explicit_statistics(size)).xreplace({n: size}).xreplace(sample)
@@ -148,6 +155,18 @@ def complete(layer: Layer) -> tuple[Eigen, ...]:
                 f"(their matrix is singular at n = {size}, x = {_SAMPLE[:size]})",
             )
     return pairs
+
+
+def _singular_sizes(determinant: sp.Expr) -> list[int]:
+    """The n >= 2 at which a factor of ``determinant`` in n alone (a polynomial) vanishes, for
+    every input: there the constraints leave more than the complement.  Factors that depend on
+    the input are left to the samples (`_SIZES`)."""
+    numerator, _ = sp.fraction(sp.factor(sp.together(determinant)))
+    sizes: set[int] = set()
+    for factor, _ in sp.factor_list(numerator)[1]:
+        if factor.free_symbols == {n} and factor.is_polynomial(n):
+            sizes |= {int(root) for root in sp.Poly(factor, n).all_roots() if root.is_integer and root >= 2}
+    return sorted(sizes)
 
 
 def _count(number: int, noun: str) -> str:

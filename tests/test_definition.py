@@ -494,6 +494,12 @@ INCOMPLETE = [
         'directions[1] "complement": its constraints do not separate it from the other directions '
         "(their matrix is singular at n = 3",
     ),
+    (
+        # At no sampled n: found from the determinant's factor in n.
+        RMSNORM + X + _direction("complement", constraints=("(n - 4) * (n - 100) * x[k] * w[k]",)),
+        'directions[1] "complement": its constraints do not separate it from the other directions '
+        "(their matrix is singular at n = 4",
+    ),
 ]
 
 

@@ -293,7 +293,7 @@ def _across_scales(
     scale.  A row where epsilon was found negligible (`_above`) is not doubtful.
 
     The definition is homogeneous, so its value is the same at every scale.  The row is evaluated
-    at five scales a power of two apart, from the input's own to epsilon's, those where the scaled
+    at nine scales a power of two apart, from the input's own to epsilon's, those where the scaled
     input and epsilon are themselves normal floats; at each, IEEE's flags say whether an
     intermediate overflowed, was divided by zero or was not a number (`_clean`).  Where the value
     returned agrees with a clean one it stands; where it agrees with none, the clean value nearest
@@ -317,7 +317,9 @@ def _across_scales(
     if not apart.any():
         return out
     values, cleans = [], []
-    for fraction in (0.5, 0.25, 0.75, 0.0, 1.0):  # the balanced scale first: its clean value is preferred
+    # The balanced scale first (its clean value is preferred), then outwards: an intermediate of
+    # high degree in one and low in the other can fit at one eighth of the way and no quarter.
+    for fraction in (0.5, 0.375, 0.625, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0):
         shift = np.round(fraction * gap).astype(np.int64)
         with np.errstate(all="ignore"):
             x_t = np.ldexp(own, np.broadcast_to(-shift, (*own.shape[:-1], 1)) if own.ndim else -shift)
@@ -380,7 +382,7 @@ def _clean(
         mask.flat[picked] = True
         probes += 1
         try:
-            with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+            with np.errstate(all="raise"):
                 at(np.where(mask, there.x, benign), np.where(mask, there.e, 1.0), np.where(mask, there.m, 1.0))
         except FloatingPointError:
             if picked.size > 1:

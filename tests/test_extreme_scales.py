@@ -130,3 +130,26 @@ def test_a_user_layers_jacobian_where_its_fourth_powers_overflow_at_the_balanced
         warnings.simplefilter("error")
         got = layer.jacobian(x, 1e-300)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_layernorm_at_two_features_where_epsilon_is_far_below_the_spread():
+    """At n = 2 the centered eigenvalue is eps / s**3, and J's entries are sums that cancel to it:
+    at eps = 1.78e-259 the spectral norm was 46% off, and J at x = 1.3e29, eps = 1e-200 was 13% off,
+    silently.  A scale where an intermediate underflowed (raising no overflow flag) had been
+    taken as clean; underflow now counts."""
+    eps = 1.7782794100389229e-259
+    assert numeric.layernorm.spectral_norm(np.array([1.0, -1.0]), eps) == pytest.approx(
+        eps / (1 + eps) ** 1.5, rel=1e-12, abs=0
+    )
+    x = np.array([1.25730221e29, -1.32104863e29])
+    c = [sp.Float(value, 400) for value in x]  # the entries cancel over some 260 digits
+    mean = (c[0] + c[1]) / 2
+    centered = [value - mean for value in c]
+    q = (centered[0] ** 2 + centered[1] ** 2) / 2
+    s = sp.sqrt(q + sp.Float(1e-200, 400))
+    # J = I/s - 11^T/(n s) - c c^T/(n s^3) at n = 2, entry (0, 0), at 400 digits.
+    want = float(1 / s - 1 / (2 * s) - centered[0] ** 2 / (2 * s**3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = numeric.layernorm.jacobian(x, 1e-200)
+    assert got[0, 0] == pytest.approx(want, rel=1e-9, abs=0)

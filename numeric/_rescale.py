@@ -28,6 +28,8 @@ FAR = 1e-30
 # The largest input entry at the balanced scale that `at_scale` takes a value at: its square, and a
 # mean of squares, stay finite.
 RESOLVED = 1e150
+# The largest input entry a scale of `_across_scales` may hold: its IEEE flags tell the rest.
+INPUT = 1e300
 EPSILON = float(np.finfo(np.float64).eps)
 # A row's input scale below this, at the scale where epsilon is 1, is far below it (`_below`).
 NEAR = 1e-15
@@ -252,7 +254,9 @@ def _above(
         with np.errstate(all="ignore"):
             zero, tiny = (_as_list(at(scaled, np.where(lost, value, e_scaled), m)) for value in (0.0, TINY))
         changed = _changed(zero, tiny, scaled)
-        negligible |= lost & ~changed
+        # A value that is 0 with epsilon 0 and with the smallest normal one tells nothing: a
+        # power of epsilon may underflow at both.
+        negligible |= lost & ~changed & _telling(tiny, scaled)
         lost = lost & changed & resolved
     if lost.any():
         with np.errstate(all="ignore"):
@@ -326,7 +330,7 @@ def _across_scales(
             relative = np.ldexp(f_root / f_own, (b_root - b_own - shift).astype(np.int64))
             e_t = relative**degree
             m_t = np.ldexp(m_own, shift.astype(np.int64))
-            valid = apart & (e_t >= TINY) & np.isfinite(e_t) & (largest(x_t) <= RESOLVED) & np.isfinite(m_t)
+            valid = apart & (e_t >= TINY) & np.isfinite(e_t) & (largest(x_t) <= INPUT) & np.isfinite(m_t)
             rows = _as_list(at(np.where(valid, x_t, scaled), np.where(valid, e_t, e_scaled), np.where(valid, m_t, m)))
         values.append((valid, rows))
         cleans.append(valid & _telling(rows, scaled) & _clean(at, valid, Scaled(x_t, e_t, m_t), scaled))

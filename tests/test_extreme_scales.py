@@ -153,3 +153,36 @@ def test_layernorm_at_two_features_where_epsilon_is_far_below_the_spread():
         warnings.simplefilter("error")
         got = numeric.layernorm.jacobian(x, 1e-200)
     assert got[0, 0] == pytest.approx(want, rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize(
+    ("output", "x", "eps", "expected"),
+    [
+        # x / sqrt(eps) = 1e300: no scale holds both; the balanced one holds x at 1.4e150, past the
+        # old limit of 1e150 on the scales tried, though no intermediate there leaves the range.
+        ("epsilon * x[i]", [1e200, -2e200], 1e-200, [1.0, -2.0]),
+        (
+            "epsilon**2 * x[i] / (r + epsilon)",
+            [1e300, -2e300, 1e299],
+            1e300,
+            [5.98802395e299, -1.19760479e300, 5.98802395e298],
+        ),
+        ("x[i] * sqrt(epsilon) / (r + epsilon)", [1e200, -2e200], 1e-200, [4e-301, -8e-301]),
+        (
+            "x[i] * sqrt(epsilon) / (r + epsilon)",
+            [1e300, -1e300],
+            0.3,
+            [5.477225575051661e-301, -5.477225575051661e-301],
+        ),
+    ],
+)
+def test_a_user_layers_value_where_it_is_a_product_of_the_two_extremes(output, x, eps, expected, tmp_path):
+    """Each gave 0, silently: epsilon was lost at the input's scale, and no scale tried could hold
+    the input.  The expected values are the definitions evaluated by hand."""
+    path = tmp_path / "layer.toml"
+    path.write_text(f'key = "extremes"\ntitle = "E"\noutput = "{output}"\n[statistics]\nr = "mean(x[j]**2)"\n')
+    layer = numeric.from_definition(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = layer.forward(np.array(x), eps)
+    np.testing.assert_allclose(got, expected, rtol=1e-8)

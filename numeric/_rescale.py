@@ -299,7 +299,7 @@ def _across_scales(
     The definition is homogeneous, so its value is the same at every scale.  The row is evaluated
     at nine scales a power of two apart, from the input's own to epsilon's, those where the scaled
     input and epsilon are themselves normal floats; at each, IEEE's flags say whether an
-    intermediate overflowed, was divided by zero or was not a number (`_clean`).  Where the value
+    intermediate overflowed, underflowed, was divided by zero or was not a number (`_clean`).  Where the value
     returned agrees with a clean one it stands; where it agrees with none, the clean value nearest
     the balanced scale is taken.  Where no scale is clean and the value returned is lost (zero or
     not finite across the row) while another scale keeps it, or agrees with none of those that
@@ -369,10 +369,11 @@ def _across_scales(
 def _clean(
     at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], rows: np.ndarray, there: Scaled, scaled: np.ndarray
 ) -> np.ndarray:
-    """Per row, shape (..., 1): which of ``rows`` evaluate at the scale ``there`` with no overflow,
-    division by zero or invalid operation raised (an underflow is no flag: a negligible term
-    vanishing is the common case).  The other rows are set to a row of moderate size, which
-    raises none; the rows are tried all at once, then by halves, at most `PROBES` evaluations."""
+    """Per row, shape (..., 1): which of ``rows`` evaluate at the scale ``there`` with no IEEE flag
+    raised: no overflow, underflow, division by zero or invalid operation (an underflowed term can
+    leave a cancelling sum with few digits, as eps / s**3 at n = 2 is).  The other rows are set to
+    a row of moderate size, which raises none; the rows are tried all at once, then by halves, at
+    most `PROBES` evaluations."""
     shape = rows.shape
     benign = np.broadcast_to(np.linspace(-1.0, 1.0, scaled.shape[-1]) + 0.25, scaled.shape)
     found = np.zeros(shape, dtype=bool)

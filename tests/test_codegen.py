@@ -445,3 +445,26 @@ def test_emitted_torch_double_backward_gives_the_jvp_at_zero_and_inside_each_reg
         want = getattr(numeric, key).jvp(x, 0.3, v, *params)
         assert np.isfinite(jv.numpy()).all(), (key, x)
         assert _relative(jv.numpy(), want) <= RTOL, (key, x)
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_the_epsilon_gradients_scaling_degree_is_the_one_its_finite_differences_show(key):
+    """The emitted torch multiplies the gradient in epsilon, computed at the scaled row, by m**d.
+    d is read off numeric's forward here, without torch: the central difference in epsilon at
+    (2x, 2**e eps) over the one at (x, eps) is 2**d."""
+    from derivations import scaling
+    from derivations.codegen._program import DEPSILON
+
+    plan = program(LAYERS[key])
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(5)
+    params = tuple(rng.normal(1, 0.3, 5) for _ in LAYERS[key].parameters)
+    forward = getattr(numeric, key).forward
+    e = scaling.epsilon_degree(LAYERS[key])
+
+    def slope(scale: float) -> np.ndarray:
+        eps, h = 30.0 * scale**e, 1e-5 * 30.0 * scale**e  # above |x|: a clamp on it is active
+        return (forward(scale * x, eps + h, *params) - forward(scale * x, eps - h, *params)) / (2 * h)
+
+    ratio = np.max(np.abs(slope(2.0))) / np.max(np.abs(slope(1.0)))
+    assert ratio == pytest.approx(2.0 ** plan.degrees[DEPSILON], rel=1e-4)

@@ -21,7 +21,9 @@ RTOL = 1e-12
 # ~1/s to ~eps/s**3, in which the emitted (centered) and `numeric` (rescaled) sums differ by
 # ~1e-7 relative at eps = 1e-8; the right judge is an mpmath reference, not yet written.
 SIZES = (3, 7, 64)
-EPSILONS = (1e-300, 1e-8, 1e-5, 0.25)
+# 1.7e308: above 2**1023, where the scale of x and that of its centered entries, each at most
+# 2**1023, had a product beyond float64 (epsilon then lost: the forward was O(1) for O(1e-158)).
+EPSILONS = (1e-300, 1e-8, 1e-5, 0.25, 1.7e308)
 
 
 def _relative(got: np.ndarray, want: np.ndarray) -> float:

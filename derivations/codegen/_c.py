@@ -22,12 +22,14 @@ FIRST = f"{SCALE}_{X}"  # the scale of x
 SECOND = f"{SCALE}_{CENTERED}"  # the further scale of the centered entries
 CENTER = "center"  # the mean of the centered entries as first computed, a rounding error
 
-HELPER = f"""static double power_of_two_above(double size, double {ROOT})
+HELPER = f"""static double power_of_two_above(double size, double {ROOT}, double within)
 {{
-    /* A power of two above max(size, {ROOT}), at most 2**1023: dividing by it is exact. */
-    int exponent;
+    /* A power of two above max(size, {ROOT}), at most 2**1023 / within (a power of two):
+       dividing by it is exact, and within times it is finite. */
+    int exponent, used;
     frexp(fmax(size, {ROOT}), &exponent);
-    return ldexp(1.0, exponent < 1023 ? exponent : 1023);
+    frexp(within, &used);
+    return ldexp(1.0, exponent < 1024 - used ? exponent : 1024 - used);
 }}"""
 
 
@@ -108,7 +110,7 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
         f"    const double {SIZE} = (double){SIZE}_;",
         f"    const double {ROOT} = {printer.doprint(program.root)};",
         *_largest("top", f"{X}[{INDEX}]"),
-        f"    const double {FIRST} = power_of_two_above(top, {ROOT});",
+        f"    const double {FIRST} = power_of_two_above(top, {ROOT}, 1.0);",
     ]
     scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)};"]
     if not program.centered:
@@ -121,9 +123,10 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
             out += _mean(program, printer, CENTER, step.expr)
             out += _largest("top_c", f"{first} - {CENTER}")
             out += [
-                f"    const double {SECOND} = power_of_two_above(top_c, {ROOT} / {FIRST});",
+                f"    const double {SECOND} = power_of_two_above(top_c, {ROOT} / {FIRST}, {FIRST});",
                 # A constant row (top_c exactly 0) has epsilon's scale alone: ROOT / FIRST may underflow.
-                f"    const double {SCALE} = top_c == 0.0 ? power_of_two_above({ROOT}, {ROOT}) : {FIRST} * {SECOND};",
+                f"    const double {SCALE} = top_c == 0.0 ? power_of_two_above({ROOT}, {ROOT}, 1.0)"
+                f" : {FIRST} * {SECOND};",
                 *scaled,
             ]
         elif step.mean:

@@ -47,10 +47,12 @@ def _inputs(x, epsilon):
     return x, epsilon[..., None]
 
 
-def _scale(size, root):
-    """A power of two above max(size, root), at most 2**1023: dividing by it is exact."""
+def _scale(size, root, within=1.0):
+    """A power of two above max(size, root), at most 2**1023 / within (a power of two): dividing
+    by it is exact, and within times it is finite."""
     _, exponent = np.frexp(np.maximum(size, root))
-    return np.ldexp(1.0, np.minimum(exponent, 1023))
+    _, used = np.frexp(within)
+    return np.ldexp(1.0, np.minimum(exponent, 1024 - used))
 '''
 
 

@@ -300,7 +300,7 @@ def array_statistics(program: Program, printer: Any, inputs: str, mean: str, top
             constant = where.format(f"{top.format(c)} == 0", f"_scale({ROOT}, {ROOT})", f"{SCALE} * {SCALE}_{c}")
             out += [
                 f"    {c} = {c} - {mean.format(c)}",
-                f"    {SCALE}_{c} = _scale({top.format(c)}, {ROOT} / {SCALE})",
+                f"    {SCALE}_{c} = _scale({top.format(c)}, {ROOT} / {SCALE}, {SCALE})",
                 f"    {c} = {c} / {SCALE}_{c}",
                 f"    {SCALE} = {constant}",
                 *scaled,

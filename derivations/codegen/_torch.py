@@ -94,13 +94,15 @@ def _inputs(x, epsilon):
     return epsilon[..., None]
 
 
-def _scale(size, root):
-    """A power of two above max(size, root), within the dtype's range: dividing by it is exact.
-    It is piecewise constant in x and epsilon: no gradient flows through it."""
+def _scale(size, root, within=1.0):
+    """A power of two above max(size, root), at most the dtype's largest power of two over within
+    (a power of two): dividing by it is exact, and within times it is finite.  It is piecewise
+    constant in x and epsilon: no gradient flows through it."""
     bound = torch.maximum(size, root).detach()
     _, exponent = torch.frexp(bound)
-    largest = math.frexp(torch.finfo(bound.dtype).max)[1] - 1
-    return torch.ldexp(torch.ones_like(bound), torch.clamp(exponent, max=largest))
+    _, used = torch.frexp(torch.as_tensor(within, dtype=bound.dtype).detach())
+    largest = math.frexp(torch.finfo(bound.dtype).max)[1]
+    return torch.ldexp(torch.ones_like(bound), torch.minimum(exponent, largest - used))
 '''
 
 

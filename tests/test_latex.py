@@ -252,6 +252,26 @@ def test_names_too_long_for_any_line_are_refused_and_would_pass_the_margin(capsy
 
 
 @needs_pdflatex
+@pytest.mark.parametrize("count", [8, 16, 24])
+@pytest.mark.parametrize("letter", ["W", "M"])
+def test_capital_subscripts_are_set_within_the_margin_or_refused(letter, count, capsys):
+    """A capital is about two letters wide in math italic: n = N_{W...} with 24 W's was counted
+    as 24 letters, accepted, and passed the margin by 183 pt."""
+    argv = ["--format", "latex", "--standalone", "--layer", "layernorm", "--notation", f"n=N_{{{letter * count}}}"]
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    if code == 0:
+        assert _pdflatex.compile_pdf(out).log.count("Overfull") == 0
+    else:
+        assert code == 2
+        assert "a line of the article holds 72" in err
+        assert err.count("\n") == 1
+
+
+@needs_pdflatex
 @pytest.mark.parametrize(
     ("math", "problem"),
     [

@@ -423,7 +423,9 @@ class NumericLayer:
         general one cancels (n = 2, q >> epsilon); the others from the general form."""
         c = self._c
         rows = rows.astype(np.float64)
-        scaled, _, _ = _rescale.normalized(rows, e, c.epsilon_degree, c.centered)
+        # The directions at the input's own scale: they do not depend on epsilon, and at a scale
+        # that holds epsilon too an input far below it vanishes (x = 1e-300, epsilon = 1e100).
+        scaled, _, _ = _rescale.normalized(rows, np.zeros_like(e), c.epsilon_degree, c.centered)
         stats = self._statistics(scaled)
         units, lengths = [], []
         for pair in c.explicit:
@@ -447,7 +449,7 @@ class NumericLayer:
             g_rest, w_rest = np.zeros_like(g), np.zeros_like(w)
 
         def general(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-            return _backward.evaluate([product], rows, e, [first, second], params, self, checked=False)[0]
+            return _backward.evaluate([product], rows, e, [first, second], params, self)[0]
 
         # A term beyond the float range here (inf, or inf - inf) is a row the split cannot take,
         # handled below: no warning for it.

@@ -42,6 +42,10 @@ APART = 84
 AGREE = 1e-11
 # The most evaluations `_clean` spends on one scale, finding the rows an intermediate leaves the range in.
 PROBES = 32
+# A wider float than float64 where the platform has one (x87's 80 bits: exponents to 16383, not
+# 1023): rows no float64 scale holds every intermediate of are evaluated in it (`_across_scales`).
+WIDE = np.dtype(np.longdouble)
+EXTENDED = np.finfo(WIDE).maxexp >= 8 * np.finfo(np.float64).maxexp
 
 # Elementwise functions run over chunks of this many entries, so that the
 # temporaries of each chunk stay in cache; on 10^6 points this halves the time.
@@ -135,7 +139,9 @@ def normalized(
         # Where both vanish (a constant input, epsilon below the offset's
         # resolution) the only scale left is root(epsilon) itself.
         lost = inner == 0
-        inner = np.where(lost, 1.0, inner)
+        # A power of two too, so that m * inner below is exact where m is subnormal (an input
+        # of 5e-324's scale: 0.75 * 2**-1074 rounds to 2**-1074).
+        inner = np.where(lost, 1.0, np.ldexp(1.0, np.frexp(inner)[1]))
         values = values / inner
         # m is at most 2**1023 and inner at most about 3 (x up to float64's largest, centered):
         # their product, the true scale, can exceed float64.  It is then inf, whose powers are
@@ -191,7 +197,11 @@ def at_scale(
     ``checked``: warn where the value cannot be trusted (`_across_scales`); off for a part of
     a value its caller assembles from several."""
     here = Scaled(*normalized(array, e, degree, centered, weights))
-    first = at(*here)
+    # An intermediate beyond the range here (a square of an input far below epsilon's scale
+    # underflowing, then 0 / 0) is the rows' to be taken again below: NumPy's own warning for
+    # it would be about a value that is not returned.
+    with np.errstate(all="ignore"):
+        first = at(*here)
     out = _as_list(first)
     # Only a row far from epsilon's scale, one way or the other, is taken again elsewhere.
     negligible = np.zeros(here.m.shape, dtype=bool)
@@ -321,6 +331,18 @@ def _across_scales(
     if not apart.any():
         return out
     values, cleans = [], []
+    if EXTENDED:
+        # The row itself in the wider float first: its exponents reach past every power the
+        # value forms of x and epsilon up to the eighth, so where its flags are clean its value
+        # is the float64 one rounded once.
+        with np.errstate(all="ignore"):
+            x_w = own.astype(WIDE) * np.asarray(m_own, dtype=WIDE)
+            e_w = np.broadcast_to(np.asarray(e, dtype=WIDE), m.shape)
+            one = WIDE.type(1)
+            wide = Scaled(np.where(apart, x_w, scaled), np.where(apart, e_w, e_scaled), np.where(apart, one, m))
+            rows = [np.asarray(v, dtype=np.float64) for v in _as_list(at(*wide))]
+        values.append((apart, rows))
+        cleans.append(apart & _telling(rows, scaled) & _clean(at, apart, wide, scaled))
     # The balanced scale first (its clean value is preferred), then outwards: an intermediate of
     # high degree in one and low in the other can fit at one eighth of the way and no quarter.
     for fraction in (0.5, 0.375, 0.625, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0):

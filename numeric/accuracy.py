@@ -26,6 +26,7 @@ from derivations import LAYERS, eigen, jacobian, quantities, scaling, symmetric
 from derivations.elementwise import Largest
 from derivations.sums import Mean, p
 from derivations.symbols import g, i, j, k, n, t, v, x
+from numeric import _rescale
 from numeric._layer import facade
 
 DIGITS = 50
@@ -511,9 +512,10 @@ def vector(
 
 # The Hessian product is measured where the input's scale and the root of epsilon are at most
 # this factor apart.  Beyond it, a layer that adds epsilon to a deviation (its product is
-# about 1/epsilon**2 there) has terms such as c**3 / sigma**3 that no single scaling keeps
-# inside the float range, and returns 0 or an overflow for a value that exists.
-SECOND_ORDER_SPAN = 2.0**500
+# about 1/epsilon**2 there) has terms such as c**3 / sigma**3 that no single float64 scaling
+# keeps inside the range, and returns 0 or an overflow for a value that exists: unless the
+# platform has a float with a wider exponent to take those rows in (`_rescale.EXTENDED`).
+SECOND_ORDER_SPAN = np.inf if _rescale.EXTENDED else 2.0**500
 
 
 def _takes(key: str, name: str) -> tuple[str, ...]:

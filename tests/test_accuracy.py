@@ -5,7 +5,7 @@ import pytest
 from grids import core_fast, slow
 
 from derivations import LAYERS
-from numeric import accuracy, layernorm
+from numeric import _rescale, accuracy, layernorm
 from numeric._layer import facade
 
 DTYPES = (np.float64, np.float32)
@@ -110,17 +110,30 @@ def test_hvp_at_n_2_where_the_symbolic_n_form_cancels(key, dtype):
     assert result.worst <= result.bound, f"{result.worst:.3g} ulp at {result.where}"
 
 
-@pytest.mark.xfail(strict=True, reason="beyond accuracy.SECOND_ORDER_SPAN: stated in the README")
-def test_hvp_beyond_the_measured_span_is_a_known_limit(monkeypatch):
+@pytest.mark.xfail(strict=True, reason="beyond accuracy.SECOND_ORDER_SPAN in float64: stated in the README")
+def test_hvp_beyond_the_float64_span_is_a_known_limit(monkeypatch):
     """x ~ 1e-300 against epsilon = 1e60 (ratio 1e360): the product of layernorm_std_eps exists
-    (about 1/epsilon**2) but no single scaling keeps its terms in range; the grid skips this."""
+    (about 1/epsilon**2) but no single float64 scaling keeps its terms in range."""
+    monkeypatch.setattr(_rescale, "EXTENDED", False)  # a platform without a wider float
     monkeypatch.setattr(accuracy, "SECOND_ORDER_SPAN", np.inf)  # measure it anyway
     result = accuracy.vector("layernorm_std_eps", "hvp", np.float64, np.array([-300]), np.array([1e60]))
     assert result.points > 0
     assert result.worst <= result.bound
 
 
-def test_the_measured_span_is_what_the_grid_skips():
+@pytest.mark.skipif(not _rescale.EXTENDED, reason="this platform's longdouble has float64's exponent range")
+@pytest.mark.parametrize("key", ["layernorm_std_eps", "layernorm_std_eps_biased", "rmsnorm_eps_outside"])
+@pytest.mark.parametrize(("exponent", "eps"), [(-300, 1e60), (-250, 1e100), (-320, 1.0)])
+def test_hvp_beyond_the_float64_span_is_measured_in_a_wider_float(key, exponent, eps):
+    """Where the platform has a wider float, those rows are taken in it: measured, within bounds."""
+    assert np.isinf(accuracy.SECOND_ORDER_SPAN)
+    result = accuracy.vector(key, "hvp", np.float64, np.array([exponent]), np.array([eps]))
+    assert result.points > 0
+    assert result.worst <= result.bound, f"{result.worst:.3g} ulp at {result.where}"
+
+
+def test_the_measured_span_is_what_the_grid_skips(monkeypatch):
+    monkeypatch.setattr(accuracy, "SECOND_ORDER_SPAN", 2.0**500)  # float64's span
     layer = accuracy.facade("layernorm_std_eps")
     assert accuracy._apart(np.array([1e-300, -2e-300]), 1e60, layer)
     assert not accuracy._apart(np.array([1.0, -2.0]), 1e-8, layer)

@@ -37,10 +37,11 @@ V = np.array([0.3, -0.7, 0.2])
 OUTSIDE = 'key = "outside"\ntitle = "O"\noutput = "x[i] / (sqrt(r) + epsilon)"\n[statistics]\nr = "mean(x[j]**2)"\n'
 
 
-@pytest.mark.parametrize("size", [1e-160, 1e-150, 1e-120, 1e-20])
+@pytest.mark.parametrize("size", [5e-324, 1e-300, 1e-220, 1e-160, 1e-150, 1e-120, 1e-20])
 def test_the_hessian_product_where_the_input_is_far_below_epsilon(size):
     """rmsnorm_eps_outside.hvp at |x| = 1e-160: the mean of squares is subnormal there, and the
-    product had 4e-5 of relative error; at the balanced scale it is normal."""
+    product had 4e-5 of relative error; at the balanced scale it is normal.  At 1e-220 and below,
+    the parts of the product off the explicit directions were 0, unchecked (silently wrong)."""
     x = size * np.array([1.0, -2.0, 3.0])
     want = _hvp_reference(_explicit(lambda xi, r, e: xi / (sp.sqrt(r) + e)), x, 0.3, G, V)
     with warnings.catch_warnings():
@@ -179,10 +180,98 @@ def test_layernorm_at_two_features_where_epsilon_is_far_below_the_spread():
 def test_a_user_layers_value_where_it_is_a_product_of_the_two_extremes(output, x, eps, expected, tmp_path):
     """Each gave 0, silently: epsilon was lost at the input's scale, and no scale tried could hold
     the input.  The expected values are the definitions evaluated by hand."""
-    path = tmp_path / "layer.toml"
+    np.testing.assert_allclose(_user_forward(tmp_path, output, x, eps), expected, rtol=1e-8)
+
+
+def _user_forward(folder, output: str, x: list[float], eps: float) -> np.ndarray:
+    """The forward of the user layer ``output`` (r the mean of squares), with no warning."""
+    path = folder / "layer.toml"
     path.write_text(f'key = "extremes"\ntitle = "E"\noutput = "{output}"\n[statistics]\nr = "mean(x[j]**2)"\n')
     layer = numeric.from_definition(path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = layer.forward(np.array(x), eps)
-    np.testing.assert_allclose(got, expected, rtol=1e-8)
+        return layer.forward(np.array(x), eps)
+
+
+# x far below the root of epsilon, or far above it: no one float64 scale holds every intermediate.
+FARTHEST = [
+    # epsilon x: x / sqrt(eps) = 1e-450; at x's own scale eps overflows, at eps's x underflows.
+    ("epsilon * x[i]", [1e-300, 2e-300], 1e300),
+    # eps**2 x / (r + eps): r overflows at any scale where eps**2 x / r does not underflow.
+    ("epsilon**2 * x[i] / (r + epsilon)", [1e200, -2e200], 0.3),
+    ("epsilon**2 * x[i] / (r + epsilon)", [1e-300, 3e-300, -2e-300], 1e300),
+]
+
+
+def _forward_reference(output: str, x: list[float], eps: float) -> list[float]:
+    """The definition at 40 digits: r the mean of squares, written out apart from the parser."""
+    entries = [sp.Float(value, 60) for value in x]
+    r = sum(entry**2 for entry in entries) / len(entries)
+    e = sp.Float(eps, 60)
+    forms = {
+        "epsilon * x[i]": lambda xi: e * xi,
+        "epsilon**2 * x[i] / (r + epsilon)": lambda xi: e**2 * xi / (r + e),
+    }
+    return [float(forms[output](entry).evalf(40)) for entry in entries]
+
+
+@pytest.mark.skipif(not _rescale.EXTENDED, reason="this platform's longdouble has float64's exponent range")
+@pytest.mark.parametrize(("output", "x", "eps"), FARTHEST)
+def test_a_user_layers_value_where_no_float64_scale_holds_every_intermediate(output, x, eps, tmp_path):
+    """Each gave 0, silently: no float64 scale holds every intermediate.  The row is evaluated in
+    a float with a wider exponent (x87's 80 bits), where the platform has one (x86-64 Linux, CI's)."""
+    got = _user_forward(tmp_path, output, x, eps)
+    np.testing.assert_allclose(got, _forward_reference(output, x, eps), rtol=1e-14)
+
+
+@pytest.mark.parametrize("key", ["layernorm", "layernorm_std_eps", "layernorm_std_eps_biased"])
+def test_a_centered_layer_at_subnormal_inputs(key):
+    """At [5e-324, 0, 0, 0] the centered row's scale was 2**-1074 * 0.75, which rounds to
+    2**-1074: the output was a third too large.  Reference: the definition at 40 digits."""
+    x = np.array([5e-324, 0.0, 0.0, 0.0])
+    eps = 1e-300
+    entries = [sp.Float(value, 60) for value in x]
+    mean = sum(entries) / 4
+    variance = sum((entry - mean) ** 2 for entry in entries) / (3 if key.endswith("biased") else 4)
+    e = sp.Float(eps, 60)
+    scale = sp.sqrt(variance + e) if key == "layernorm" else sp.sqrt(variance) + e
+    want = [float(((entry - mean) / scale).evalf(40)) for entry in entries]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = getattr(numeric, key).forward(x, eps)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_a_user_layers_jacobian_far_below_epsilon_is_right_and_quiet(tmp_path):
+    """x / (sqrt(r) + epsilon) at |x| = 1e-250 and 1e-300: J = I / epsilon up to terms of relative
+    size |x| / epsilon.  It was NaN at 1e-250; at 1e-300 NumPy warned of an invalid value on the
+    way to a right one.  Normwise: the off-diagonal terms are rounding of the eigen-assembly."""
+    path = tmp_path / "outside.toml"
+    path.write_text(OUTSIDE)
+    layer = numeric.from_definition(path)
+    for size in (1e-200, 1e-250, 1e-300):
+        x = size * np.array([0.3, -1.2, 0.5])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = layer.jacobian(x, 0.3)
+        np.testing.assert_allclose(got, np.eye(3) / 0.3, rtol=0, atol=1e-14 / 0.3)
+
+
+@pytest.mark.parametrize("size", [1e-300, 1e-250, 1e-120])
+def test_the_hessian_product_at_two_features_where_the_input_is_far_below_epsilon(size):
+    """layernorm_std_eps.hvp at n = 2, x = 1e-300, epsilon = 1e100: the directions the product is
+    split along were taken at a scale that also held epsilon, where the input vanished, and the
+    product was 0 (truth 3.5e-201).  Reference: the layer written out at n = 2 in SymPy."""
+    x = size * np.array([0.7, -0.4])
+    g, v = np.array([0.3, -0.7]), np.array([1.0, 0.5])
+    entries = sp.symbols("x0:2", real=True)
+    mean = sum(entries) / 2
+    sigma = sp.sqrt(sum((entry - mean) ** 2 for entry in entries))  # unbiased at n = 2: divided by 1
+    y = sp.Matrix([(entry - mean) / (sigma + E) for entry in entries])
+    pairing = (sp.Matrix(g).T * y.jacobian(sp.Matrix(entries)) * sp.Matrix(v))[0]
+    at = {**{s: sp.Float(value, 60) for s, value in zip(entries, x, strict=True)}, E: sp.Float(1e100, 60)}
+    want = np.array([float(sp.diff(pairing, s).evalf(40, subs=at)) for s in entries])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = numeric.layernorm_std_eps.hvp(x, 1e100, g, v)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

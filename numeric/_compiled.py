@@ -170,7 +170,7 @@ class Compiled:
         degree in x_j: NaN and inf reach any such polynomial and any sum of its values (at the
         centered input too, where an entry that is not finite makes every entry NaN or inf).
         A summand an indicator restricts, or a bounded one such as tanh(x_j), does not.  The
-        forward pass then takes no separate pass over x for its finiteness (`_layer._fused`)."""
+        forward pass then takes no separate pass over x for its finiteness (`_kernel.fused`)."""
         for m, stat in enumerate(self.layer.statistics):
             if not stat.mean or self.restricted[m] is not None or any(stat.summand.has(b) for b in self.indicators):
                 continue

@@ -88,7 +88,7 @@ def amplitude(value: Any) -> np.ndarray:
 def vector(value: Any, keep_float: bool = False, finite: bool = True) -> np.ndarray:
     """x with shape (..., n), n >= 2, every entry finite; as float64, or (``keep_float``)
     in its own floating dtype, integers still becoming float64.  With ``finite`` False the
-    caller checks the entries' finiteness itself (`numeric._layer.NumericLayer._fused`)."""
+    caller checks the entries' finiteness itself (`numeric._kernel.fused`)."""
     array = _real(value, "x")
     if array.ndim == 0 or array.shape[-1] < 2:
         raise ValueError(f"x must have shape (..., n) with n >= 2 features, got shape {array.shape}")
@@ -158,3 +158,40 @@ def bound(
             raise ValueError(f"{name} is given both by position and by name")
         values[name] = value
     return values
+
+
+def indicators(
+    key: str, subsets: tuple[Any, ...], named: dict[str, Any], shape: tuple[int, ...], strict: bool = False
+) -> list[np.ndarray]:
+    """Each subset's indicator, from its keyword in ``named`` (taken out of it) or its default,
+    broadcast to ``shape``; with ``strict``, any other keyword is refused, naming layer ``key``."""
+    out = []
+    for subset in subsets:
+        value = named.pop(subset.keyword, subset.default)
+        out.append(np.broadcast_to(np.asarray(subset.entries(shape[-1], value), dtype=np.float64), shape))
+    if strict and named:
+        raise ValueError(f"{next(iter(named))} is not an argument of {key}")
+    return out
+
+
+def parameters(
+    key: str,
+    names: tuple[str, ...],
+    subsets: tuple[Any, ...],
+    array: np.ndarray,
+    given: tuple[Any, ...],
+    named: dict[str, Any],
+    defaults: dict[str, Any] | None = None,
+) -> list[np.ndarray]:
+    """Layer ``key``'s parameters ``names`` by position or name (or from ``defaults``, for one
+    the result does not depend on), each real, finite and broadcast to x's shape; then the
+    indicators of its ``subsets``."""
+    named = dict(named)
+    picked = indicators(key, subsets, named, array.shape)
+    # A subset's keyword (partial RMSNorm's p) is named only, never positional.
+    keywords = "".join(f"; keyword {subset.keyword}=" for subset in subsets)
+    values = {**(defaults or {}), **bound(key, names, given, named, keywords)}
+    missing = [name for name in names if name not in values]
+    if missing:
+        raise ValueError(f"{missing[0]} is required by {key}")
+    return [parameter(values[name], name, array.shape) for name in names] + picked

@@ -24,7 +24,7 @@ from derivations.elementwise import Largest
 from derivations.sums import PowerSum
 from derivations.symbols import epsilon, i, k, x
 from figures._output import write_all
-from numeric import _layer, accuracy, verify
+from numeric import _kernel, accuracy, verify
 from numeric._lambdify import compile
 from numeric._layer import facade
 from numeric.agreement import AgreementError, assert_agree
@@ -38,7 +38,7 @@ def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size)
     row, and rows the program cannot take as they are (their scale near 1e±200, computed again
     rescaled) in each block: the forward pass and the vjp of each row as if it were alone."""
     layer = facade(key)
-    step = max(1, _layer.FUSED_BLOCK // size)
+    step = max(1, _kernel.FUSED_BLOCK // size)
     rows = 2 * step + 3
     rng = np.random.default_rng(7)
     scale = np.logspace(-4, 4, rows)

@@ -475,39 +475,52 @@ def vector(
                 for eps in np.asarray(parameter_values(key, epsilons), dtype=dtype):
                     if second and _apart(inputs, eps, layer):
                         continue  # beyond SECOND_ORDER_SPAN: stated in the README, pinned by a test
-                    try:
-                        found = getattr(layer, name)(inputs, eps, *args)
-                    except ValueError as refused:
-                        if backward and _no_value_at(layer, name, inputs):
-                            continue  # a degenerate input where the product has no value: refused rightly
+                    measured = _measured(key, name, inputs, eps, args, extra if backward else None, info)
+                    if measured is None:
+                        continue
+                    error, lost, refusal = measured
+                    if refusal is not None:
                         # A refusal where the true value exists is a failure of this row, shown.
                         silent += 1
-                        worst, bound, where = float("inf"), VECTOR_BOUND_PER_FEATURE * size, f"{shown}: {refused}"
+                        worst, bound, where = float("inf"), VECTOR_BOUND_PER_FEATURE * size, f"{shown}: {refusal}"
                         continue
-                    first = found[0] if isinstance(found, tuple) else found  # dx of (dx, dgain, dbias)
-                    computed = np.ravel(np.asarray(first, dtype=np.float64))
-                    with mpmath.workdps(DIGITS):
-                        true = _true(key, name, inputs, eps, extra if backward else None)
-                        scale = max(abs(v) for v in true)
-                        if scale != 0 and not info.tiny <= scale <= info.max:
-                            continue
-                        points += 1
-                        if not np.isfinite(computed).all():
-                            silent += 1
-                            error = float("inf")
-                        elif scale == 0:
-                            error = 0.0 if not computed.any() else float("inf")
-                        else:
-                            error = max(
-                                float(abs(mpmath.mpf(float(c)) - v)) for c, v in zip(computed, true, strict=True)
-                            )
-                            error = error / float(scale) / float(info.eps)
+                    points += 1
+                    silent += lost
                     # The bound is 8 n ulp: the worst case is the one closest to its own bound.
                     if not bound or error / (VECTOR_BOUND_PER_FEATURE * size) > worst / bound:
                         worst, bound = error, VECTOR_BOUND_PER_FEATURE * size
                         where = f"n = {size}, {shown}, {parameter(key)} = {eps:.3g}"
     label = f"{key}.{name}" if family == "scaled" else f"{key}.{name} [{family}]"
     return Result(label, str(np.dtype(dtype)), worst, where, bound, points, silent)
+
+
+def _measured(
+    key: str, name: str, inputs: np.ndarray, eps: Any, args: list[np.ndarray], extra: list | None, info: Any
+) -> tuple[float, bool, str | None] | None:
+    """The normwise error of ``name`` at one point, in ulp; whether the value was lost (not
+    finite where the truth is); and the message of a refusal where the true value exists.
+    None where the point is not measured: a degenerate input the product rightly refuses, or a
+    true value beyond the normal floats.  ``extra``: the backward product's vectors, else None."""
+    layer = facade(key)
+    try:
+        found = getattr(layer, name)(inputs, eps, *args)
+    except ValueError as refused:
+        if extra is not None and _no_value_at(layer, name, inputs):
+            return None
+        return float("inf"), False, str(refused)
+    first = found[0] if isinstance(found, tuple) else found  # dx of (dx, dgain, dbias)
+    computed = np.ravel(np.asarray(first, dtype=np.float64))
+    with mpmath.workdps(DIGITS):
+        true = _true(key, name, inputs, eps, extra)
+        scale = max(abs(v) for v in true)
+        if scale != 0 and not info.tiny <= scale <= info.max:
+            return None
+        if not np.isfinite(computed).all():
+            return float("inf"), True, None
+        if scale == 0:
+            return (0.0 if not computed.any() else float("inf")), False, None
+        error = max(float(abs(mpmath.mpf(float(c)) - v)) for c, v in zip(computed, true, strict=True))
+        return error / float(scale) / float(info.eps), False, None
 
 
 # The Hessian product is measured where the input's scale and the root of epsilon are at most

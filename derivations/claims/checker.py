@@ -531,36 +531,21 @@ def _budget(domain: Domain) -> int:
 
 def _explicit_points(domain: Domain, symbols: list[sp.Basic], claim: Claim):
     sizes = _sizes(domain)
-    layers = domain.layers
-    stats = {domain.symbol(stat.symbol) for layer in layers for stat in layer.statistics}
-    given = {domain.symbol(gamma_max)} if domain.usage.gains else set()
-    rest = [
-        s
-        for s in symbols
-        if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
-    ]
-    means = {mean_statistic(layer) for layer in layers} - {None}
+    rest = _sampled_scalars(domain, symbols)
+    means = {mean_statistic(layer) for layer in domain.layers} - {None}
     ranges = {domain.symbol(s): r for s, r in domain.ranges.items()}
     # The small sizes first, with the whole budget; a larger size a partial mean needs, after them.
     small = [size for size in sizes if size <= 5] or sizes
     larger = [size for size in sizes if size not in small]
     for group, budget in ((small, sampling.MAX_EXPLICIT), (larger, _LARGER)):
         seen = 0
-        for number, inputs in enumerate(sampling.explicit_inputs(group, domain.usage.vectors) if group else ()):
-            for symbol, value in domain.pinned.items():
-                if symbol in means:  # a fixed mean: shift the input to it, exactly
-                    inputs = sampling.shifted(inputs, value)
-            inputs = _scaled_to_pinned(domain, inputs, means)
-            inputs = _gains_to_fixed_largest(domain, inputs)
-            if inputs is None:
-                continue  # all-zero gains cannot have the largest |gamma_i| the assumptions fix
-            statistics = sampling.statistics_of(layers, inputs)
-            if any(sp.simplify(statistics[s] - value) != 0 for s, value in domain.pinned.items() if s in statistics):
-                continue  # no input of this kind has the statistics the assumptions fix
-            statistics = {domain.symbol(s): value for s, value in statistics.items()}
-            for point in itertools.islice(
-                sampling.points(rest, [], seed=number, ranges=ranges), min(_PER_INPUT, budget)
-            ):
+        for number, sampled in enumerate(sampling.explicit_inputs(group, domain.usage.vectors) if group else ()):
+            prepared = _to_assumptions(domain, sampled, means)
+            if prepared is None:
+                continue
+            inputs, statistics = prepared
+            points = itertools.islice(sampling.points(rest, [], seed=number, ranges=ranges), min(_PER_INPUT, budget))
+            for point in points:
                 seen += 1
                 full = {**point, **statistics, n: sp.Integer(inputs.size)}
                 if inputs.gain:
@@ -569,6 +554,33 @@ def _explicit_points(domain: Domain, symbols: list[sp.Basic], claim: Claim):
                     yield full, inputs
             if seen >= budget:
                 break
+
+
+def _sampled_scalars(domain: Domain, symbols: list[sp.Basic]) -> list[sp.Basic]:
+    """The claim's scalars sampled beside an explicit input: not a statistic (the input sets it),
+    n, the largest gain, an entry or an index."""
+    stats = {domain.symbol(stat.symbol) for layer in domain.layers for stat in layer.statistics}
+    given = {domain.symbol(gamma_max)} if domain.usage.gains else set()
+    return [
+        s
+        for s in symbols
+        if s not in stats and s != n and s not in given and not isinstance(s, sp.Indexed) and not str(s).startswith("j")
+    ]
+
+
+def _to_assumptions(domain: Domain, inputs: Any, means: set[Any]) -> tuple[Any, dict[sp.Basic, sp.Expr]] | None:
+    """A sampled input moved to what the assumptions fix (a mean, a statistic, the largest gain),
+    with its statistics by the domain's symbols; None where no input of its kind can be."""
+    for symbol, value in domain.pinned.items():
+        if symbol in means:  # a fixed mean: shift the input to it, exactly
+            inputs = sampling.shifted(inputs, value)
+    inputs = _gains_to_fixed_largest(domain, _scaled_to_pinned(domain, inputs, means))
+    if inputs is None:
+        return None  # all-zero gains cannot have the largest |gamma_i| the assumptions fix
+    statistics = sampling.statistics_of(domain.layers, inputs)
+    if any(sp.simplify(statistics[s] - value) != 0 for s, value in domain.pinned.items() if s in statistics):
+        return None  # no input of this kind has the statistics the assumptions fix
+    return inputs, {domain.symbol(s): value for s, value in statistics.items()}
 
 
 def _gains_to_fixed_largest(domain: Domain, inputs: Any) -> Any:
@@ -613,6 +625,23 @@ def _gain_consistent(point: dict, domain: Domain) -> bool:
 
 
 def _example(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> dict[str, Any]:
+    """A counterexample as printed: the point's named values, the input it was found at, and
+    what the audit's witness fills in (the size, a gain)."""
+    out = _named_values(point, domain)
+    # The size the point samples, else the one the assumptions fix (n == 3), else 4.
+    size = int(point.get(n, domain.fixed.get(n, 4)))
+    x = _input_shown(point, inputs, domain, size)
+    if x is not None:
+        out.update(x)
+    return _completed(out, point, inputs, domain)
+
+
+def _number(value: sp.Expr) -> Any:
+    return sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value)
+
+
+def _named_values(point: dict, domain: Domain) -> dict[str, Any]:
+    """The point's numbers by name, then those the assumptions fix, then each subset's 0/1 vector."""
     out: dict[str, Any] = {}
     subsets: dict[str, dict[int, int]] = {}
     for symbol, value in point.items():
@@ -623,32 +652,42 @@ def _example(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> d
             continue  # a matrix's column index: every entry is evaluated, whatever the point's k
         name = str(symbol.base) if isinstance(symbol, sp.Indexed) else str(symbol)
         if value.is_number:
-            out[name] = sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value)
+            out[name] = _number(value)
     statistics = domain.statistics()
     for symbol, value in domain.fixed.items():
         if symbol not in statistics and value.is_number:
-            out.setdefault(str(symbol), sampling.as_number(sp.N(value, 17)) if not value.is_Integer else int(value))
+            out.setdefault(str(symbol), _number(value))
     for name, entries in subsets.items():  # a subset's indicator, as the 0/1 vector it is
         out[name] = [entries[m] for m in sorted(entries)]
-    # The size the point samples, else the one the assumptions fix (n == 3), else 4.
-    size = int(point.get(n, domain.fixed.get(n, 4)))
+    return out
+
+
+def _input_shown(
+    point: dict, inputs: sampling.Explicit | None, domain: Domain, size: int
+) -> dict[str, list[float]] | None:
+    """The input the point stands for, with its gain and vectors where explicit, or None."""
     if inputs is not None:
-        out["x"] = [float(e) for e in inputs.x]
+        shown = {"x": [float(e) for e in inputs.x]}
         if inputs.gain:
-            out["gain"] = [float(e) for e in inputs.gain]
-            out["bias"] = [float(e) for e in inputs.bias]
+            shown["gain"] = [float(e) for e in inputs.gain]
+            shown["bias"] = [float(e) for e in inputs.bias]
         if inputs.g:
-            out["g"] = [float(e) for e in inputs.g]
+            shown["g"] = [float(e) for e in inputs.g]
         if inputs.v:
-            out["v"] = [float(e) for e in inputs.v]
-    elif domain.pattern is not None and t in point:
-        out["x"] = [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in domain.pattern.values]
-    elif t in point and any(quantities.at_constant_input(name) for _, name in domain.usage.quantities):
-        out["x"] = [float(sp.N(point[t], 17))] * size  # the constant input t 1
-    elif domain.usage.general:
+            shown["v"] = [float(e) for e in inputs.v]
+        return shown
+    if domain.pattern is not None and t in point:
+        return {"x": [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in domain.pattern.values]}
+    if t in point and any(quantities.at_constant_input(name) for _, name in domain.usage.quantities):
+        return {"x": [float(sp.N(point[t], 17))] * size}  # the constant input t 1
+    if domain.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
-        out["x"] = [float(e) for e in sampling.input_for({**domain.pinned, **point}, size)]
-    # A counterexample is given in full: the size, and a gain whose largest |gamma_i| is the point's.
+        return {"x": [float(e) for e in sampling.input_for({**domain.pinned, **point}, size)]}
+    return None
+
+
+def _completed(out: dict[str, Any], point: dict, inputs: sampling.Explicit | None, domain: Domain) -> dict[str, Any]:
+    """A counterexample given in full: the size, and a gain whose largest |gamma_i| is the point's."""
     witness = _witness(point, inputs, domain).shown()
     usage = domain.usage
     if domain.pattern is None and (usage.general or usage.vectors or usage.gains):

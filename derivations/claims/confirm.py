@@ -92,6 +92,8 @@ class _Evaluator:
         return int(self.example.get("n", 3))
 
     def name(self, identifier: str, key: str) -> Any:
+        """The value of ``identifier`` at the counterexample, for layer ``key``: a scalar, a registry
+        quantity by its numeric function, a vector, a statistic or a display name."""
         layer = self.layer(key)
         definition = LAYERS[key]
         scalars = {"epsilon": self.eps, "t": self.t, "n": float(self.size()), "d": float(self.size()), "oo": np.inf}
@@ -99,32 +101,7 @@ class _Evaluator:
             return scalars[identifier]
         known = quantities.names(definition)
         if identifier in known:
-            quantity, item = known[identifier]
-            numeric = quantity.numeric_name(item)
-            function = layer.function(numeric) if numeric else None
-            if function is None:
-                raise _Unsupported(f"no numeric function for {identifier}")
-            second, called = self.second(definition)
-            if quantity.evaluate == "of_t":
-                self.how.append(f"numeric.{key}.{numeric}(t, {called})")
-                return float(function(self.t, second, **self.scalars(definition, on_pattern=True)))
-            if quantity.evaluate == "of_epsilon":
-                if quantity.numeric == "bound" and not definition.has_epsilon and definition.parameters:
-                    self.how.append(f"numeric.{key}.{numeric}({called}, gain)")
-                    return float(function(second, self.parameters(layer)[0]))
-                self.how.append(f"numeric.{key}.{numeric}({called})")
-                return float(function(second, **self.scalars(definition, on_pattern=True)))
-            given = () if definition.has_epsilon else self.parameters(layer)
-            found = np.asarray(function(self.need_x(), second, *given, **self.scalars(definition)), dtype=np.float64)
-            value = float(found) if found.ndim == 0 else found
-            self.how.append(f"numeric.{key}.{numeric}(x, {called})")
-            if quantity.reference == "norm2_of_jacobian":
-                matrix = layer.jacobian(self.need_x(), second, *given)
-                independent = float(np.linalg.norm(matrix, 2))
-                if not np.isclose(value, independent, rtol=1e-9, atol=0):
-                    raise _Unsupported(f"{identifier} {value} disagrees with numpy.linalg.norm {independent}")
-                self.how.append("numpy.linalg.norm(J, 2)")
-            return value
+            return self.quantity(identifier, key, *known[identifier])
         if identifier == "ones":
             return np.ones(self.size())
         if identifier in ("x", "c", "y", "J"):
@@ -133,11 +110,45 @@ class _Evaluator:
             if identifier not in self.example:
                 raise _Unsupported(f"the counterexample gives no {identifier}")
             return np.asarray(self.example[identifier], dtype=np.float64)
+        return self.other(identifier, layer, definition)
+
+    def quantity(self, identifier: str, key: str, quantity: Any, item: Any) -> Any:
+        """A registry quantity, by the numeric function its row names, as that row evaluates it."""
+        layer, definition = self.layer(key), LAYERS[key]
+        numeric = quantity.numeric_name(item)
+        function = layer.function(numeric) if numeric else None
+        if function is None:
+            raise _Unsupported(f"no numeric function for {identifier}")
+        second, called = self.second(definition)
+        if quantity.evaluate == "of_t":
+            self.how.append(f"numeric.{key}.{numeric}(t, {called})")
+            return float(function(self.t, second, **self.scalars(definition, on_pattern=True)))
+        if quantity.evaluate == "of_epsilon":
+            if quantity.numeric == "bound" and not definition.has_epsilon and definition.parameters:
+                self.how.append(f"numeric.{key}.{numeric}({called}, gain)")
+                return float(function(second, self.parameters(layer)[0]))
+            self.how.append(f"numeric.{key}.{numeric}({called})")
+            return float(function(second, **self.scalars(definition, on_pattern=True)))
+        given = () if definition.has_epsilon else self.parameters(layer)
+        found = np.asarray(function(self.need_x(), second, *given, **self.scalars(definition)), dtype=np.float64)
+        value = float(found) if found.ndim == 0 else found
+        self.how.append(f"numeric.{key}.{numeric}(x, {called})")
+        if quantity.reference == "norm2_of_jacobian":
+            matrix = layer.jacobian(self.need_x(), second, *given)
+            independent = float(np.linalg.norm(matrix, 2))
+            if not np.isclose(value, independent, rtol=1e-9, atol=0):
+                raise _Unsupported(f"{identifier} {value} disagrees with numpy.linalg.norm {independent}")
+            self.how.append("numpy.linalg.norm(J, 2)")
+        return value
+
+    def other(self, identifier: str, layer: NumericLayer, definition: Any) -> Any:
+        """A statistic, a display name (lambdified from the expression it stands for, not typed),
+        a gain or a scalar the counterexample gives."""
         stats = layer.statistics(self.need_x()) if definition.statistics else {}
         named = {str(symbol): value for symbol, value in stats.items()}
         if identifier in named:
             return named[identifier]
-        # A display name such as s stands for a derived expression (sqrt(q + epsilon)): lambdified, not typed.
+        # A display name such as s stands for a derived expression (sqrt(q + epsilon)).
         for expr, shown in definition.display:
             if str(shown) == identifier and not expr.atoms(sp.Indexed):
                 symbols = [*stats, eps_symbol]

@@ -742,6 +742,30 @@ def _epsilon_text(domain: Domain) -> str:
 
 
 def _quantifier(domain: Domain, key: str) -> str:
+    """What a verdict quantified over, as printed: the variables and their ranges, then the
+    assumptions a reader would not take for granted."""
+    usage = domain.usage
+    eps = _epsilon_text(domain)
+    if not usage.epsilon and not any(LAYERS[name].has_epsilon for name in usage.layers or {key}):
+        eps = ""  # a layer without epsilon (Dynamic Tanh): nothing to quantify over
+    tail = _assumptions_shown(domain)
+    if domain.pattern is not None:
+        over = ", ".join(filter(None, ["t in R", eps, *_ranges(domain, key)]))
+        return f"for all {over}, at x = {domain.pattern} (n = {len(domain.pattern.values)}){tail}"
+    if usage.general or usage.vectors or usage.gains:
+        constant = any(quantities.at_constant_input(name) for _, name in usage.quantities)
+        inputs = "x in R^n, t in R, constant_response at x = t 1" if constant else "x in R^n"
+        over = ", ".join(filter(None, [inputs, describe_n(domain.n_set), eps, *_ranges(domain, key)]))
+        return f"for all {over}{tail}"
+    free = domain.free
+    if not free:
+        return "(a statement about numbers)" + tail
+    positive = [eps] if "epsilon" in free and eps else []
+    return f"for all {', '.join(free)}{''.join(', ' + p for p in positive)}{tail}"
+
+
+def _ranges(domain: Domain, key: str) -> list[str]:
+    """The vectors, subsets, gains and scalars the claim ranges over, besides x, t, n and epsilon."""
     usage = domain.usage
     extra = [f"{name} in R^n" for name in sorted(usage.vectors - {"gamma", "beta"})]
     extra += [
@@ -751,10 +775,12 @@ def _quantifier(domain: Domain, key: str) -> str:
     ]
     if usage.gains:
         extra.append("gamma, beta in R^n with gamma_max = max|gamma_i|")
-    extra += [f"{name} in R" for name in sorted(usage.scalars)]
-    eps = _epsilon_text(domain)
-    if not usage.epsilon and not any(LAYERS[name].has_epsilon for name in usage.layers or {key}):
-        eps = ""  # a layer without epsilon (Dynamic Tanh): nothing to quantify over
+    return extra + [f"{name} in R" for name in sorted(usage.scalars)]
+
+
+def _assumptions_shown(domain: Domain) -> str:
+    """The assumptions the quantifier does not already say, the pattern's values they use, and
+    the exclusions: ", ..." to follow it."""
     shown = [a.text for a in domain.assumptions if not a.text.replace(" ", "").startswith(("n>=", "n==", "d>="))]
     shown = [a for a in shown if not (a.replace(" ", "").startswith("epsilon==") and epsilon in domain.fixed)]
     shown = [a for a in shown if a.replace(" ", "") not in ("epsilon>=0", "0<=epsilon")]  # said by "epsilon >= 0"
@@ -768,19 +794,7 @@ def _quantifier(domain: Domain, key: str) -> str:
         tail += f" ({', '.join(at_pattern)} at this input)"
     if domain.exclusions:
         tail += ", where " + " and ".join(domain.excluded)
-    if domain.pattern is not None:
-        over = ", ".join(filter(None, ["t in R", eps, *extra]))
-        return f"for all {over}, at x = {domain.pattern} (n = {len(domain.pattern.values)}){tail}"
-    if usage.general or usage.vectors or usage.gains:
-        constant = any(quantities.at_constant_input(name) for _, name in usage.quantities)
-        inputs = "x in R^n, t in R, constant_response at x = t 1" if constant else "x in R^n"
-        over = ", ".join(filter(None, [inputs, describe_n(domain.n_set), eps, *extra]))
-        return f"for all {over}{tail}"
-    free = domain.free
-    if not free:
-        return "(a statement about numbers)" + tail
-    positive = [eps] if "epsilon" in free and eps else []
-    return f"for all {', '.join(free)}{''.join(', ' + p for p in positive)}{tail}"
+    return tail
 
 
 def _assumed(domain: Domain) -> list[sp.Basic]:

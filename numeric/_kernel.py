@@ -9,7 +9,7 @@ methods a wrapper overrides: `weights`, `jacobian_product`, `jacobian_from_entry
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -19,8 +19,8 @@ from derivations import Direction
 from numeric import _assemble, _backward, _rescale, _validate
 from numeric._compiled import Fused
 
-if TYPE_CHECKING:
-    from numeric._layer import NumericLayer
+# The facade, `numeric._layer.NumericLayer`: that module imports this one, so it is not imported here.
+NumericLayer = Any
 
 # Rows of a fused program run in blocks of about this many entries: the
 # temporaries of a block stay in cache, and a block is large enough that

@@ -26,11 +26,11 @@ if "sympy" not in sys.modules:
     os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
 
 if TYPE_CHECKING:
-    from derivations._formula import Established, Formula
-    from derivations._layer import Direction, Layer, Pattern, Statistic
-    from derivations._proof import DerivationError
     from derivations.affine import Affine, affine
     from derivations.catalog import CORE, LAYERS, formula, formulas, symmetric
+    from derivations.core.formula import Established, Formula
+    from derivations.core.layer import Direction, Layer, Pattern, Statistic
+    from derivations.core.proof import DerivationError
     from derivations.quantities import QUANTITIES, NotApplicable, Quantity
 
 # Each public name and the module that defines it.
@@ -39,15 +39,15 @@ _HOMES = {
     "LAYERS": "derivations.catalog",
     "QUANTITIES": "derivations.quantities",
     "Affine": "derivations.affine",
-    "DerivationError": "derivations._proof",
-    "Direction": "derivations._layer",
-    "Established": "derivations._formula",
-    "Formula": "derivations._formula",
-    "Layer": "derivations._layer",
+    "DerivationError": "derivations.core.proof",
+    "Direction": "derivations.core.layer",
+    "Established": "derivations.core.formula",
+    "Formula": "derivations.core.formula",
+    "Layer": "derivations.core.layer",
     "NotApplicable": "derivations.quantities",
-    "Pattern": "derivations._layer",
+    "Pattern": "derivations.core.layer",
     "Quantity": "derivations.quantities",
-    "Statistic": "derivations._layer",
+    "Statistic": "derivations.core.layer",
     "affine": "derivations.affine",
     "formula": "derivations.catalog",
     "formulas": "derivations.catalog",

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derivations import backward, jacobian, spectral
-from derivations._formula import Established, Formula
-from derivations._layer import Layer
-from derivations._proof import equal
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer
+from derivations.core.proof import equal
 from derivations.symbols import beta, diag_gamma, g, gamma, gamma_max, i, k, norm_J
 
 

@@ -28,10 +28,10 @@ from functools import singledispatch
 import sympy as sp
 
 from derivations import jacobian
-from derivations._formula import Established, Formula
-from derivations._layer import Direction, Layer
-from derivations._proof import DerivationError, equal
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Direction, Layer
+from derivations.core.proof import DerivationError, equal
 from derivations.sums import Mean, PowerSum, as_means, over_entries, p, reduce_sums
 from derivations.symbols import g, i, k, n, u, v, x
 

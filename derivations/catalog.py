@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import cache, partial
 
 from derivations import quantities
-from derivations._formula import Formula
-from derivations._layer import Layer
 from derivations.cache import derived
+from derivations.core.formula import Formula
+from derivations.core.layer import Layer
 from derivations.notation import DEFAULT, Notation
 
 # One line per layer: the module under derivations/layers/ that defines it.  The

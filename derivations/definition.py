@@ -42,10 +42,10 @@ import sympy as sp
 
 from derivations import cache as derivation_cache
 from derivations import eigen, quantities, regimes, scaling
-from derivations._layer import Direction, Layer, Pattern, Statistic
-from derivations._proof import DerivationError
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
+from derivations.core.layer import Direction, Layer, Pattern, Statistic
+from derivations.core.proof import DerivationError
 from derivations.files import Unreadable, read_capped
 from derivations.layers import layernorm, rmsnorm
 from derivations.sums import mean

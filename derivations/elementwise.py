@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, fields
 import sympy as sp
 
 from derivations import eigen, jacobian, response, spectral
-from derivations._formula import Established, Formula
-from derivations._layer import Direction, Layer, Pattern
-from derivations._proof import DerivationError, equal, nonnegative
 from derivations.affine import Affine
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Direction, Layer, Pattern
+from derivations.core.proof import DerivationError, equal, nonnegative
 from derivations.symbols import gamma, gamma_max, i, k, n, norm_J, x
 
 # Elementwise layers have no statistic that vanishes at a degenerate input; `Layer.spread`

@@ -25,9 +25,9 @@ from functools import cache
 
 import sympy as sp
 
-from derivations._formula import Established, Formula
-from derivations._layer import Layer, Rewrapped, rewrapped
-from derivations._proof import DerivationError, equal
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer, Rewrapped, rewrapped
+from derivations.core.proof import DerivationError, equal
 from derivations.symbols import J, n, x
 
 # The explicit (number of blocks, block size) at which the structure is proved.

@@ -15,10 +15,10 @@ from functools import singledispatch
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixElement
 
-from derivations._formula import Established, Formula
-from derivations._layer import Layer
-from derivations._proof import DerivationError, equal
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer
+from derivations.core.proof import DerivationError, equal
 from derivations.sums import explicit_means, reduce_sums
 from derivations.symbols import J, delta, i, k, n, ones, tau, x
 

@@ -11,9 +11,9 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations._formula import Established, Formula
-from derivations._layer import Layer
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer
 from derivations.sums import over_entries, reduce_sums
 from derivations.symbols import i, n
 

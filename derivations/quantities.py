@@ -27,9 +27,9 @@ from typing import Any
 import sympy as sp
 
 from derivations import backward, eigen, grouped, jacobian, moments, regimes, response, scaling, spectral
-from derivations._formula import Formula
-from derivations._layer import Layer
-from derivations._proof import DerivationError
+from derivations.core.formula import Formula
+from derivations.core.layer import Layer
+from derivations.core.proof import DerivationError
 from derivations.symbols import beta, gamma, w_gemma
 
 

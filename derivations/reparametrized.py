@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
-from derivations._formula import Formula
-from derivations._layer import Layer, Rewrapped, rewrapped
+from derivations.core.formula import Formula
+from derivations.core.layer import Layer, Rewrapped, rewrapped
 from derivations.symbols import diag_gamma, gamma_max, i
 
 

@@ -16,10 +16,10 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations._formula import Established, Formula
-from derivations._layer import Layer, Pattern
-from derivations._proof import DerivationError
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer, Pattern
+from derivations.core.proof import DerivationError
 from derivations.sums import reduce_sums
 from derivations.symbols import i, t, x
 

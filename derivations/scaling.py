@@ -22,10 +22,10 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations._formula import Established, Formula
-from derivations._layer import Layer
-from derivations._proof import DerivationError
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer
+from derivations.core.proof import DerivationError
 from derivations.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, t, x
 

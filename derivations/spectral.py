@@ -19,10 +19,10 @@ from functools import singledispatch
 import sympy as sp
 
 from derivations import eigen, jacobian
-from derivations._formula import Established, Formula
-from derivations._layer import Layer
-from derivations._proof import DerivationError, equal, less_equal
 from derivations.cache import derived
+from derivations.core.formula import Established, Formula
+from derivations.core.layer import Layer
+from derivations.core.proof import DerivationError, equal, less_equal
 from derivations.sums import over_entries, reduce_sums
 from derivations.symbols import delta, i, k, n, norm_J
 

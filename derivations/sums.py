@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import sympy as sp
 
-from derivations._proof import DerivationError
+from derivations.core.proof import DerivationError
 from derivations.symbols import n, x
 
 # The canonical summation index inside a PowerSum, so that the same sum met

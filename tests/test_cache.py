@@ -512,7 +512,7 @@ def test_an_authenticated_gadget_never_runs_and_the_value_is_derived_again(case,
 
 
 def test_only_data_round_trips():
-    from derivations._formula import Established
+    from derivations.core.formula import Established
 
     value = {"a": (1, [None, True, "x"]), 2: Established.LIMIT, "f": sp.Function("f", real=True)(sp.Symbol("x"))}
     assert derivation_cache.loads(derivation_cache.dumps(value)) == value
@@ -660,7 +660,8 @@ def test_a_key_that_is_not_a_private_file_of_32_bytes_means_no_cache(kind, cache
 def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monkeypatch):
     """An entry names a class by its own module and qualified name: a module attribute bound to a
     class of another name (sorting before or after it) does not reach it."""
-    from derivations import _formula, _layer
+    from derivations.core import formula as _formula
+    from derivations.core import layer as _layer
 
     enum_entry = derivation_cache.dumps(_formula.Established.LIMIT)
     pattern = _layer.Pattern((sp.Integer(1), sp.Integer(2)), coordinate=1)
@@ -671,7 +672,8 @@ def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monke
     assert (recalled.values, recalled.coordinate) == (pattern.values, pattern.coordinate)
     monkeypatch.setattr(_formula, alias, _formula.Established, raising=False)
     monkeypatch.setattr(_layer, alias, _layer.Pattern, raising=False)
-    for entry, real in ((enum_entry, "derivations._formula:Established"), (class_entry, "derivations._layer:Pattern")):
+    stored = ((enum_entry, "derivations.core.formula:Established"), (class_entry, "derivations.core.layer:Pattern"))
+    for entry, real in stored:
         assert real.encode() in entry
         module = real.partition(":")[0]
         forged = entry.replace(real.encode(), f"{module}:{alias}".encode())

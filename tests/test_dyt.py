@@ -14,10 +14,10 @@ from grids import tiered
 
 import numeric
 from derivations import LAYERS, backward, formula, formulas, jacobian, quantities, response, spectral
-from derivations._proof import DerivationError, is_zero
 from derivations.claims import Claim, check
 from derivations.claims.confirm import confirm
 from derivations.codegen import emit
+from derivations.core.proof import DerivationError, is_zero
 from derivations.elementwise import Largest, diagonal, elementwise_affine
 from derivations.layers.dyt import BASE
 from derivations.symbols import alpha, beta, epsilon, g, gamma, gamma_max, i, k, t, v, x
@@ -122,7 +122,7 @@ def test_a_wrong_stated_form_is_refused(name, wrong):
 
 def test_a_jacobian_term_that_is_not_a_multiple_of_the_identity_is_refused():
     # Before elementwise layers, delta_ik f(x_i) would have been printed as f I.
-    from derivations._layer import Layer
+    from derivations.core.layer import Layer
 
     plain = Layer(
         key="plain_tanh",

@@ -131,8 +131,8 @@ def test_latex_format_is_one_labelled_equation_per_formula_with_its_statement_ab
 
 def test_a_broken_formula_fills_each_line_before_it_starts_the_next():
     """Terms go on a line while it stays within the width: no line could have taken the next line's first term."""
-    from derivations._formula import LINE
     from derivations._width import width
+    from derivations.core.formula import LINE
 
     broken = [f for key in LAYERS for f in formulas(key) if len(f.latex_lines()) > 1]
     assert broken
@@ -294,8 +294,8 @@ def test_overfull_boxes_up_to_the_limit_pass():
 def test_a_long_sum_breaks_only_where_the_next_term_would_pass_the_width(width):
     """Terms of one letter: every line stays within the width (in typeset letters), and each
     break was needed (the next term did not fit)."""
-    from derivations._formula import Established, Formula
     from derivations._width import width as typeset_width
+    from derivations.core.formula import Established, Formula
 
     terms = sp.symbols("a b c d e f g h j k l m p r u w z")
     shown = Formula("sum", "", sp.Eq(sp.Symbol("y"), sp.Add(*terms)), (), Established.ALL_N, "", "", "test")

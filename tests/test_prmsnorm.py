@@ -16,10 +16,10 @@ import sympy as sp
 from grids import slow, tiered
 
 from derivations import LAYERS, backward, eigen, jacobian, quantities, spectral
-from derivations._proof import is_zero
 from derivations.claims import Claim, check
 from derivations.claims.confirm import confirm
 from derivations.codegen import emit
+from derivations.core.proof import is_zero
 from derivations.layers.prmsnorm import FIRST_K, first_entries, m
 from derivations.sums import reduce_sums
 from derivations.symbols import epsilon, i, k, k_p, kappa, n, r, r_k, s, w, x

@@ -21,13 +21,13 @@ from typing import Any
 import sympy as sp
 
 from derivations import LAYERS, quantities
-from derivations._proof import is_zero
 from derivations.catalog import CORE
 from derivations.claims import audit, bounded, sampling, solver
 from derivations.claims.domain import Domain, Vacuous, build_domain, settle
 from derivations.claims.language import ClaimError, Relation
 from derivations.claims.proof import prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, build, mean_statistic
+from derivations.core.proof import is_zero
 from derivations.sums import Indicator, PowerSum
 from derivations.symbols import epsilon, gamma, gamma_max, k, n, t
 

@@ -33,12 +33,12 @@ import sympy as sp
 from sympy.printing.str import StrPrinter
 
 from derivations import LAYERS, quantities
-from derivations._layer import Layer, Pattern
 from derivations.claims import limits, sampling, solver
 from derivations.claims.definedness import Requirement
 from derivations.claims.language import ClaimError, Lim, Relation
 from derivations.claims.proof import describe_n
 from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
+from derivations.core.layer import Layer, Pattern
 from derivations.sums import PowerSum
 from derivations.symbols import epsilon, gamma_max, gemma_max, mu, n, q, x
 

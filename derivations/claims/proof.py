@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import sympy as sp
 
-from derivations._proof import DerivationError, is_zero, less_equal
 from derivations.claims.language import Relation
+from derivations.core.proof import DerivationError, is_zero, less_equal
 from derivations.symbols import n, t
 
 

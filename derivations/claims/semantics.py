@@ -21,10 +21,10 @@ from typing import Any
 import sympy as sp
 
 from derivations import Layer, NotApplicable, jacobian, quantities, scaling
-from derivations._layer import Pattern
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.definedness import Requirement, at_node, gaps, requirements
 from derivations.claims.language import MAX_EXPONENT, RIGHT, Built, ClaimError, Lim, _Builder, _describe, _where
+from derivations.core.layer import Pattern
 from derivations.elementwise import Largest, apart
 from derivations.sums import over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x

@@ -27,7 +27,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
 from derivations import backward, quantities, scaling
-from derivations._layer import Layer
+from derivations.core.layer import Layer
 from derivations.sums import Mean
 from derivations.symbols import c, epsilon, g, i, j, n, x
 

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import sympy as sp
 from sympy.solvers.solveset import NonlinearError
 
-from derivations._formula import Formula
-from derivations._proof import DerivationError, equal
+from derivations.core.formula import Formula
+from derivations.core.proof import DerivationError, equal
 from derivations.sums import Indicator, Mean, in_statistics, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, x
 

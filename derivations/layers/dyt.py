@@ -14,7 +14,7 @@ gamma alpha whatever the input's spread.
 
 import sympy as sp
 
-from derivations._layer import Pattern
+from derivations.core.layer import Pattern
 from derivations.elementwise import COORDINATE, NO_SPREAD, Diagonal, Elementwise, Largest, elementwise_affine
 from derivations.symbols import alpha, beta, g, gamma, gamma_max, i, k, t, v, x
 

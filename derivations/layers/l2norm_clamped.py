@@ -10,7 +10,7 @@ On ||x||_2 = epsilon the output is continuous and the Jacobian does not exist.
 
 import sympy as sp
 
-from derivations._layer import Pattern, Statistic
+from derivations.core.layer import Pattern, Statistic
 from derivations.layers.rmsnorm import RAW_DIRECTIONS, UNIFORM
 from derivations.regimes import cases, clamped
 from derivations.sums import mean

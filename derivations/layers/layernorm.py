@@ -9,7 +9,7 @@ the literature states, which every derivation must prove, not return.
 
 import sympy as sp
 
-from derivations._layer import Direction, Layer, Pattern, Statistic
+from derivations.core.layer import Direction, Layer, Pattern, Statistic
 from derivations.sums import mean
 from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, s, t, w, x
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import sympy as sp
 
-from derivations._layer import Direction, Layer, Pattern, Statistic, Subset
+from derivations.core.layer import Direction, Layer, Pattern, Statistic, Subset
 from derivations.layers.rmsnorm import UNIFORM
 from derivations.sums import Indicator
 from derivations.sums import mean as mean_over

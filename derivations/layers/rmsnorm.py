@@ -8,7 +8,7 @@ all-ones vector is not special.
 
 import sympy as sp
 
-from derivations._layer import Direction, Layer, Pattern, Statistic
+from derivations.core.layer import Direction, Layer, Pattern, Statistic
 from derivations.sums import mean
 from derivations.symbols import epsilon, g, i, j, k, n, r, s, t, w, x
 

@@ -9,7 +9,7 @@ order there.
 
 import sympy as sp
 
-from derivations._layer import Layer, Pattern, Statistic
+from derivations.core.layer import Layer, Pattern, Statistic
 from derivations.layers.rmsnorm import RAW_DIRECTIONS, UNIFORM
 from derivations.sums import mean
 from derivations.symbols import epsilon, g, i, j, k, n, r, sigma, t, tau, x

@@ -1,8 +1,8 @@
 """How wide a line of math LaTeX is when typeset, in letters: for breaking displayed equations.
 
 The printers' own output is measured, not arbitrary LaTeX: commands, braces,
-fractions, roots, scripts and the spacing commands they emit.  A lowercase letter,
-digit or operator counts 1, a capital its width in math italic over theirs, a space in the source half that (the room
+fractions, roots, scripts and the spacing commands they emit.  A letter,
+digit or operator counts 1, a wider letter its width in math italic over theirs, a space in the source half that (the room
 around an operator; none between factors, which no space marks); a fraction is as wide as
 its wider part; a script counts at the size it is set in; a font command is as
 wide as its argument; any other command (a Greek letter, an operator symbol)
@@ -11,7 +11,7 @@ as its widest cell, plus a brace.  The count is what a reader sees, so that a lo
 with ``--notation`` makes a line wider, and a ``\\frac`` does not count twice.
 
     >>> width(r"\\frac{1}{N_{abcdef} s}")
-    7.7
+    8.42
     >>> width("a + b")
     4.0
     >>> width(r"\\begin{cases} a & b \\\\ c + d & e \\end{cases}")
@@ -20,20 +20,33 @@ with ``--notation`` makes a line wider, and a ``\\frac`` does not count twice.
 
 from __future__ import annotations
 
-# The size of a superscript or subscript next to a letter of the text size (TeX's \scriptstyle, 7/10).
-SCRIPT = 0.7
+# The width of a superscript or subscript letter next to one of the text size: TeX's \scriptstyle
+# sets it at 7/10 of the size, in cmmi7, whose letters are drawn wider (their mean is 0.82 of cmmi10's).
+SCRIPT = 0.82
 # Commands whose one braced argument is set as text of the same width.
 FONTS = frozenset(
     {"mathbf", "mathrm", "mathbb", "mathcal", "mathit", "operatorname", "boldsymbol", "text", "mathsf", "overline"}
 )
-# Capital letters in math italic are wider than the lowercase ones a letter stands for: their
-# widths in cmmi10's metrics over the mean of its lowercase letters (0.4995 em), in five classes.
-CAPITALS = {
+# Letters in math italic wider than the mean lowercase one a letter stands for (0.4995 em): their
+# widths in cmmi10's metrics over that, capitals in five classes.  The narrower ones count 1.
+LETTERS = {
     **dict.fromkeys("IJ", 1.0),  # I 0.88, J 1.11: about a letter
     **dict.fromkeys("FPSTVY", 1.25),  # 1.16 .. 1.29
     **dict.fromkeys("ABCELRUZ", 1.45),  # 1.36 .. 1.52
     **dict.fromkeys("DGHNOQX", 1.6),  # 1.53 .. 1.66
     **dict.fromkeys("KMW", 1.9),  # 1.70 .. 1.94
+    **dict.fromkeys("hux", 1.15),
+    "n": 1.2,
+    "w": 1.45,
+    "m": 1.75,
+}
+# Commands set wider than a letter: the upright Greek capitals (cmr10's widths over the same mean).
+WIDE_COMMANDS = {
+    **dict.fromkeys(("Gamma",), 1.25),
+    **dict.fromkeys(("Xi", "Lambda"), 1.4),
+    **dict.fromkeys(("Sigma", "Phi", "Omega", "Pi"), 1.5),
+    **dict.fromkeys(("Theta", "Upsilon", "Psi"), 1.56),
+    "Delta": 1.67,
 }
 SPACES = {",": 0.3, ":": 0.3, ";": 0.4, "!": 0.0, "quad": 2.0, "qquad": 4.0, " ": 0.3}
 FRACTIONS = frozenset({"frac", "dfrac", "tfrac"})
@@ -56,7 +69,7 @@ def _group(tex: str, at: int) -> tuple[float, int]:
         return inner, end
     if tex[at] == "\\":
         return _command(tex, at)
-    return CAPITALS.get(tex[at], 1.0), at + 1
+    return LETTERS.get(tex[at], 1.0), at + 1
 
 
 def _top_level(tex: str, separator: str) -> list[str]:
@@ -114,7 +127,7 @@ def _command(tex: str, at: int) -> tuple[float, int]:
     if name in ("left", "right", "bigl", "bigr", "Bigl", "Bigr"):
         delimiter, end = _group(tex, end)
         return (0.0 if tex[end - 1] == "." else delimiter), end
-    return 1.0, end
+    return WIDE_COMMANDS.get(name, 1.0), end
 
 
 def _width(tex: str, at: int, closing: bool = False) -> tuple[float, int]:
@@ -133,6 +146,6 @@ def _width(tex: str, at: int, closing: bool = False) -> tuple[float, int]:
         elif char == "}":
             at += 1
         else:
-            total += 0.5 if char == " " else CAPITALS.get(char, 1.0)
+            total += 0.5 if char == " " else LETTERS.get(char, 1.0)
             at += 1
     return total, at

@@ -252,12 +252,20 @@ def test_names_too_long_for_any_line_are_refused_and_would_pass_the_margin(capsy
 
 
 @needs_pdflatex
-@pytest.mark.parametrize("count", [8, 16, 24])
-@pytest.mark.parametrize("letter", ["W", "M"])
-def test_capital_subscripts_are_set_within_the_margin_or_refused(letter, count, capsys):
-    """A capital is about two letters wide in math italic: n = N_{W...} with 24 W's was counted
-    as 24 letters, accepted, and passed the margin by 183 pt."""
-    argv = ["--format", "latex", "--standalone", "--layer", "layernorm", "--notation", f"n=N_{{{letter * count}}}"]
+@pytest.mark.parametrize(
+    "name",
+    [
+        *(f"N_{{{letter * count}}}" for letter in "WM" for count in (8, 16, 24)),
+        *(f"N_{{{letter * 60}}}" for letter in "mwnx"),
+        "N_{" + "m" * 20 + "}",
+        r"\Omega_{" + "m" * 38 + "}",
+    ],
+)
+def test_wide_subscripts_are_set_within_the_margin_or_refused(name, capsys):
+    """A capital, an m or a w is wider than a letter in math italic: n = N_{W...} with 24 W's was
+    counted as 24 letters, accepted, and passed the margin by 183 pt; 60 m's by 186 pt, 60 n's by
+    57 pt (a script letter is 0.82 of a text one in width, not 0.7)."""
+    argv = ["--format", "latex", "--standalone", "--layer", "layernorm", "--notation", f"n={name}"]
     try:
         code = main(argv)
     except SystemExit as stop:

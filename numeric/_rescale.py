@@ -147,11 +147,15 @@ def normalized(
         # their product, the true scale, can exceed float64.  It is then inf, whose powers are
         # what the result's own are: 1 at degree 0 (the output), an overflow above, and below an
         # underflow to 0 of a value under 2**-1022 in size.  No warning for that overflow.
+        first = m
         with np.errstate(over="ignore"):
             m = np.where(lost, root, m * inner)
         # Divided once by the final scale: root / m alone can be subnormal
-        # (epsilon far below a large offset) and lose its digits.
-        relative_root = np.where(lost, 1.0, root / m)
+        # (epsilon far below a large offset) and lose its digits.  Where that scale is inf, by
+        # its two factors in turn (epsilon at 1e308 with x near the largest float: root / inf
+        # gave 0, and epsilon was lost).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative_root = np.where(lost, 1.0, np.where(np.isfinite(m), root / m, root / first / inner))
     return values, relative_root**degree, m
 
 

@@ -224,21 +224,30 @@ def test_a_user_layers_value_where_no_float64_scale_holds_every_intermediate(out
     np.testing.assert_allclose(got, _forward_reference(output, x, eps), rtol=1e-14)
 
 
+CENTERED_EXTREMES = [
+    # The centered row's scale was 2**-1074 * 0.75, which rounds to 2**-1074: a third too large.
+    ([5e-324, 0.0, 0.0, 0.0], 1e-300),
+    # The scale of x times that of its centered entries passed float64's largest: epsilon / inf
+    # gave 0, and epsilon was lost (the std-eps layers up to 151% off; found from outside).
+    ([1e308, -1.7e308, 1e307, 0.0], 1e308),
+    ([1e308, -1.7e308, 1e307, 0.0], 2.0**1023),
+    ([1e308, -1.7e308, 1e307, 0.0], 1e306),
+]
+
+
+@pytest.mark.parametrize(("x", "eps"), CENTERED_EXTREMES)
 @pytest.mark.parametrize("key", ["layernorm", "layernorm_std_eps", "layernorm_std_eps_biased"])
-def test_a_centered_layer_at_subnormal_inputs(key):
-    """At [5e-324, 0, 0, 0] the centered row's scale was 2**-1074 * 0.75, which rounds to
-    2**-1074: the output was a third too large.  Reference: the definition at 40 digits."""
-    x = np.array([5e-324, 0.0, 0.0, 0.0])
-    eps = 1e-300
+def test_a_centered_layer_at_the_ends_of_the_float_range(key, x, eps):
+    """Reference: the definition at 40 digits."""
     entries = [sp.Float(value, 60) for value in x]
     mean = sum(entries) / 4
-    variance = sum((entry - mean) ** 2 for entry in entries) / (3 if key.endswith("biased") else 4)
+    variance = sum((entry - mean) ** 2 for entry in entries) / (3 if key == "layernorm_std_eps" else 4)  # unbiased
     e = sp.Float(eps, 60)
     scale = sp.sqrt(variance + e) if key == "layernorm" else sp.sqrt(variance) + e
     want = [float(((entry - mean) / scale).evalf(40)) for entry in entries]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = getattr(numeric, key).forward(x, eps)
+        got = getattr(numeric, key).forward(np.array(x), eps)
     np.testing.assert_allclose(got, want, rtol=1e-14)
 
 

@@ -1,14 +1,16 @@
 """How wide a line of math LaTeX is when typeset, in letters: for breaking displayed equations.
 
 The printers' own output is measured, not arbitrary LaTeX: commands, braces,
-fractions, roots, scripts and the spacing commands they emit.  A letter,
-digit or operator counts 1, a wider letter its width in math italic over theirs, a space in the source half that (the room
-around an operator; none between factors, which no space marks); a fraction is as wide as
-its wider part; a script counts at the size it is set in; a font command is as
-wide as its argument; any other command (a Greek letter, an operator symbol)
-counts 1; an environment (cases, aligned) is as wide as its columns, each as wide
-as its widest cell, plus a brace.  The count is what a reader sees, so that a long subscript given
-with ``--notation`` makes a line wider, and a ``\\frac`` does not count twice.
+fractions, roots, scripts and the spacing commands they emit.  A letter, digit
+or operator counts 1, a wider letter or Greek capital its typeset width over
+theirs, a space in the source half that (the room around an operator; none
+between factors, which no space marks); a fraction is as wide as its wider
+part; a script counts at the size it is set in; a font command is as wide as
+its argument; any other command (a Greek letter, an operator symbol) counts 1;
+an environment (cases, aligned) is as wide as its columns, each as wide as its
+widest cell, plus a brace.  The count is what a reader sees, so that a long
+subscript given with ``--notation`` makes a line wider, and a ``\\frac`` does
+not count twice.
 
     >>> width(r"\\frac{1}{N_{abcdef} s}")
     8.42

@@ -199,7 +199,8 @@ def at_scale(
     ``at`` gives an array with the rows' leading axes (shape (..., n), or (..., n, n) for a
     Jacobian), or a list of them (one per backward product): the result is the same.
     ``checked``: warn where the value cannot be trusted (`_across_scales`); off for a part of
-    a value its caller assembles from several."""
+    a value its caller assembles from several, which is still taken at a clean scale where one
+    is found (a part can be rounding residue, on which no scale agrees)."""
     here = Scaled(*normalized(array, e, degree, centered, weights))
     # An intermediate beyond the range here (a square of an input far below epsilon's scale
     # underflowing, then 0 / 0) is the rows' to be taken again below: NumPy's own warning for
@@ -214,8 +215,7 @@ def at_scale(
             there = Scaled(*balanced(array, e, degree, centered, weights))
         out = _below(at, out, here, there, e)
         out, negligible = _above(at, out, here, there, e)
-    if checked:
-        out = _across_scales(at, out, array, e, degree, centered, weights, here, ~negligible)
+    out = _across_scales(at, out, array, e, degree, centered, weights, here, ~negligible, checked)
     return out if isinstance(first, list) else out[0]
 
 
@@ -305,6 +305,7 @@ def _across_scales(
     weights: np.ndarray | None,
     first: Scaled,
     doubtful: np.ndarray,
+    warn: bool = True,
 ) -> list[Any]:
     """``out``, checked in each ``doubtful`` row (shape (..., 1)) whose input and root of epsilon
     are more than `APART` binades apart, where float64 may not hold every intermediate at any one
@@ -382,7 +383,7 @@ def _across_scales(
         if both.any():
             agrees |= both & ~_far_apart(out, value, scaled)
     disagree = apart & ~settled & np.any(telling, axis=0) & ~agrees
-    if disagree.any():
+    if warn and disagree.any():
         warnings.warn(
             "epsilon and x are too far apart in scale for this layer in float64: intermediates leave the "
             "float range at every scale tried, and some values may be wrong",

@@ -284,3 +284,17 @@ def test_the_hessian_product_at_two_features_where_the_input_is_far_below_epsilo
         warnings.simplefilter("error")
         got = numeric.layernorm_std_eps.hvp(x, 1e100, g, v)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_the_hessian_product_far_above_the_input_is_quiet_and_right():
+    """layernorm.hvp at x ~ 1 against epsilon = 1e200: the product's parts off the explicit
+    directions are rounding residue there, on which no two scales agree; checking them warned
+    on a right value (found from outside).  Reference: the layer at n = 3 in SymPy, 40 digits."""
+    x = np.random.default_rng(3).standard_normal(3)
+    mean = sum(X) / 3
+    y = sp.Matrix([(entry - mean) / sp.sqrt(sum((e - mean) ** 2 for e in X) / 3 + E) for entry in X])
+    want = _hvp_reference(y, x, 1e200, x, V)  # the cotangent along x: all but rounding is along it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = numeric.layernorm.hvp(x, 1e200, x, V)
+    np.testing.assert_allclose(got, want, rtol=1e-10)

@@ -139,9 +139,13 @@ def normalized(
         # Where both vanish (a constant input, epsilon below the offset's
         # resolution) the only scale left is root(epsilon) itself.
         lost = inner == 0
+        inner = np.where(lost, 1.0, inner)
         # A power of two too, so that m * inner below is exact where m is subnormal (an input
-        # of 5e-324's scale: 0.75 * 2**-1074 rounds to 2**-1074).
-        inner = np.where(lost, 1.0, np.ldexp(1.0, np.frexp(inner)[1]))
+        # of 5e-324's scale: 0.75 * 2**-1074 rounds to 2**-1074); not where that power of two
+        # would take m * inner past float64's largest (epsilon near it: 2**1023 * 2).
+        whole = np.ldexp(1.0, np.frexp(inner)[1])
+        with np.errstate(over="ignore"):
+            inner = np.where(np.isfinite(m * whole), whole, inner)
         values = values / inner
         # m is at most 2**1023 and inner at most about 3 (x up to float64's largest, centered):
         # their product, the true scale, can exceed float64.  It is then inf, whose powers are
@@ -500,14 +504,18 @@ def times_power(values: Any, m: np.ndarray, degree: int) -> Any:
     """
     if degree == 0:
         return values
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         factor = m**degree
         out = values * factor
-        if np.isinf(factor).any():
-            # m**degree alone can overflow where values * m**degree does not (a small
-            # value, as where terms cancel to epsilon / s**5): in two halves.
-            half = degree // 2
-            out = np.where(np.isinf(factor), values * m**half * m ** (degree - half), out)
+        beyond = ~(np.abs(factor) >= TINY) | np.isinf(factor)
+        if beyond.any():
+            # m**degree alone can leave the range where values * m**degree does not (a small
+            # value, as where terms cancel to epsilon / s**5, times 1 / m at a subnormal m):
+            # one factor of m at a time.
+            step = values
+            for _ in range(abs(degree)):
+                step = step * m if degree > 0 else step / m
+            out = np.where(beyond, step, out)
             out = np.where(np.asarray(values) == 0, 0.0, out)
     return out
 

@@ -298,3 +298,46 @@ def test_the_hessian_product_far_above_the_input_is_quiet_and_right():
         warnings.simplefilter("error")
         got = numeric.layernorm.hvp(x, 1e200, x, V)
     np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_a_backward_product_is_undone_one_factor_of_the_scale_at_a_time():
+    """layernorm_std_eps.vjp at x = g 1e-310 (subnormal) with epsilon = 5e-324: the product at
+    the row's scale is 1e-13, and 1 / m alone overflows at m = 3.5e-310; the product was inf,
+    silently, where the truth is 3e296 (found from outside).  Reference: SymPy, 40 digits."""
+    g = np.array([1.0, -2.0, 0.5])
+    x = g * 1e-310
+    mean = sum(X) / 3
+    sigma = sp.sqrt(sum((e - mean) ** 2 for e in X) / 2)
+    y = sp.Matrix([(entry - mean) / (sigma + E) for entry in X])
+    at = {**{s: sp.Float(value, 60) for s, value in zip(X, x, strict=True)}, E: sp.Float(5e-324, 60)}
+    jacobian = y.jacobian(sp.Matrix(X))
+    want = list((sp.Matrix(g).T * jacobian).evalf(40, subs=at))
+    # g along x cancels all but 1e-14 of |g| |J| (beyond float64 itself): the error is measured
+    # against that scale, in SymPy's floats.
+    natural = sum(abs(sp.Float(v)) for v in g) * max(abs(v) for v in jacobian.evalf(40, subs=at))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = numeric.layernorm_std_eps.vjp(x, 5e-324, g)
+    assert np.isfinite(got).all()
+    assert max(abs(sp.Float(float(a), 40) - b) for a, b in zip(got, want, strict=True)) <= 1e-14 * natural
+
+
+def test_a_user_layers_jacobian_at_subnormal_input_and_epsilon(tmp_path):
+    """x epsilon / (sqrt(r) + epsilon)**2 at x = 1e-310, epsilon = 1e-320: J is about 5e299, and
+    was inf, silently (found from outside).  Reference: SymPy, 40 digits, normwise."""
+    path = tmp_path / "layer.toml"
+    path.write_text(
+        'key = "subnormal"\ntitle = "S"\noutput = "x[i] * epsilon / (sqrt(r) + epsilon)**2"\n'
+        '[statistics]\nr = "mean(x[j]**2)"\n'
+    )
+    layer = numeric.from_definition(path)
+    x = np.array([1.0, -2.0, 0.5]) * 1e-310
+    y = _explicit(lambda xi, r, e: xi * e / (sp.sqrt(r) + e) ** 2)
+    at = {**{s: sp.Float(value, 60) for s, value in zip(X, x, strict=True)}, E: sp.Float(1e-320, 60)}
+    want = y.jacobian(sp.Matrix(X)).evalf(40, subs=at)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = layer.jacobian(x, 1e-320)
+    assert np.isfinite(got).all()
+    scale = max(abs(v) for v in want)
+    assert max(abs(sp.Float(float(a), 40) - b) for a, b in zip(got.ravel(), want, strict=True)) <= 1e-13 * scale

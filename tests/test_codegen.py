@@ -470,3 +470,21 @@ def test_the_epsilon_gradients_scaling_degree_is_the_one_its_finite_differences_
 
     ratio = np.max(np.abs(slope(2.0))) / np.max(np.abs(slope(1.0)))
     assert ratio == pytest.approx(2.0 ** plan.degrees[DEPSILON], rel=1e-4)
+
+
+def test_emitted_code_says_where_its_gradient_has_no_value(tmp_path):
+    """l2norm_clamped at |x| = epsilon, its kink: numeric refuses the vjp there, the emitted code
+    returns NaN, which its header said nothing of (found from outside)."""
+    for target in ("numpy", "torch", "c"):
+        assert "(dx is NaN where epsilon = norm_x: the layer has no derivative there)" in emit("l2norm_clamped", target)
+    for key in EMITTED:
+        if key != "l2norm_clamped":
+            assert "is NaN where" not in emit(key, "numpy"), key
+    module = _imported(tmp_path, "l2norm_clamped", emit("l2norm_clamped", "numpy"))
+    # |x| = sqrt(4) sqrt(1/4) = 1 exactly: the kink at epsilon = 1, as computed.
+    x, dy = np.array([1.0, 0.0, 0.0, 0.0]), np.array([1.0, -2.0, 0.5, 3.0])
+    assert np.isnan(module.vjp(x, 1.0, dy)).all()
+    assert np.isfinite(module.vjp(x, 0.5, dy)).all()
+    assert np.isfinite(module.vjp(x, 2.0, dy)).all()
+    with pytest.raises(ValueError, match="the kink, where this derivative does not exist"):
+        numeric.l2norm_clamped.vjp(x, 1.0, dy)

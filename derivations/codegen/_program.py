@@ -123,6 +123,11 @@ class Program:
                 if self.limit is not None
                 else []
             ),
+            *(
+                f"  ({name} is NaN where {gap}: the layer has no derivative there)"
+                for name, expr in self.gradients
+                if (gap := _undefined(expr)) is not None
+            ),
             f"Evaluated at a scale: x / m and epsilon / m**{self.epsilon_degree}, m a power of two at least "
             f"max(|x_i|, {self.root})" + (" (the centered entries again by their size)" if self.centered else ""),
             "then each result times m**d ("
@@ -133,6 +138,21 @@ class Program:
             + "): right for every finite x and epsilon > 0.",
         ]
         return "\n".join(f"{comment}{line}".rstrip() for line in lines)
+
+
+def _undefined(expr: sp.Expr) -> str | None:
+    """Where a piecewise gradient has no piece (a kink its conditions leave out), as text: the
+    equality its two strict pieces leave between them, or that none of its conditions holds."""
+    pieces = [piece for piece in expr.atoms(sp.Piecewise) if not any(c == sp.true for _, c in piece.args)]
+    if not pieces:
+        return None
+    conditions = [c for _, c in pieces[0].args]
+    if len(conditions) == 2 and all(isinstance(c, (sp.StrictGreaterThan, sp.StrictLessThan)) for c in conditions):
+        sides = {frozenset(c.canonical.args) for c in conditions}
+        if len(sides) == 1:
+            left, right = conditions[0].args
+            return f"{left} = {right}"
+    return "none of its conditions holds"
 
 
 def _row(predicate: object) -> quantities.Quantity:

@@ -12,8 +12,12 @@ without importing SymPy.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # SymPy keeps its most recent results (assumptions, constructors, simplification
@@ -26,11 +30,11 @@ if "sympy" not in sys.modules:
     os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
 
 if TYPE_CHECKING:
-    from derivations.affine import Affine, affine
     from derivations.catalog import CORE, LAYERS, formula, formulas, symmetric
     from derivations.core.formula import Established, Formula
     from derivations.core.layer import Direction, Layer, Pattern, Statistic
     from derivations.core.proof import DerivationError
+    from derivations.derive.affine import Affine, affine
     from derivations.quantities import QUANTITIES, NotApplicable, Quantity
 
 # Each public name and the module that defines it.
@@ -38,7 +42,7 @@ _HOMES = {
     "CORE": "derivations.catalog",
     "LAYERS": "derivations.catalog",
     "QUANTITIES": "derivations.quantities",
-    "Affine": "derivations.affine",
+    "Affine": "derivations.derive.affine",
     "DerivationError": "derivations.core.proof",
     "Direction": "derivations.core.layer",
     "Established": "derivations.core.formula",
@@ -48,7 +52,7 @@ _HOMES = {
     "Pattern": "derivations.core.layer",
     "Quantity": "derivations.quantities",
     "Statistic": "derivations.core.layer",
-    "affine": "derivations.affine",
+    "affine": "derivations.derive.affine",
     "formula": "derivations.catalog",
     "formulas": "derivations.catalog",
     "symmetric": "derivations.catalog",
@@ -73,6 +77,30 @@ __all__ = [
     "formulas",
     "symmetric",
 ]
+
+
+# The machinery's modules, moved to derivations/derive/: their old paths (derivations.jacobian)
+# still import, as other names of the same modules (one module object, one set of registrations).
+MOVED = frozenset(path.stem for path in (Path(__file__).parent / "derive").glob("[a-z]*.py"))
+
+
+class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``derivations.<name>`` for a moved module, as ``derivations.derive.<name>`` itself."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        package, _, name = fullname.rpartition(".")
+        if package != __name__ or name not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return importlib.import_module(f"{__name__}.derive.{spec.name.rpartition('.')[2]}")
+
+    def exec_module(self, module: Any) -> None:
+        """The module ran when it was imported under its own name."""
+
+
+sys.meta_path.insert(0, _Moved())
 
 
 def __getattr__(name: str) -> Any:

@@ -129,7 +129,7 @@ def on_register(clear: Callable[[], object]) -> None:
 
 def symmetric() -> tuple[str, ...]:
     """The layers whose Jacobian is symmetric, so that every eigen check applies (derived)."""
-    from derivations import jacobian
+    from derivations.derive import jacobian
 
     return tuple(key for key, layer in LAYERS.items() if jacobian.is_symmetric(layer))
 

@@ -41,14 +41,15 @@ from typing import Any, TypeVar
 import sympy as sp
 
 from derivations import cache as derivation_cache
-from derivations import eigen, quantities, regimes, scaling
+from derivations import quantities
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
 from derivations.core.layer import Direction, Layer, Pattern, Statistic
 from derivations.core.proof import DerivationError
+from derivations.derive import eigen, regimes, scaling
+from derivations.derive.sums import mean
 from derivations.files import Unreadable, read_capped
 from derivations.layers import layernorm, rmsnorm
-from derivations.sums import mean
 from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, r, s, sigma, sigma_u, t, tau, v, w, x
 
 MAX_BYTES = 64 << 10
@@ -280,7 +281,7 @@ def _clamped(
     output: sp.Expr,
 ) -> Layer:
     """A layer with one max(statistic, floor): its two regimes, by the machinery of the built-in
-    clamped layers (`derivations.regimes.clamped`); the clamped statistic is the spread."""
+    clamped layers (`derivations.derive.regimes.clamped`); the clamped statistic is the spread."""
     clamps = output.atoms(sp.Max, sp.Min)
     form = "one max(statistic, floor), the floor epsilon or a multiple of it, as x[i] / max(norm, epsilon)"
     if len(clamps) != 1 or not isinstance(next(iter(clamps)), sp.Max) or len(next(iter(clamps)).args) != 2:
@@ -456,7 +457,7 @@ def _approach(layer: Layer, center: sp.Symbol | None) -> dict[sp.Expr, sp.Expr]:
 
 def _homogeneous(layer: Layer) -> None:
     """Refuse an output that no scaling of epsilon like x**e makes homogeneous of an integer degree
-    (`derivations.scaling.epsilon_degree`, what the numerics rescale by), saying what it is instead.
+    (`derivations.derive.scaling.epsilon_degree`, what the numerics rescale by), saying what it is instead.
     Run first by `derive_within`, within its budget: the ratios of a large output are slow to cancel."""
     if type(layer) is not Layer:  # a clamp's regimes scale by their own rules
         return
@@ -576,7 +577,7 @@ def _directions(value: object, statistics: Mapping[str, sp.Symbol], center: sp.S
 
 
 def _decomposing(layer: Layer) -> None:
-    """Refuse directions that are not a whole eigen-decomposition of J (`derivations.eigen.complete`),
+    """Refuse directions that are not a whole eigen-decomposition of J (`derivations.derive.eigen.complete`),
     naming the one at fault; proved in a child process within `CHECK_SECONDS`."""
 
     def fault() -> tuple[int | None, str] | None:

@@ -26,10 +26,10 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import backward, eigen, grouped, jacobian, moments, regimes, response, scaling, spectral
 from derivations.core.formula import Formula
 from derivations.core.layer import Layer
 from derivations.core.proof import DerivationError
+from derivations.derive import backward, eigen, grouped, jacobian, moments, regimes, response, scaling, spectral
 from derivations.symbols import beta, gamma, w_gemma
 
 

@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 
 import numeric
 from derivations import LAYERS, symmetric
-from derivations.grouped import Grouped
-from derivations.regimes import is_regimes
+from derivations.derive.grouped import Grouped
+from derivations.derive.regimes import is_regimes
 from figures._output import display_math
 
 FILENAME = "conventions.png"

@@ -1,4 +1,4 @@
-"""The numeric side of `derivations.affine.Affine`: a wrapper around the base layer's functions.
+"""The numeric side of `derivations.derive.affine.Affine`: a wrapper around the base layer's functions.
 
 The forward map is the affine layer's own lambdified output; the Jacobian is
 diag(gain) times the base layer's (the factorization the derivation proved),
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from derivations import scaling, spectral
-from derivations.affine import Affine
+from derivations.derive import scaling, spectral
+from derivations.derive.affine import Affine
 from derivations.symbols import epsilon as eps_symbol
 from derivations.symbols import gamma_max
 from numeric import _layer, _rescale, _validate

@@ -22,7 +22,7 @@ PRODUCT = 128
 
 def _spectrum(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> tuple[np.ndarray, list]:
     """lambda_rest and, per explicit direction, (lambda, u, u.u, vanished): J = lambda_rest I +
-    sum_u (lambda - lambda_rest) u u^T / (u.u), proved in `derivations.eigen.spectral_form`."""
+    sum_u (lambda - lambda_rest) u u^T / (u.u), proved in `derivations.derive.eigen.spectral_form`."""
     size = array.shape[-1]
     batch = np.broadcast_shapes(array.shape, e.shape)[:-1]
     # lambda_rest: the complement's eigenvalue where the complement exists at
@@ -49,7 +49,7 @@ def _spectrum(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.nda
 
 
 def from_eigen(c: Compiled, array: np.ndarray, stats: list[np.ndarray], e: np.ndarray) -> np.ndarray:
-    r"""J = sum_d lambda_d Pi_d, proved in `derivations.eigen.spectral_form`.
+    r"""J = sum_d lambda_d Pi_d, proved in `derivations.derive.eigen.spectral_form`.
 
     Each term is accurate on its own, where the entry formula subtracts terms
     of size 1/s to leave eps/s**3 (n = 2, q >> eps): one scaled identity and

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import Layer, backward, scaling
-from derivations.sums import Mean
+from derivations import Layer
+from derivations.derive import backward, scaling
+from derivations.derive.sums import Mean
 from derivations.symbols import epsilon, g, n, v, x
 from numeric import _rescale
 from numeric._lambdify import compile

@@ -12,8 +12,9 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import LAYERS, Direction, Layer, backward, eigen, jacobian, quantities, scaling
-from derivations.sums import Mean, p
+from derivations import LAYERS, Direction, Layer, quantities
+from derivations.derive import backward, eigen, jacobian, scaling
+from derivations.derive.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, n, t, x
 from numeric._backward import ARGUMENTS, Product, compile_product, taken
 from numeric._lambdify import RowMean, compile, is_wide, row_symbol
@@ -281,7 +282,7 @@ class Compiled:
     def hvp_pairs(self) -> tuple[tuple[int, int, Any], ...]:
         """(d, e, H(d, e)) for each pair of the explicit eigen directions (their order in
         `explicit`): the Hessian product along them, derived with its cancellation done
-        (`derivations.backward.hvp_along`), as (x_k, *statistics, epsilon, n) -> entry k.
+        (`derivations.derive.backward.hvp_along`), as (x_k, *statistics, epsilon, n) -> entry k.
         Empty for a layer with parameters or where a pair is not derived."""
         if not self.symmetric or self.layer.parameters:
             return ()

@@ -1,4 +1,4 @@
-r"""The numeric side of `derivations.elementwise`: a layer applied entry by entry, no epsilon.
+r"""The numeric side of `derivations.derive.elementwise`: a layer applied entry by entry, no epsilon.
 
 Dynamic Tanh computes no statistic and takes no epsilon: its functions take
 the layer's scalar parameter (alpha) where the others take epsilon, and the
@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import formula, quantities, scaling
-from derivations.elementwise import Elementwise, ElementwiseAffine, Largest, diagonal
+from derivations import formula, quantities
+from derivations.derive import scaling
+from derivations.derive.elementwise import Elementwise, ElementwiseAffine, Largest, diagonal
 from derivations.symbols import beta, g, gamma, gamma_max, t, v, x
 from numeric import _layer, _rescale, _validate
 from numeric._lambdify import compile
@@ -111,7 +112,7 @@ class NumericElementwise:
         """``expr`` as a NumPy function of t or the entries named, then the scalar parameter.
 
         Evaluated by the derived homogeneity f(x, alpha) = m**p f(x / m, alpha m)
-        (`derivations.scaling`) at the power of two m that brings |alpha m| into
+        (`derivations.derive.scaling`) at the power of two m that brings |alpha m| into
         [1/2, 1): x / m and alpha m are exact, and no intermediate (alpha**2 in the
         Hessian product, say) overflows or underflows where the result does not.
         """

@@ -1,4 +1,4 @@
-"""The numeric side of `derivations.grouped.Grouped`: the base layer's functions, block by block.
+"""The numeric side of `derivations.derive.grouped.Grouped`: the base layer's functions, block by block.
 
 A block is what the base layer normalizes: a group of ``C / groups``
 channels on the last axis (GroupNorm), or one feature's column of a (B, F)
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from derivations import quantities
-from derivations.grouped import Grouped
+from derivations.derive.grouped import Grouped
 from numeric import _layer, _validate
 
 # How a per-block value of a statistics function combines into the whole map's, by the

@@ -17,7 +17,8 @@ import numpy as np
 import sympy as sp
 from numpy.typing import ArrayLike
 
-from derivations import LAYERS, Direction, Layer, formula, quantities, response
+from derivations import LAYERS, Direction, Layer, formula, quantities
+from derivations.derive import response
 from numeric import _assemble, _kernel, _rescale, _validate
 from numeric._compiled import Compiled, compiled
 

@@ -1,4 +1,4 @@
-"""The numeric side of `derivations.regimes.Regimes`: the generic functions, and the kink reported.
+"""The numeric side of `derivations.derive.regimes.Regimes`: the generic functions, and the kink reported.
 
 Every function is the generic one, lambdified from the derived ``Piecewise``
 (NumPy's ``select``).  A derivative given on the open regimes only is NaN on
@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from derivations import quantities, regimes
-from derivations.regimes import GAIN, Regimes, Scaled, say
+from derivations import quantities
+from derivations.derive import regimes
+from derivations.derive.regimes import GAIN, Regimes, Scaled, say
 from numeric import _layer, _validate
 from numeric._lambdify import compile
 
@@ -94,7 +95,7 @@ _layer.register(Regimes, NumericRegimes)
 class NumericScaled(NumericRegimes):
     """ScaleNorm-like layers, ``gain * base``: each function is the base's times c(gain).
 
-    c is derived (`derivations.regimes.factor`: the layer's result over the
+    c is derived (`derivations.derive.regimes.factor`: the layer's result over the
     base's, proved a function of the gain alone in every regime) and
     lambdified; the base's functions are the generic, rescaled ones.  A
     function of the gain takes it as ``gain=`` (or the last positional

@@ -1,4 +1,4 @@
-"""The numeric side of `derivations.reparametrized.Reparametrized`: the base layer's functions
+"""The numeric side of `derivations.derive.reparametrized.Reparametrized`: the base layer's functions
 at the parameters the stored ones give (Gemma: gain = 1 + weight, bias = 0).
 
 The base's parameters are lambdified from the substitution the definition
@@ -14,7 +14,7 @@ import numpy as np
 import sympy as sp
 
 from derivations import quantities
-from derivations.reparametrized import Reparametrized
+from derivations.derive.reparametrized import Reparametrized
 from derivations.symbols import i
 from numeric import _layer, _validate
 from numeric._lambdify import compile

@@ -1,6 +1,6 @@
 r"""Rescaling by the derived homogeneity, so that no intermediate overflows or underflows.
 
-`derivations.scaling` proves f(m x, m**e eps) = m**p f(x, eps).  At the scale
+`derivations.derive.scaling` proves f(m x, m**e eps) = m**p f(x, eps).  At the scale
 m = max(|x|, eps**(1/e)) both scaled inputs are at most 1 and one of them is
 1, so every square or cube formed from them is a normal float64, and
 
@@ -110,7 +110,7 @@ def normalized(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x and epsilon brought to size at most 1, and the scale M with x = M * scaled.
 
-    A translation-invariant layer (`derivations.scaling.translation_invariant`)
+    A translation-invariant layer (`derivations.derive.scaling.translation_invariant`)
     sees only x - mean(x), so the mean is subtracted first, in two passes and
     after a first division by max(|x|, root of epsilon) that keeps every sum
     finite; then the centered input, whose size is the spread rather than the

@@ -22,9 +22,10 @@ import numpy as np
 import sympy as sp
 from numpy.typing import DTypeLike
 
-from derivations import LAYERS, eigen, jacobian, quantities, scaling, symmetric
-from derivations.elementwise import Largest
-from derivations.sums import Mean, p
+from derivations import LAYERS, quantities, symmetric
+from derivations.derive import eigen, jacobian, scaling
+from derivations.derive.elementwise import Largest
+from derivations.derive.sums import Mean, p
 from derivations.symbols import g, i, j, k, n, t, v, x
 from numeric import _rescale
 from numeric._layer import facade

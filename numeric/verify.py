@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from derivations import LAYERS, cli, eigen, quantities, scaling, symmetric
+from derivations import LAYERS, cli, quantities, symmetric
+from derivations.derive import eigen, scaling
 from derivations.symbols import epsilon as eps_symbol
 from derivations.symbols import k, t
 from derivations.symbols import x as x_base

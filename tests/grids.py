@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from derivations import CORE, LAYERS, symmetric
-from derivations.grouped import Grouped
-from derivations.reparametrized import Reparametrized
+from derivations.derive.grouped import Grouped
+from derivations.derive.reparametrized import Reparametrized
 
 EPSILONS = (1e-6, 1e-3, 0.04, 0.25, 1.0, 100.0)
 SIZES = (2, 3, 7, 64)

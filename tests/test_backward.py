@@ -13,8 +13,9 @@ import sympy as sp
 from grids import ROW_LAYERS, module, tiered
 
 import numeric
-from derivations import LAYERS, DerivationError, backward, formula, formulas, jacobian, quantities
-from derivations.sums import Mean, mean, p
+from derivations import LAYERS, DerivationError, formula, formulas, quantities
+from derivations.derive import backward, jacobian
+from derivations.derive.sums import Mean, mean, p
 from derivations.symbols import epsilon, g, gamma, j, k, mu, q, v, x
 from numeric.agreement import assert_agree
 
@@ -133,8 +134,8 @@ def test_hvp_equals_the_explicit_hessian_at_a_rational_point(key, size, rng):
 @pytest.mark.parametrize("size", [2, 3])
 def test_the_hessian_product_along_eigen_directions_is_the_general_one_there(key, size, rng):
     """backward.hvp_along(d, e) against the general product with g = d and v = e, exactly at a rational point."""
-    from derivations import eigen
-    from derivations.sums import explicit_means
+    from derivations.derive import eigen
+    from derivations.derive.sums import explicit_means
 
     layer = LAYERS[key]
     n = sp.Symbol("n", integer=True, positive=True)

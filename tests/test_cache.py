@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from derivations import LAYERS, eigen, formulas, jacobian, spectral
+from derivations import LAYERS, formulas
 from derivations import cache as derivation_cache
 from derivations.__main__ import main
+from derivations.derive import eigen, jacobian, spectral
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = (ROOT / "tests" / "golden" / "derive.txt").read_text()
@@ -389,7 +390,10 @@ def test_catalog_objects_come_back_as_themselves(key):
 def test_a_layer_outside_the_catalog_is_not_stored():
     copy = dataclasses.replace(LAYERS["rmsnorm"])
     assert derivation_cache._entry(jacobian.entry, (copy,)) is None
-    assert derivation_cache._entry(jacobian.entry, (LAYERS["rmsnorm"],)) == "derivations.jacobian.entry(layer:rmsnorm)"
+    assert (
+        derivation_cache._entry(jacobian.entry, (LAYERS["rmsnorm"],))
+        == "derivations.derive.jacobian.entry(layer:rmsnorm)"
+    )
 
 
 @pytest.mark.parametrize("options", [[], ["n=N", r"epsilon=\epsilon"]])

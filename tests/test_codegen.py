@@ -454,8 +454,8 @@ def test_the_epsilon_gradients_scaling_degree_is_the_one_its_finite_differences_
     """The emitted torch multiplies the gradient in epsilon, computed at the scaled row, by m**d.
     d is read off numeric's forward here, without torch: the central difference in epsilon at
     (2x, 2**e eps) over the one at (x, eps) is 2**d."""
-    from derivations import scaling
     from derivations.codegen._program import DEPSILON
+    from derivations.derive import scaling
 
     plan = program(LAYERS[key])
     rng = np.random.default_rng(3)

@@ -13,12 +13,13 @@ import sympy as sp
 from grids import tiered
 
 import numeric
-from derivations import LAYERS, backward, formula, formulas, jacobian, quantities, response, spectral
+from derivations import LAYERS, formula, formulas, quantities
 from derivations.claims import Claim, check
 from derivations.claims.confirm import confirm
 from derivations.codegen import emit
 from derivations.core.proof import DerivationError, is_zero
-from derivations.elementwise import Largest, diagonal, elementwise_affine
+from derivations.derive import backward, jacobian, response, spectral
+from derivations.derive.elementwise import Largest, diagonal, elementwise_affine
 from derivations.layers.dyt import BASE
 from derivations.symbols import alpha, beta, epsilon, g, gamma, gamma_max, i, k, t, v, x
 from numeric import accuracy, verify
@@ -81,7 +82,7 @@ def test_the_asymptote_holds_for_either_sign_of_alpha(value):
 def test_a_limit_by_sign_that_misses_the_value_at_zero_is_refused(sign):
     """-tanh(alpha t)**2 tends to -1 for either sign of alpha but to 0 at alpha = 0 (and +tanh**2 to +1
     and 0): no formula in sign(alpha) holds at all three, so none is returned."""
-    from derivations.elementwise import _at_infinity_by_sign
+    from derivations.derive.elementwise import _at_infinity_by_sign
 
     assert _at_infinity_by_sign(sign * sp.tanh(alpha * t) ** 2, 1) is None
     assert _at_infinity_by_sign(sp.tanh(alpha * t), 1) == sp.sign(alpha)  # where one does, it is returned

@@ -12,7 +12,7 @@ import numeric
 from derivations import LAYERS, formulas
 from derivations.__main__ import main
 from derivations.codegen import emit
-from derivations.grouped import Grouped
+from derivations.derive.grouped import Grouped
 from numeric.agreement import assert_agree
 
 GROUPED = [key for key, layer in LAYERS.items() if isinstance(layer, Grouped)]
@@ -226,7 +226,8 @@ def test_codegen_points_to_the_base_layer(key, capsys):
 def test_an_entry_that_couples_two_blocks_is_refused_whatever_its_sign(sign, monkeypatch):
     """block_structure proves J block-diagonal: an output of block 0 that also moves with an entry
     of block 1 (by +1 or by -1) is refused, not taken as a block of the base."""
-    from derivations import DerivationError, grouped
+    from derivations import DerivationError
+    from derivations.derive import grouped
     from derivations.symbols import x
 
     real = grouped._blocked_output

@@ -15,13 +15,14 @@ import sympy as sp
 from grids import slow
 
 import figures.__main__ as figures_command
-from derivations import DerivationError, jacobian, quantities
+from derivations import DerivationError, quantities
 from derivations.catalog import LAYERS
 from derivations.claims import Claim, ClaimError, bounded, check, checker, parse, sampling, semantics, vocabulary
 from derivations.claims.confirm import confirm
 from derivations.claims.semantics import Vector
-from derivations.elementwise import Largest
-from derivations.sums import PowerSum
+from derivations.derive import jacobian
+from derivations.derive.elementwise import Largest
+from derivations.derive.sums import PowerSum
 from derivations.symbols import epsilon, i, k, x
 from figures._output import write_all
 from numeric import _kernel, accuracy, verify

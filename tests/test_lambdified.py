@@ -6,7 +6,7 @@ import sympy as sp
 from grids import EPSILONS
 from numeric.layernorm import LAYER
 
-from derivations import eigen, jacobian
+from derivations.derive import eigen, jacobian
 from derivations.symbols import epsilon as EPS
 from derivations.symbols import i, k, mu, n, q, x
 from numeric import layernorm, verify

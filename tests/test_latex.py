@@ -7,9 +7,10 @@ import pytest
 import sympy as sp
 from latex_lines import unbroken
 
-from derivations import LAYERS, QUANTITIES, backward, formula, formulas
+from derivations import LAYERS, QUANTITIES, formula, formulas
 from derivations.__main__ import main
 from derivations._printer import ReaderPrinter
+from derivations.derive import backward
 from derivations.notation import DEFAULT, Notation
 from derivations.render import FORMATS, standalone
 from derivations.symbols import beta, c_vec, epsilon, gamma, n, ones, q, s, t

@@ -4,6 +4,7 @@ inside a function, and the layers' contracts (what may import what)."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,16 @@ def test_no_private_name_crosses_a_package_boundary():
         if found.split(".")[0] != module.split(".")[0] and _private(name)
     ]
     assert broken == []
+
+
+def test_the_machinerys_old_module_paths_import_the_moved_modules():
+    """derivations/derive/ holds the machinery; derivations.jacobian and the like, its modules'
+    paths before the move, still import, as the same module objects."""
+    import derivations
+
+    assert {"jacobian", "backward", "sums", "affine"} <= derivations.MOVED
+    for name in sorted(derivations.MOVED):
+        assert not (ROOT / "derivations" / f"{name}.py").exists(), name
+        assert importlib.import_module(f"derivations.{name}") is importlib.import_module(f"derivations.derive.{name}")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("derivations.not_a_module")

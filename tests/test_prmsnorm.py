@@ -15,13 +15,14 @@ import pytest
 import sympy as sp
 from grids import slow, tiered
 
-from derivations import LAYERS, backward, eigen, jacobian, quantities, spectral
+from derivations import LAYERS, quantities
 from derivations.claims import Claim, check
 from derivations.claims.confirm import confirm
 from derivations.codegen import emit
 from derivations.core.proof import is_zero
+from derivations.derive import backward, eigen, jacobian, spectral
+from derivations.derive.sums import reduce_sums
 from derivations.layers.prmsnorm import FIRST_K, first_entries, m
-from derivations.sums import reduce_sums
 from derivations.symbols import epsilon, i, k, k_p, kappa, n, r, r_k, s, w, x
 from numeric import prmsnorm
 from numeric.agreement import assert_agree

@@ -7,8 +7,9 @@ import pytest
 import sympy as sp
 
 import numeric
-from derivations import LAYERS, DerivationError, quantities, response
-from derivations.regimes import jump, kink
+from derivations import LAYERS, DerivationError, quantities
+from derivations.derive import response
+from derivations.derive.regimes import jump, kink
 from derivations.symbols import epsilon, g_s, i, k, norm_x, t, x
 from numeric import l2norm_clamped, verify
 from numeric.agreement import assert_agree
@@ -257,7 +258,7 @@ def test_scalenorm_bad_gain_names_the_argument(call, message):
 
 def test_a_layer_that_is_no_multiple_of_its_base_is_refused():
     """The factor numeric applies must be a function of the gain alone: x-dependence is caught."""
-    from derivations.regimes import factor
+    from derivations.derive.regimes import factor
 
     layer = LAYERS["scalenorm"]
     with pytest.raises(DerivationError, match="not l2norm_clamped's times a function of the gain"):
@@ -287,7 +288,8 @@ def test_claims_about_the_clamped_layers(text, layer, verdict, says):
 def test_a_case_missing_from_a_stated_form_or_a_pattern_is_a_derivation_error():
     """Nothing silently picks a case: a form stated for one regime of two, or a point where no
     regime's condition holds, is refused by name (not an IndexError from an empty match)."""
-    from derivations import DerivationError, regimes
+    from derivations import DerivationError
+    from derivations.derive import regimes
 
     layer = LAYERS["l2norm_clamped"]
     first = layer.regimes[0]
@@ -324,7 +326,7 @@ def test_a_sum_over_a_layer_with_regimes_is_taken_in_each_regime():
     """sum_k of a J entry by cases: each regime's delta is sifted (it was left inside the Piecewise, and
     sum(J @ ones) came to n**2/epsilon below the floor instead of n/epsilon)."""
     from derivations.claims import Claim, check
-    from derivations.sums import over_entries, reduce_sums
+    from derivations.derive.sums import over_entries, reduce_sums
     from derivations.symbols import epsilon, i, k, n
 
     below = sp.Symbol("below")

@@ -80,7 +80,7 @@ def test_a_quantity_a_layer_lacks_is_refused_by_name():
 
 def test_declared_directions_of_a_plain_layer_are_all_eigenvectors():
     """Only a wrapper may lose directions (to its gain); a plain layer's typo must not vanish silently."""
-    from derivations import eigen
+    from derivations.derive import eigen
 
     for key, layer in LAYERS.items():
         if not layer.requires:

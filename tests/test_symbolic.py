@@ -7,9 +7,10 @@ import pytest
 import sympy as sp
 from grids import DERIVED_LAYERS, ROW_LAYERS, tiered
 
-from derivations import DerivationError, eigen, formula, formulas, jacobian, moments, quantities, response, spectral
+from derivations import DerivationError, formula, formulas, quantities
 from derivations.catalog import LAYERS
-from derivations.sums import PowerSum, reduce_sums
+from derivations.derive import eigen, jacobian, moments, response, spectral
+from derivations.derive.sums import PowerSum, reduce_sums
 from derivations.symbols import c, epsilon, i, j, k, mu, n, q, s, t, w, x
 
 LAYER = LAYERS["layernorm"]
@@ -166,7 +167,7 @@ def test_core_names_keep_working_and_qualified_names_reach_every_layer():
 @pytest.mark.parametrize("key", sorted(DERIVED_LAYERS))
 def test_degrees_obey_the_chain_rule(key):
     """Each degree is computed from its own expression; a derivative in x or t must lower it by one."""
-    from derivations import scaling
+    from derivations.derive import scaling
 
     layer = LAYERS[key]
     output = scaling.degree_of(layer, layer.output, "output")
@@ -177,7 +178,7 @@ def test_degrees_obey_the_chain_rule(key):
 
 
 def test_a_non_homogeneous_expression_has_no_degree():
-    from derivations import scaling
+    from derivations.derive import scaling
 
     with pytest.raises(DerivationError, match="not homogeneous"):
         scaling.degree_of(LAYER, 1 + t, "one plus t")
@@ -221,7 +222,7 @@ def test_the_output_at_a_constant_input_is_the_derived_one(key):
 def test_a_degree_read_off_the_tree_is_the_simplified_ratios(key):
     """`scaling._structural` must agree with simplifying f(m x, m**e eps) / f(x, eps) on every value
     (of each layer that derives its own: the others restate a base's)."""
-    from derivations import scaling
+    from derivations.derive import scaling
 
     layer = LAYERS[key]
     values = scaling.scaled(layer, scaling.epsilon_degree(layer))
@@ -234,7 +235,7 @@ def test_a_degree_read_off_the_tree_is_the_simplified_ratios(key):
 
 
 def test_a_sum_whose_terms_cancel_to_one_degree_falls_back_to_simplifying():
-    from derivations import scaling
+    from derivations.derive import scaling
 
     # (t + eps)**2 - eps**2 - 2 t eps = t**2: no single degree in its tree, degree 2 once expanded.
     expr = sp.Add((t + epsilon) ** 2, -(epsilon**2), -2 * t * epsilon, evaluate=False)

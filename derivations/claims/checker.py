@@ -28,7 +28,7 @@ from derivations.claims.language import ClaimError, Relation
 from derivations.claims.proof import prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, build, mean_statistic
 from derivations.core.proof import is_zero
-from derivations.sums import Indicator, PowerSum
+from derivations.derive.sums import Indicator, PowerSum
 from derivations.symbols import epsilon, gamma, gamma_max, k, n, t
 
 VERDICTS = ("proved", "refuted", "supported", "vacuous", "error")
@@ -598,7 +598,7 @@ def _gains_to_fixed_largest(domain: Domain, inputs: Any) -> Any:
 def _scaled_to_pinned(domain: Domain, inputs: Any, means: set[Any]) -> Any:
     """The input scaled so that a statistic the assumptions fix (r == 1/4) has that value, by the
     statistic's degree in x; unchanged where none is fixed, or a mean is fixed too (scaling would move it)."""
-    from derivations import scaling
+    from derivations.derive import scaling
 
     if len(domain.pinned) != 1 or any(s in means for s in domain.pinned):
         return inputs

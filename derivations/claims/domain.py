@@ -39,7 +39,7 @@ from derivations.claims.language import ClaimError, Lim, Relation
 from derivations.claims.proof import describe_n
 from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
 from derivations.core.layer import Layer, Pattern
-from derivations.sums import PowerSum
+from derivations.derive.sums import PowerSum
 from derivations.symbols import epsilon, gamma_max, gemma_max, mu, n, q, x
 
 # The largest of |gain_i|: nonnegative, and 0 exactly where the whole gain is.

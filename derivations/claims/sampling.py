@@ -24,8 +24,8 @@ import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, g, v
-from derivations.elementwise import Largest, apart
-from derivations.sums import PowerSum
+from derivations.derive.elementwise import Largest, apart
+from derivations.derive.sums import PowerSum
 from derivations.symbols import beta, gamma, gamma_max, i, k, x
 
 _POWERS = (-300, -200, -100, -30, -12, -8, -5, -2, 2, 5, 8, 12, 30, 100, 200, 300)

@@ -5,7 +5,7 @@ epsilon.  A scalar is a SymPy expression in the statistics of x (never free
 variables of their own), t, epsilon and n; a vector is its entry at index i;
 a matrix its entry at (i, k).  ``J @ v`` is the sum over k of J_ik v_k,
 reduced for symbolic n by the same sum machinery as the Jacobian
-(`derivations.sums`), so vector claims are proved for every n.
+(`derivations.derive.sums`), so vector claims are proved for every n.
 
 The syntax tree comes from `derivations.claims.language` (Python's parser as
 far as a tree, nothing evaluated); only the constructs below are built.
@@ -20,13 +20,14 @@ from typing import Any
 
 import sympy as sp
 
-from derivations import Layer, NotApplicable, jacobian, quantities, scaling
+from derivations import Layer, NotApplicable, quantities
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.definedness import Requirement, at_node, gaps, requirements
 from derivations.claims.language import MAX_EXPONENT, RIGHT, Built, ClaimError, Lim, _Builder, _describe, _where
 from derivations.core.layer import Pattern
-from derivations.elementwise import Largest, apart
-from derivations.sums import over_entries, reduce_sums
+from derivations.derive import jacobian, scaling
+from derivations.derive.elementwise import Largest, apart
+from derivations.derive.sums import over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
 g = sp.IndexedBase("g", real=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from derivations.catalog import LAYERS
 from derivations.codegen import _c, _numpy, _torch
 from derivations.codegen._program import Program, program
-from derivations.grouped import Grouped
+from derivations.derive.grouped import Grouped
 
 TARGETS: dict[str, Callable[[Program], str]] = {"numpy": _numpy.emit, "torch": _torch.emit, "c": _c.emit}
 

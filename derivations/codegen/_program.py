@@ -9,13 +9,13 @@ the input gradient, each parameter's gradient), written with the centered
 input c = x - mu where the layer centers: the means then are of g and of
 g * c, not of g * x, which would cancel against mu * mean(g).
 
-Every backend evaluates a row at a scale (`derivations.scaling`): x divided
+Every backend evaluates a row at a scale (`derivations.derive.scaling`): x divided
 by a power of two m >= max(|x_i|, epsilon**(1/e)) and epsilon by m**e, each
 result multiplied back by m**d, d its derived degree; a centered layer's
 centered entries are centered once more and divided by their own size too.
 No square or cube of a scaled entry leaves float64's range.  Where the layer
 has a derived limit of its Jacobian at the degenerate input (the spread 0),
-the input gradient there is the limit's (`derivations.backward.vjp_at_degenerate`).
+the input gradient there is the limit's (`derivations.derive.backward.vjp_at_degenerate`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from typing import Any
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from derivations import backward, quantities, scaling
+from derivations import quantities
 from derivations.core.layer import Layer
-from derivations.sums import Mean
+from derivations.derive import backward, scaling
+from derivations.derive.sums import Mean
 from derivations.symbols import c, epsilon, g, i, j, n, x
 
 # The entries of the vectors, as the emitted code names them.

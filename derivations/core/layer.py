@@ -13,7 +13,7 @@ from sympy.solvers.solveset import NonlinearError
 
 from derivations.core.formula import Formula
 from derivations.core.proof import DerivationError, equal
-from derivations.sums import Indicator, Mean, in_statistics, over_entries, power_sum_values, reduce_sums
+from derivations.derive.sums import Indicator, Mean, in_statistics, over_entries, power_sum_values, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, x
 
 R = TypeVar("R", bound="Rewrapped")
@@ -101,7 +101,7 @@ class Layer:
     expression in the notation of the statements (for example x_i -> c_i + mu).
     ``notes`` are caveats that belong in the statements, such as a point
     where a statistic is not differentiable.  A gain and a bias are not part
-    of a layer: `derivations.affine.Affine` wraps any layer with them.
+    of a layer: `derivations.derive.affine.Affine` wraps any layer with them.
     ``used_by`` names the library functions and models that compute exactly
     this layer, for the conventions table (each checked by `make crosscheck`
     where the library is installed there).  ``subsets`` are the entries

@@ -8,10 +8,10 @@ and the biased variance are taken over the B examples of the batch, epsilon
 inside the square root.  For each feature this is LayerNorm over the batch
 with n = B: every result of `derivations.layers.layernorm` holds per feature, and
 the Jacobian couples the examples of a batch, one B x B block per feature,
-which `derivations.grouped` proves.
+which `derivations.derive.grouped` proves.
 """
 
-from derivations.grouped import grouped
+from derivations.derive.grouped import grouped
 from derivations.layers import layernorm
 
 LAYER = grouped(

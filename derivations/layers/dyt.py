@@ -5,8 +5,8 @@ r"""Dynamic Tanh (Zhu, Chen, He, LeCun & Liu, "Transformers without Normalizatio
 Offered as a drop-in replacement for LayerNorm, it computes no statistic and
 has no epsilon: one learnable scalar alpha (initialized to alpha_0 = 0.5 in
 the paper) sets the length scale 1/alpha that epsilon sets elsewhere.  It is
-the affine wrapper (`derivations.affine`) over the elementwise base
-tanh(alpha x_i) (`derivations.elementwise`): every entry is mapped alone, so
+the affine wrapper (`derivations.derive.affine`) over the elementwise base
+tanh(alpha x_i) (`derivations.derive.elementwise`): every entry is mapped alone, so
 J is diagonal, gamma_k alpha sech^2(alpha x_k) on the diagonal, symmetric,
 with the coordinate vectors as eigenvectors, and the slope at zero is
 gamma alpha whatever the input's spread.
@@ -15,7 +15,7 @@ gamma alpha whatever the input's spread.
 import sympy as sp
 
 from derivations.core.layer import Pattern
-from derivations.elementwise import COORDINATE, NO_SPREAD, Diagonal, Elementwise, Largest, elementwise_affine
+from derivations.derive.elementwise import COORDINATE, NO_SPREAD, Diagonal, Elementwise, Largest, elementwise_affine
 from derivations.symbols import alpha, beta, g, gamma, gamma_max, i, k, t, v, x
 
 _PATTERN = Pattern((-t, sp.Integer(0), t), coordinate=2)

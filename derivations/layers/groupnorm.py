@@ -7,10 +7,10 @@ as ``torch.nn.functional.group_norm`` computes it on an (N, C) input with
 C = G n: each group's n channels are normalized by their own mean and biased
 variance, epsilon inside the square root.  Every result of
 `derivations.layers.layernorm` holds per group, with n the size of a group; the
-Jacobian of the whole row is block-diagonal, which `derivations.grouped` proves.
+Jacobian of the whole row is block-diagonal, which `derivations.derive.grouped` proves.
 """
 
-from derivations.grouped import grouped
+from derivations.derive.grouped import grouped
 from derivations.layers import layernorm
 
 LAYER = grouped(

@@ -3,7 +3,7 @@ r"""L2 normalization with epsilon as a floor on the norm (``torch.nn.functional.
 .. math:: y = \frac{x}{\max(\|x\|_2, \varepsilon)}, \qquad \|x\|_2 = \sqrt{n\, r}, \quad r = \overline{x^2}.
 
 PyTorch computes ``x / x.norm(p, dim, keepdim=True).clamp_min(eps)``.  Two
-regimes (`derivations.regimes`): above the floor the output is x / ||x||,
+regimes (`derivations.derive.regimes`): above the floor the output is x / ||x||,
 scale-free, with slope 0 along x; below it the layer is linear, x / epsilon.
 On ||x||_2 = epsilon the output is continuous and the Jacobian does not exist.
 """
@@ -11,9 +11,9 @@ On ||x||_2 = epsilon the output is continuous and the Jacobian does not exist.
 import sympy as sp
 
 from derivations.core.layer import Pattern, Statistic
+from derivations.derive.regimes import cases, clamped
+from derivations.derive.sums import mean
 from derivations.layers.rmsnorm import RAW_DIRECTIONS, UNIFORM
-from derivations.regimes import cases, clamped
-from derivations.sums import mean
 from derivations.symbols import epsilon, g, i, j, k, n, norm_x, r, t, x
 
 _x = sp.MatrixSymbol("x", n, 1)

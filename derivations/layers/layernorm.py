@@ -10,7 +10,7 @@ the literature states, which every derivation must prove, not return.
 import sympy as sp
 
 from derivations.core.layer import Direction, Layer, Pattern, Statistic
-from derivations.sums import mean
+from derivations.derive.sums import mean
 from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, s, t, w, x
 
 # The mean and the (biased) variance: what every centering layer computes.

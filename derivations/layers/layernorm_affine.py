@@ -8,9 +8,9 @@ The Jacobian is diag(gamma) J, not symmetric: its norm is bounded through
 
 import sympy as sp
 
-from derivations.affine import affine
+from derivations.derive.affine import affine
+from derivations.derive.sums import mean
 from derivations.layers import layernorm
-from derivations.sums import mean
 from derivations.symbols import beta, epsilon, g, gamma, gamma_max, j, k, mu, s, t, x
 
 

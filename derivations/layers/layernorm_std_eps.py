@@ -11,8 +11,8 @@ constant input; the output still is, because c * sigma_u is of second order.
 import sympy as sp
 
 from derivations.core.layer import Layer, Pattern, Statistic
+from derivations.derive.sums import mean
 from derivations.layers.layernorm import CENTERED_DIRECTIONS, CENTERED_STATISTICS
-from derivations.sums import mean
 from derivations.symbols import c, epsilon, g, i, j, k, mu, n, q, sigma_u, t, tau, x
 
 

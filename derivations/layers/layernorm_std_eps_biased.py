@@ -13,8 +13,8 @@ sigma_b is not differentiable at a constant input; the output still is.
 import sympy as sp
 
 from derivations.core.layer import Layer, Pattern, Statistic
+from derivations.derive.sums import mean
 from derivations.layers.layernorm import CENTERED_DIRECTIONS, CENTERED_STATISTICS
-from derivations.sums import mean
 from derivations.symbols import c, epsilon, g, i, j, k, mu, n, q, sigma_b, t, tau, x
 
 

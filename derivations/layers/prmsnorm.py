@@ -14,7 +14,7 @@ so its eigenvalues do not bound its norm: the eigenvalues are eps/s^3 along
 x and 1/s on the (n - 1)-dimensional space (m * x)^T w = 0, yet ||J||_2 has
 no bound over all inputs (at n = 2, k = 1, x = (a, B) the entry J_10 =
 -a B / s^3 grows with B).  What is derived instead is a bound at each input,
-by the triangle inequality over the terms of J (`derivations.spectral`).
+by the triangle inequality over the terms of J (`derivations.derive.spectral`).
 
 The authors' reference code (github.com/bzhangGo/rmsnorm) computes another
 convention: the subset has ``int(d * p)`` entries (the floor, not the
@@ -34,9 +34,9 @@ from typing import Any
 import sympy as sp
 
 from derivations.core.layer import Direction, Layer, Pattern, Statistic, Subset
+from derivations.derive.sums import Indicator
+from derivations.derive.sums import mean as mean_over
 from derivations.layers.rmsnorm import UNIFORM
-from derivations.sums import Indicator
-from derivations.sums import mean as mean_over
 from derivations.symbols import epsilon, g, i, j, k, k_p, kappa, n, r, r_k, s, t, v, w, x
 
 # The indicator of the first k entries.

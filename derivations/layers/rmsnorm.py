@@ -9,7 +9,7 @@ all-ones vector is not special.
 import sympy as sp
 
 from derivations.core.layer import Direction, Layer, Pattern, Statistic
-from derivations.sums import mean
+from derivations.derive.sums import mean
 from derivations.symbols import epsilon, g, i, j, k, n, r, s, t, w, x
 
 _x = sp.MatrixSymbol("x", n, 1)

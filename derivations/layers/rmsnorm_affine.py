@@ -9,9 +9,9 @@ survives the gain (none has eigenvalue 0), so only the bound remains.
 
 import sympy as sp
 
-from derivations.affine import affine
+from derivations.derive.affine import affine
+from derivations.derive.sums import mean
 from derivations.layers import rmsnorm
-from derivations.sums import mean
 from derivations.symbols import beta, epsilon, g, gamma, gamma_max, j, k, s, t, x
 
 LAYER = affine(

@@ -10,8 +10,8 @@ order there.
 import sympy as sp
 
 from derivations.core.layer import Layer, Pattern, Statistic
+from derivations.derive.sums import mean
 from derivations.layers.rmsnorm import RAW_DIRECTIONS, UNIFORM
-from derivations.sums import mean
 from derivations.symbols import epsilon, g, i, j, k, n, r, sigma, t, tau, x
 
 _x = sp.MatrixSymbol("x", n, 1)

@@ -4,13 +4,13 @@ r"""Gemma's RMSNorm: epsilon inside the square root, and a gain stored as its of
 
 Gemma stores w and multiplies by 1 + w, so that w = 0 is the identity gain;
 this is `derivations.layers.rmsnorm_affine` at gamma = 1 + w, beta = 0, and every
-result of that layer holds with the substitution (`derivations.reparametrized`).
+result of that layer holds with the substitution (`derivations.derive.reparametrized`).
 """
 
 import sympy as sp
 
+from derivations.derive.reparametrized import reparametrized
 from derivations.layers import rmsnorm_affine
-from derivations.reparametrized import reparametrized
 from derivations.symbols import beta, gamma, gemma_max, i, n
 from derivations.symbols import w_gemma as w
 

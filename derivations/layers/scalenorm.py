@@ -11,10 +11,10 @@ the norm.
 
 import sympy as sp
 
+from derivations.derive.regimes import scaled
+from derivations.derive.sums import mean
 from derivations.layers import l2norm_clamped
 from derivations.layers.l2norm_clamped import by_regime, on_pattern
-from derivations.regimes import scaled
-from derivations.sums import mean
 from derivations.symbols import epsilon, g, g_s, j, k, n, norm_x, t, x
 
 _x = sp.MatrixSymbol("x", n, 1)

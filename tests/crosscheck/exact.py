@@ -57,7 +57,7 @@ def exact_without_epsilon(
     import sympy as sp
 
     from derivations import LAYERS, quantities
-    from derivations.elementwise import diagonal
+    from derivations.derive.elementwise import diagonal
     from derivations.symbols import beta, g, gamma, i, k
     from derivations.symbols import v as v_base
     from derivations.symbols import x as x_base

@@ -88,7 +88,7 @@ def _parameters(key: str, gain: np.ndarray, bias: np.ndarray) -> tuple[tuple[np.
 
 def _exact(key: str, x: np.ndarray, eps: float, dy: np.ndarray, params: list[np.ndarray], n: int) -> tuple:
     """The Jacobian at x[0] and the gradients at x, dy, in mpmath.  GroupNorm's are LayerNorm's on each
-    group of n features (its Jacobian is block-diagonal, proved: `derivations.grouped`)."""
+    group of n features (its Jacobian is block-diagonal, proved: `derivations.derive.grouped`)."""
     if key == "groupnorm":
         blocks = [
             _exact("layernorm", x[:, g * n : (g + 1) * n], eps, dy[:, g * n : (g + 1) * n], [], n)

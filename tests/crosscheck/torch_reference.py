@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from exact import exact_gradients, exact_without_epsilon
 from torch.func import jacrev
 
-from derivations.grouped import Grouped
+from derivations.derive.grouped import Grouped
 
 SIZES = (2, 3, 7, 64, 768)
 EPSILONS = (1e-8, 1e-5, 0.25)
@@ -326,7 +326,7 @@ def check_kinks(rng: np.random.Generator, keys: list[str]) -> float:
     from torch.func import grad, jvp, vjp
 
     from derivations import LAYERS
-    from derivations.regimes import Regimes
+    from derivations.derive.regimes import Regimes
 
     def relative(a: np.ndarray, b: torch.Tensor) -> float:
         return float(np.abs(np.asarray(a) - b.numpy()).max() / b.abs().max())

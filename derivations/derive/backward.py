@@ -3,7 +3,7 @@ r"""The backward pass for a symbolic number of entries n: J^T g, J v, the Hessia
 With g the upstream gradient dL/dy, the input gradient is
 :math:`(J^\top g)_k = \sum_i g_i J_{ik}`.  The derived entry J_ik (in the
 statistics and the Kronecker delta) is multiplied by g_i and summed over i
-like any other sum (`derivations.sums`): the delta sifts out g_k, and what is
+like any other sum (`derivations.derive.sums`): the delta sifts out g_k, and what is
 left are means such as :math:`\overline{g}` and :math:`\overline{g\,x}`, which
 no statistic of x fixes and which stay named.  The forward-mode product
 :math:`(J v)_k` is the same sum over the other index.
@@ -27,12 +27,12 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations import jacobian
 from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Direction, Layer
 from derivations.core.proof import DerivationError, equal
-from derivations.sums import Mean, PowerSum, as_means, over_entries, p, reduce_sums
+from derivations.derive import jacobian
+from derivations.derive.sums import Mean, PowerSum, as_means, over_entries, p, reduce_sums
 from derivations.symbols import g, i, k, n, u, v, x
 
 # What each product's left-hand side is called in the formulas.
@@ -254,7 +254,7 @@ def explicit_hessian_agrees(layer: Layer, size: int) -> str:
     return f"n = {size}: the Hessian product equals the explicit Hessian of <g, y> times v"
 
 
-# --- proofs: the wrapper `derivations.affine` registers its own ------------------
+# --- proofs: the wrapper `derivations.derive.affine` registers its own ------------------
 
 
 def _in_definitions(layer: Layer, stated: sp.Expr) -> sp.Expr:

@@ -20,7 +20,7 @@ from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Layer, Pattern
 from derivations.core.proof import DerivationError
-from derivations.sums import reduce_sums
+from derivations.derive.sums import reduce_sums
 from derivations.symbols import i, t, x
 
 

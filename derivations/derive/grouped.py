@@ -13,7 +13,7 @@ the block structure, proved by exact differentiation of the blocked
 definition at explicit sizes.
 
 >>> from derivations import LAYERS
->>> from derivations.grouped import block_structure
+>>> from derivations.derive.grouped import block_structure
 >>> block_structure(LAYERS["groupnorm"])[1].split(":")[0]
 'exact differentiation at (blocks, n) = (2, 2), (3, 2), (2, 3)'
 """

@@ -8,7 +8,7 @@ rather than read off eigenvalues.  Everything else (the response, the slope,
 the eigenvectors that survive the gain) goes through the generic machinery.
 
 >>> from derivations import LAYERS
->>> from derivations.spectral import bound_value
+>>> from derivations.derive.spectral import bound_value
 >>> bound_value(LAYERS["rmsnorm_affine"])
 gamma_max/sqrt(epsilon)
 """
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derivations import backward, jacobian, spectral
 from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Layer
 from derivations.core.proof import equal
+from derivations.derive import backward, jacobian, spectral
 from derivations.symbols import beta, diag_gamma, g, gamma, gamma_max, i, k, norm_J
 
 

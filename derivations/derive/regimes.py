@@ -29,10 +29,10 @@ from functools import cache
 
 import sympy as sp
 
-from derivations import backward, eigen, jacobian, moments, response, scaling, spectral
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Direction, Layer, Pattern, Statistic
 from derivations.core.proof import DerivationError, equal, is_zero, less_equal
+from derivations.derive import backward, eigen, jacobian, moments, response, scaling, spectral
 from derivations.symbols import epsilon, n, norm_J, t, x
 
 

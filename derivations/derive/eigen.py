@@ -18,12 +18,12 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations import jacobian
 from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Direction, Layer
 from derivations.core.proof import DerivationError, equal
-from derivations.sums import over_entries, reduce_sums
+from derivations.derive import jacobian
+from derivations.derive.sums import over_entries, reduce_sums
 from derivations.symbols import J, i, k, n, ones, x
 
 

@@ -26,7 +26,7 @@ from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Layer
 from derivations.core.proof import DerivationError
-from derivations.sums import Mean, p
+from derivations.derive.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, t, x
 
 m = sp.Symbol("m", positive=True)

@@ -18,12 +18,12 @@ from functools import singledispatch
 
 import sympy as sp
 
-from derivations import eigen, jacobian
 from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Layer
 from derivations.core.proof import DerivationError, equal, less_equal
-from derivations.sums import over_entries, reduce_sums
+from derivations.derive import eigen, jacobian
+from derivations.derive.sums import over_entries, reduce_sums
 from derivations.symbols import delta, i, k, n, norm_J
 
 

@@ -15,7 +15,7 @@ normalization layer: `Elementwise.scalars` names it, and numeric takes it as
 the second argument (`numeric._elementwise`).
 
 >>> from derivations import LAYERS
->>> from derivations.spectral import bound_value
+>>> from derivations.derive.spectral import bound_value
 >>> bound_value(LAYERS["dyt"])
 gamma_max*Abs(alpha)
 """
@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, fields
 
 import sympy as sp
 
-from derivations import eigen, jacobian, response, spectral
-from derivations.affine import Affine
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Direction, Layer, Pattern
 from derivations.core.proof import DerivationError, equal, nonnegative
+from derivations.derive import eigen, jacobian, response, spectral
+from derivations.derive.affine import Affine
 from derivations.symbols import gamma, gamma_max, i, k, n, norm_J, x
 
 # Elementwise layers have no statistic that vanishes at a degenerate input; `Layer.spread`
@@ -121,8 +121,8 @@ class ElementwiseAffine(Affine, Elementwise):
 
 
 def elementwise_affine(base: Elementwise, key: str, title: str, **keywords: object) -> ElementwiseAffine:
-    """`derivations.affine.affine` over an elementwise base, keeping its scalar parameter."""
-    from derivations.affine import affine
+    """`derivations.derive.affine.affine` over an elementwise base, keeping its scalar parameter."""
+    from derivations.derive.affine import affine
 
     made = affine(base, key, title, **keywords)  # type: ignore[arg-type]
     values = {f.name: getattr(made, f.name) for f in fields(made) if f.init}

@@ -4,7 +4,7 @@ The entry :math:`J_{ik} = \partial y_i / \partial x_k` is obtained by
 differentiating the definition, with every statistic written as a sum over
 the n entries, with respect to the indexed entry ``x[k]``; SymPy produces the
 Kronecker deltas.  The sums are then reduced and rewritten in the layer's
-statistics (see `derivations.sums`).
+statistics (see `derivations.derive.sums`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Layer
 from derivations.core.proof import DerivationError, equal
-from derivations.sums import explicit_means, reduce_sums
+from derivations.derive.sums import explicit_means, reduce_sums
 from derivations.symbols import J, delta, i, k, n, ones, tau, x
 
 

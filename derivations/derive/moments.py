@@ -14,7 +14,7 @@ import sympy as sp
 from derivations.cache import derived
 from derivations.core.formula import Established, Formula
 from derivations.core.layer import Layer
-from derivations.sums import over_entries, reduce_sums
+from derivations.derive.sums import over_entries, reduce_sums
 from derivations.symbols import i, n
 
 

@@ -68,6 +68,7 @@ __all__ = [
     "Established",
     "Formula",
     "Layer",
+    "Moved",
     "NotApplicable",
     "Pattern",
     "Quantity",
@@ -84,23 +85,24 @@ __all__ = [
 MOVED = frozenset(path.stem for path in (Path(__file__).parent / "derive").glob("[a-z]*.py"))
 
 
-class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds ``derivations.<name>`` for a moved module, as ``derivations.derive.<name>`` itself."""
+class Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds each old module path of ``paths`` (``{old full name: new full name}``) as the module
+    at the new one itself: a module moved into a subpackage keeps its old import path."""
+
+    def __init__(self, paths: dict[str, str]) -> None:
+        self.paths = paths
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        package, _, name = fullname.rpartition(".")
-        if package != __name__ or name not in MOVED:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
+        return importlib.util.spec_from_loader(fullname, self) if fullname in self.paths else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
-        return importlib.import_module(f"{__name__}.derive.{spec.name.rpartition('.')[2]}")
+        return importlib.import_module(self.paths[spec.name])
 
     def exec_module(self, module: Any) -> None:
         """The module ran when it was imported under its own name."""
 
 
-sys.meta_path.insert(0, _Moved())
+sys.meta_path.insert(0, Moved({f"{__name__}.{name}": f"{__name__}.derive.{name}" for name in MOVED}))
 
 
 def __getattr__(name: str) -> Any:

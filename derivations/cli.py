@@ -1,4 +1,4 @@
-"""Command-line plumbing shared by every command: derivations, figures, figures.report, numeric.verify."""
+"""Command-line plumbing shared by every command: derivations, figures, figures.report, numeric.checks.verify."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def __getattr__(name: str) -> Any:
 
         return figures.FIGURES
     if name == "verify":
-        from numeric import verify
+        from numeric.checks import verify
 
         return verify
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,8 +32,8 @@ from derivations.render import PACKAGES, Row, equation, proved_text
 from figures import FIGURES, _pdflatex
 from figures._output import BUILD, destination, prepare, write_all
 from figures._pdflatex import LatexError
-from numeric import verify
-from numeric.agreement import AgreementError
+from numeric.checks import verify
+from numeric.checks.agreement import AgreementError
 
 PROG = "python -m figures.report"
 REPORT = Path("build") / "report.md"

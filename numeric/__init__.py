@@ -27,14 +27,20 @@ array([0.    , 0.2849, 1.0445])
 
 import os
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from derivations import LAYERS, catalog
+from derivations import LAYERS, Moved, catalog
 from numeric import _affine, _elementwise, _grouped, _regimes, _reparametrized  # noqa: F401 - register the facades
-from numeric._compiled import compiled
-from numeric._lambdify import compile as lambdified
 from numeric._layer import NumericLayer, facade
+from numeric.kernels.compiled import compiled
+from numeric.kernels.lambdify import compile as lambdified
+
+# The checks moved to numeric/checks/: numeric.verify, numeric.accuracy and numeric.agreement
+# still import, as the same modules.
+CHECKS = frozenset(path.stem for path in (Path(__file__).parent / "checks").glob("[a-z]*.py"))
+sys.meta_path.insert(0, Moved({f"{__name__}.{name}": f"{__name__}.checks.{name}" for name in CHECKS}))
 
 
 class _LayerModule(ModuleType):

@@ -17,8 +17,9 @@ from derivations.derive import scaling, spectral
 from derivations.derive.affine import Affine
 from derivations.symbols import epsilon as eps_symbol
 from derivations.symbols import gamma_max
-from numeric import _layer, _rescale, _validate
-from numeric._lambdify import compile
+from numeric import _layer, _validate
+from numeric.kernels import rescale as _rescale
+from numeric.kernels.lambdify import compile
 
 
 class NumericAffine(_layer.NumericLayer):

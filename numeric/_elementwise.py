@@ -29,8 +29,9 @@ from derivations import formula, quantities
 from derivations.derive import scaling
 from derivations.derive.elementwise import Elementwise, ElementwiseAffine, Largest, diagonal
 from derivations.symbols import beta, g, gamma, gamma_max, t, v, x
-from numeric import _layer, _rescale, _validate
-from numeric._lambdify import compile
+from numeric import _layer, _validate
+from numeric.kernels import rescale as _rescale
+from numeric.kernels.lambdify import compile
 
 # Symbols standing for one entry of each vector, and for the parameter at the pattern's coordinate.
 _ENTRY = {x: "x", g: "dy", v: "v", gamma: "gain", beta: "bias"}

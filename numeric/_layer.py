@@ -19,8 +19,11 @@ from numpy.typing import ArrayLike
 
 from derivations import LAYERS, Direction, Layer, formula, quantities
 from derivations.derive import response
-from numeric import _assemble, _kernel, _rescale, _validate
-from numeric._compiled import Compiled, compiled
+from numeric import _validate
+from numeric.kernels import assemble as _assemble
+from numeric.kernels import kernel as _kernel
+from numeric.kernels import rescale as _rescale
+from numeric.kernels.compiled import Compiled, compiled
 
 
 class NumericLayer:
@@ -89,7 +92,7 @@ class NumericLayer:
     # --- statistics, validation and rescaling -----------------------------
 
     def _statistics(self, values: np.ndarray, parameters: Any = ()) -> list[np.ndarray]:
-        """Each statistic of ``values`` (`numeric._kernel.statistics`)."""
+        """Each statistic of ``values`` (`numeric.kernels.kernel.statistics`)."""
         return _kernel.statistics(self, values, parameters)
 
     def epsilon_root(self, e: Any) -> Any:
@@ -103,7 +106,7 @@ class NumericLayer:
     def _at_scale(
         self, at: Callable[..., Any], array: np.ndarray, e: np.ndarray, degree: int, parameters: list[Any]
     ) -> Any:
-        """``at`` evaluated at a safe scale (`numeric._kernel.at_scale`)."""
+        """``at`` evaluated at a safe scale (`numeric.kernels.kernel.at_scale`)."""
         return _kernel.at_scale(self, at, array, e, degree, parameters)
 
     def weights(self, parameters: Any) -> np.ndarray | None:
@@ -130,11 +133,11 @@ class NumericLayer:
     # --- forward and Jacobian ------------------------------------------------
 
     def forward(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
-        """The layer applied along the last axis of x, shape (..., n) (`numeric._kernel.forward`)."""
+        """The layer applied along the last axis of x, shape (..., n) (`numeric.kernels.kernel.forward`)."""
         return _kernel.forward(self, x, epsilon, *parameters, **named)
 
     def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
-        """d forward(x)_i / d x_k, shape (..., n, n) (`numeric._kernel.jacobian`)."""
+        """d forward(x)_i / d x_k, shape (..., n, n) (`numeric.kernels.kernel.jacobian`)."""
         return _kernel.jacobian(self, x, epsilon, *parameters, **named)
 
     def jacobian_from_entry(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
@@ -145,7 +148,7 @@ class NumericLayer:
 
     def products(self, names: list[str], x: ArrayLike, epsilon: ArrayLike, *args: ArrayLike, **named: Any) -> list[Any]:
         """The backward products ``names`` at x: the first of shape (..., n), each further one
-        (a parameter's gradient) summed over every leading axis (`numeric._kernel.products`)."""
+        (a parameter's gradient) summed over every leading axis (`numeric.kernels.kernel.products`)."""
         return _kernel.products(self, names, x, epsilon, *args, **named)
 
     @property

@@ -20,7 +20,7 @@ from derivations import quantities
 from derivations.derive import regimes
 from derivations.derive.regimes import GAIN, Regimes, Scaled, say
 from numeric import _layer, _validate
-from numeric._lambdify import compile
+from numeric.kernels.lambdify import compile
 
 
 class NumericRegimes(_layer.NumericLayer):

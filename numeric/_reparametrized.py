@@ -17,7 +17,7 @@ from derivations import quantities
 from derivations.derive.reparametrized import Reparametrized
 from derivations.symbols import i
 from numeric import _layer, _validate
-from numeric._lambdify import compile
+from numeric.kernels.lambdify import compile
 
 # The registry's functions of x (and vectors) with parameters: passed through to the base.
 _STRATEGIES = ("applied", "entrywise", "backward")

@@ -88,7 +88,7 @@ def amplitude(value: Any) -> np.ndarray:
 def vector(value: Any, keep_float: bool = False, finite: bool = True) -> np.ndarray:
     """x with shape (..., n), n >= 2, every entry finite; as float64, or (``keep_float``)
     in its own floating dtype, integers still becoming float64.  With ``finite`` False the
-    caller checks the entries' finiteness itself (`numeric._kernel.fused`)."""
+    caller checks the entries' finiteness itself (`numeric.kernels.kernel.fused`)."""
     array = _real(value, "x")
     if array.ndim == 0 or array.shape[-1] < 2:
         raise ValueError(f"x must have shape (..., n) with n >= 2 features, got shape {array.shape}")

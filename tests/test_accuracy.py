@@ -5,8 +5,10 @@ import pytest
 from grids import core_fast, slow
 
 from derivations import LAYERS
-from numeric import _rescale, accuracy, layernorm
+from numeric import layernorm
 from numeric._layer import facade
+from numeric.checks import accuracy
+from numeric.kernels import rescale as _rescale
 
 DTYPES = (np.float64, np.float32)
 

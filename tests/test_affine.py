@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from grids import EPSILONS, SIZES
 
-from numeric import layernorm, layernorm_affine, verify
-from numeric.agreement import AgreementError, assert_agree
+from numeric import layernorm, layernorm_affine
+from numeric.checks import verify
+from numeric.checks.agreement import AgreementError, assert_agree
 
 
 def _parameters(rng, size):

@@ -17,7 +17,7 @@ from derivations import LAYERS, DerivationError, formula, formulas, quantities
 from derivations.derive import backward, jacobian
 from derivations.derive.sums import Mean, mean, p
 from derivations.symbols import epsilon, g, gamma, j, k, mu, q, v, x
-from numeric.agreement import assert_agree
+from numeric.checks.agreement import assert_agree
 
 KEYS = list(ROW_LAYERS)
 AFFINE = [key for key in KEYS if LAYERS[key].parameters]

@@ -18,7 +18,7 @@ from derivations.definition import DefinitionError
 from derivations.notation import DEFAULT
 from derivations.render import text
 from derivations.symbols import epsilon, r, t
-from numeric.agreement import assert_agree
+from numeric.checks.agreement import assert_agree
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "l4norm.toml"

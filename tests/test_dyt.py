@@ -3,7 +3,7 @@
 The shared grids (tests/grids.py) are epsilon grids; this file runs the same
 tiers for the one layer without epsilon: symbolic identities, lambdified
 against exactly evaluated SymPy, central differences in random directions,
-the eigenstructure through properties, mpmath through `numeric.accuracy`,
+the eigenstructure through properties, mpmath through `numeric.checks.accuracy`,
 and what claims about it say.
 """
 
@@ -22,8 +22,8 @@ from derivations.derive import backward, jacobian, response, spectral
 from derivations.derive.elementwise import Largest, diagonal, elementwise_affine
 from derivations.layers.dyt import BASE
 from derivations.symbols import alpha, beta, epsilon, g, gamma, gamma_max, i, k, t, v, x
-from numeric import accuracy, verify
-from numeric.agreement import assert_agree, exact
+from numeric.checks import accuracy, verify
+from numeric.checks.agreement import assert_agree, exact
 
 LAYER = LAYERS["dyt"]
 DYT = numeric.dyt.LAYER
@@ -245,7 +245,7 @@ def test_eigenstructure_and_norm(size, a, rng):
     assert_agree(DYT.spectral_norm(np.zeros(size), a, gain, bias), bound, rtol=1e-15, what="bound at x = 0")
 
 
-# --- mpmath, through numeric.accuracy ---------------------------------------------------
+# --- mpmath, through numeric.checks.accuracy ---------------------------------------------------
 
 
 def test_dyt_is_measured_by_the_accuracy_machinery():

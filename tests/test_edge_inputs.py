@@ -11,7 +11,7 @@ from grids import SYMMETRIC_LAYERS, module
 
 import numeric
 from numeric import layernorm, layernorm_affine, rmsnorm_affine
-from numeric.agreement import assert_agree
+from numeric.checks.agreement import assert_agree
 
 
 @pytest.mark.parametrize("key", SYMMETRIC_LAYERS)

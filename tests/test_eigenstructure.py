@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from derivations import LAYERS
-from numeric import layernorm, rmsnorm, verify
-from numeric.agreement import assert_agree
+from numeric import layernorm, rmsnorm
+from numeric.checks import verify
+from numeric.checks.agreement import assert_agree
 
 
 @pytest.mark.parametrize("key", SYMMETRIC_LAYERS)
@@ -131,7 +132,7 @@ def test_the_direct_jacobian_agrees_with_the_rescaled_one_and_knows_where_it_is_
     rescales each row first.  On safe rows they agree to rounding; rows that are not safe (far
     from epsilon's scale, a large offset, a vanishing direction) are flagged, and the public
     Jacobian of a batch mixing both agrees with each row taken alone."""
-    from numeric import _assemble
+    from numeric.kernels import assemble as _assemble
 
     layer = module(key).LAYER
     rows = rng.standard_normal((4, size)) * np.array([[1e-3], [1.0], [30.0], [1e4]])

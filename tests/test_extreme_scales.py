@@ -13,7 +13,7 @@ import pytest
 import sympy as sp
 
 import numeric
-from numeric import _rescale
+from numeric.kernels import rescale as _rescale
 
 X = sp.symbols("x0:3", real=True)
 E = sp.Symbol("E", positive=True)

@@ -19,7 +19,7 @@ from matplotlib.ticker import MultipleLocator
 import figures.__main__ as cli
 from figures import FIGURES, _pdflatex, spectrum
 from figures import layer_normalization_epsilon_response as seed_figure
-from numeric.agreement import AgreementError, assert_agree
+from numeric.checks.agreement import AgreementError, assert_agree
 
 SIZES = {
     "layer-normalization-epsilon-response.png": (410, 860),

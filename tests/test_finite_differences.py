@@ -5,8 +5,8 @@ import pytest
 from grids import EPSILONS, KINKED_LAYERS, SIZES, SYMMETRIC_LAYERS, module
 from numeric.layernorm import LAYER
 
-from numeric import verify
-from numeric.agreement import AgreementError, assert_agree
+from numeric.checks import verify
+from numeric.checks.agreement import AgreementError, assert_agree
 
 
 @pytest.mark.parametrize("key", SYMMETRIC_LAYERS)

@@ -13,7 +13,7 @@ from derivations import LAYERS, formulas
 from derivations.__main__ import main
 from derivations.codegen import emit
 from derivations.derive.grouped import Grouped
-from numeric.agreement import assert_agree
+from numeric.checks.agreement import assert_agree
 
 GROUPED = [key for key, layer in LAYERS.items() if isinstance(layer, Grouped)]
 EPSILONS = (1e-6, 0.04, 1.0)

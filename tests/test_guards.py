@@ -25,10 +25,11 @@ from derivations.derive.elementwise import Largest
 from derivations.derive.sums import PowerSum
 from derivations.symbols import epsilon, i, k, x
 from figures._output import write_all
-from numeric import _kernel, accuracy, verify
-from numeric._lambdify import compile
 from numeric._layer import facade
-from numeric.agreement import AgreementError, assert_agree
+from numeric.checks import accuracy, verify
+from numeric.checks.agreement import AgreementError, assert_agree
+from numeric.kernels import kernel as _kernel
+from numeric.kernels.lambdify import compile
 
 # --- forward on more rows than one block holds --------------------------------
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import numeric
 from derivations import LAYERS
 from numeric import layernorm, response, slope
-from numeric._compiled import compiled
+from numeric.kernels.compiled import compiled
 
 X = np.array([0.3, -1.2, 2.0])
 VECTOR_FUNCTIONS = (layernorm.forward, layernorm.jacobian, layernorm.eigenvalues, layernorm.spectral_norm)

@@ -157,3 +157,13 @@ def test_the_machinerys_old_module_paths_import_the_moved_modules():
         assert importlib.import_module(f"derivations.{name}") is importlib.import_module(f"derivations.derive.{name}")
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("derivations.not_a_module")
+
+
+def test_the_checks_old_module_paths_import_the_moved_modules():
+    """numeric/checks/ holds verify, accuracy and agreement; numeric.verify and the like still import."""
+    import numeric
+
+    assert {"verify", "accuracy", "agreement"} <= numeric.CHECKS
+    for name in sorted(numeric.CHECKS):
+        assert not (ROOT / "numeric" / f"{name}.py").exists(), name
+        assert importlib.import_module(f"numeric.{name}") is importlib.import_module(f"numeric.checks.{name}")

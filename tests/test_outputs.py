@@ -20,8 +20,8 @@ import figures._output
 from derivations import cache as derivation_cache
 from derivations import catalog, claims
 from figures import _pdflatex, report
-from numeric import verify
-from numeric.agreement import AgreementError
+from numeric.checks import verify
+from numeric.checks.agreement import AgreementError
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path("build") / "figures"
@@ -343,13 +343,13 @@ CASES = {
         f"{REPORT}: error: unrecognized arguments: --bogus",
         set(),
     ),
-    "numeric.verify --bogus": (
-        "numeric.verify",
+    "numeric.checks.verify --bogus": (
+        "numeric.checks.verify",
         ["--bogus"],
         None,
         _nothing,
         2,
-        "python -m numeric.verify: error: unrecognized arguments: --bogus",
+        "python -m numeric.checks.verify: error: unrecognized arguments: --bogus",
         set(),
     ),
     # 8. A reader that stopped early ends quietly with 0; a full device is one line and 2.
@@ -374,14 +374,14 @@ CASES = {
         set(),
     ),
     "figures > /dev/full": ("figures", [], "/dev/full", _nothing, 2, FIGURES_ERROR + "No space left on device", SET),
-    "numeric.verify | head -1": ("numeric.verify", [], "closed pipe", _nothing, 0, None, set()),
-    "numeric.verify > /dev/full": (
-        "numeric.verify",
+    "numeric.checks.verify | head -1": ("numeric.checks.verify", [], "closed pipe", _nothing, 0, None, set()),
+    "numeric.checks.verify > /dev/full": (
+        "numeric.checks.verify",
         [],
         "/dev/full",
         _nothing,
         2,
-        "python -m numeric.verify: error: No space left on device",
+        "python -m numeric.checks.verify: error: No space left on device",
         set(),
     ),
     "figures.report | head -1": (
@@ -487,8 +487,8 @@ def _stdout(kind):
 
 
 # A whole verification (2 s) to reach the path every command's closed pipe takes (cli.finish):
-# make test-slow runs it; numeric.verify > /dev/full, in the fast tier, runs it once.
-SLOW_CASES = {"numeric.verify | head -1"}
+# make test-slow runs it; numeric.checks.verify > /dev/full, in the fast tier, runs it once.
+SLOW_CASES = {"numeric.checks.verify | head -1"}
 
 
 @pytest.mark.parametrize("case", [slow(case) if case in SLOW_CASES else case for case in CASES])

@@ -25,7 +25,7 @@ from derivations.derive.sums import reduce_sums
 from derivations.layers.prmsnorm import FIRST_K, first_entries, m
 from derivations.symbols import epsilon, i, k, k_p, kappa, n, r, r_k, s, w, x
 from numeric import prmsnorm
-from numeric.agreement import assert_agree
+from numeric.checks.agreement import assert_agree
 
 LAYER = LAYERS["prmsnorm"]
 PS = (0.0625, 0.3, 0.5, 1.0)

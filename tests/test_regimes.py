@@ -11,8 +11,9 @@ from derivations import LAYERS, DerivationError, quantities
 from derivations.derive import response
 from derivations.derive.regimes import jump, kink
 from derivations.symbols import epsilon, g_s, i, k, norm_x, t, x
-from numeric import l2norm_clamped, verify
-from numeric.agreement import assert_agree
+from numeric import l2norm_clamped
+from numeric.checks import verify
+from numeric.checks.agreement import assert_agree
 
 LAYER = LAYERS["l2norm_clamped"]
 

@@ -8,7 +8,7 @@ import numeric
 from derivations import LAYERS, formulas
 from derivations.claims import Claim, check
 from derivations.symbols import beta, diag_gamma, gamma, gamma_max, gemma_max, w_gemma
-from numeric.agreement import assert_agree
+from numeric.checks.agreement import assert_agree
 
 GEMMA = LAYERS["rmsnorm_gemma"]
 

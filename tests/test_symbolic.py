@@ -190,7 +190,7 @@ def test_the_output_at_a_constant_input_is_the_derived_one(key):
     import numpy as np
 
     import numeric
-    from numeric.agreement import assert_agree, exact
+    from numeric.checks.agreement import assert_agree, exact
 
     layer = LAYERS[key]
     value = response.at_constant(layer)

@@ -1,6 +1,6 @@
 """``make accuracy``: worst errors against mpmath, and where the seed's formula and PyTorch fail.
 
-The table comes from `numeric.accuracy`; the failure cases compare the
+The table comes from `numeric.checks.accuracy`; the failure cases compare the
 seed's hand-typed expressions (kept in tests/seed_reference.py) and, when it
 is installed, PyTorch's ``layer_norm`` with ours at the same inputs.  With
 ``--readme`` the README's accuracy block is rewritten from these numbers.
@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import seed_reference
 
-from numeric import accuracy, layernorm
+from numeric import layernorm
+from numeric.checks import accuracy
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -81,7 +81,7 @@ def _closed_form_jacobian(x: np.ndarray, eps: float) -> np.ndarray:
 
 def jacobians() -> None:
     """numeric.layernorm.jacobian (assembled from the derived eigenstructure; a vector at a safe
-    scale directly, `numeric._assemble.direct`) against the closed form typed in NumPy.  The
+    scale directly, `numeric.kernels.assemble.direct`) against the closed form typed in NumPy.  The
     target is 2x at n = 64, where a call's fixed cost, not its arithmetic, sets the time."""
     print(f"\n{'jacobian':<10}{'derived':>12}{'closed form':>14}{'ratio':>9}   (target: <= 2 at n = 64)")
     for size in (8, 64, 768):

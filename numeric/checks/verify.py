@@ -2,7 +2,7 @@
 
 Each check compares two independent computations with `assert_agree` and
 returns how many values it compared.  The tests run the same checks over
-wider grids; ``python -m numeric.verify`` runs the pre-figure set.
+wider grids; ``python -m numeric.checks.verify`` runs the pre-figure set.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from derivations.symbols import epsilon as eps_symbol
 from derivations.symbols import k, t
 from derivations.symbols import x as x_base
 from numeric._layer import NumericLayer, facade
-from numeric.agreement import AgreementError, assert_agree, exact
+from numeric.checks.agreement import AgreementError, assert_agree, exact
 
 
 def symmetric_layers() -> tuple[NumericLayer, ...]:
@@ -206,7 +206,7 @@ def run(seed: int = 0) -> dict[str, int]:
     return counts
 
 
-PROG = "python -m numeric.verify"
+PROG = "python -m numeric.checks.verify"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Jacobian assembly: from the derived eigenstructure, or from the derived entry J_ik.
 
-Both work on inputs already rescaled to size at most 1 (`numeric._rescale`);
+Both work on inputs already rescaled to size at most 1 (`numeric.kernels.rescale`);
 the caller multiplies by m**p.
 """
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from numeric import _rescale
-from numeric._compiled import Compiled
+from numeric.kernels import rescale as _rescale
+from numeric.kernels.compiled import Compiled
 
 # The scales at which `direct` takes rows as they are: every power up to the third of them, and
 # of their ratio, is a normal float64 far from the ends of the range.

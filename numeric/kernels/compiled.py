@@ -16,8 +16,8 @@ from derivations import LAYERS, Direction, Layer, quantities
 from derivations.derive import backward, eigen, jacobian, scaling
 from derivations.derive.sums import Mean, p
 from derivations.symbols import epsilon, i, j, k, n, t, x
-from numeric._backward import ARGUMENTS, Product, compile_product, taken
-from numeric._lambdify import RowMean, compile, is_wide, row_symbol
+from numeric.kernels.backward import ARGUMENTS, Product, compile_product, taken
+from numeric.kernels.lambdify import RowMean, compile, is_wide, row_symbol
 
 # Scalar stand-ins for indexed entries: lambdify takes symbols, not x[i].
 _xi, _xj, _xk = sp.symbols("x_i x_j x_k", real=True)
@@ -49,7 +49,7 @@ class Fused:
 
     ``function(x, *vectors, *parameters, epsilon, n)`` returns each result as
     its per-row factor and its block (to be multiplied), then each statistic
-    per row (for `numeric._rescale.fits`): a mean of x itself at the raw
+    per row (for `numeric.kernels.rescale.fits`): a mean of x itself at the raw
     input, every other statistic at the centered input.
     """
 

@@ -16,8 +16,11 @@ import sympy as sp
 from numpy.typing import ArrayLike
 
 from derivations import Direction
-from numeric import _assemble, _backward, _rescale, _validate
-from numeric._compiled import Fused
+from numeric import _validate
+from numeric.kernels import assemble as _assemble
+from numeric.kernels import backward as _backward
+from numeric.kernels import rescale as _rescale
+from numeric.kernels.compiled import Fused
 
 # The facade, `numeric._layer.NumericLayer`: that module imports this one, so it is not imported here.
 NumericLayer = Any
@@ -77,7 +80,7 @@ def at_scale(
 ) -> Any:
     """``at(scaled x, scaled epsilon, statistics)``, homogeneous of ``degree``, at validated x and
     epsilon: each row evaluated at a scale where neither leaves the float range
-    (`numeric._rescale.at_scale`), its statistics over ``parameters``."""
+    (`numeric.kernels.rescale.at_scale`), its statistics over ``parameters``."""
 
     def on(scaled: np.ndarray, e_scaled: np.ndarray, m: np.ndarray) -> Any:
         value = at(scaled, e_scaled, statistics(layer, scaled, parameters))
@@ -101,7 +104,7 @@ def forward(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **named
     One fused program (`Compiled.fused_output`) takes the statistics and
     the output of each block of rows, in float32 where x is float32; the
     rows whose scale or offset it cannot take as they are
-    (`numeric._rescale.fits`) are computed again, rescaled, in float64.
+    (`numeric.kernels.rescale.fits`) are computed again, rescaled, in float64.
     Where the layer has a statistic that is not finite wherever an entry is
     not (`Compiled.witness`), x's finiteness is read off it, not off a
     pass of its own (so the other arguments' errors come first).
@@ -149,7 +152,7 @@ def fused(
     safe: Callable[[np.ndarray], list[np.ndarray]],
 ) -> list[np.ndarray]:
     """``program`` over cache-sized blocks of ``rows``, in the ``compute`` dtype; the rows it
-    cannot take as they are (`numeric._rescale.fits`) are computed again by ``safe(index)``.
+    cannot take as they are (`numeric.kernels.rescale.fits`) are computed again by ``safe(index)``.
     A row whose `Compiled.witness` statistic is not finite is searched for an entry that is
     not (a `ValueError` naming x); where none is (finite entries overflowing), it goes on."""
     c = layer._c
@@ -202,7 +205,7 @@ def jacobian(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **name
     """d forward(x)_i / d x_k, shape (..., n, n).
 
     A symmetric Jacobian is assembled from the derived eigenstructure
-    (`numeric._assemble.from_eigen`), any other from the derived entry.
+    (`numeric.kernels.assemble.from_eigen`), any other from the derived entry.
     """
     if not layer._c.symmetric:
         return layer.jacobian_from_entry(x, epsilon, *parameters, **named)
@@ -252,7 +255,7 @@ def products(layer: NumericLayer, names: list[str], x: Any, epsilon: Any, *args:
     are float32 and the product is linear (a product of two vectors, the
     Hessian's, is computed in float64); the rows it cannot take, and every
     row where n = 2 and the layer applies J through its eigenstructure (the
-    entry formula cancels there), go through `numeric._backward.evaluate`.
+    entry formula cancels there), go through `numeric.kernels.backward.evaluate`.
     """
     products = [layer._c.product(name) for name in names]
     takes = products[0].vectors
@@ -351,7 +354,7 @@ def hvp_by_directions(
         for bi, unit in zip(b, units, strict=True):
             out = out + bi * general(g_rest, unit)
         # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
-        # taken again at the balanced scale, as `numeric._backward.evaluate` does.
+        # taken again at the balanced scale, as `numeric.kernels.backward.evaluate` does.
         own, e_own, m_own = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
         stats_own = statistics(layer, own)
     for first, second, along in c.hvp_pairs:

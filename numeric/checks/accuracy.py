@@ -27,8 +27,8 @@ from derivations.derive import eigen, jacobian, scaling
 from derivations.derive.elementwise import Largest
 from derivations.derive.sums import Mean, p
 from derivations.symbols import g, i, j, k, n, t, v, x
-from numeric import _rescale
 from numeric._layer import facade
+from numeric.kernels import rescale as _rescale
 
 DIGITS = 50
 # Two precisions agree when they differ by at most this, relatively (made once, not per comparison).

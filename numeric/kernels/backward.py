@@ -5,7 +5,7 @@ as its entry at k, in x_k, g_k, v_k, the parameters at k, the statistics and
 the means :math:`\overline{m}` of a few monomials m in the entries.  Here each
 monomial is lambdified on its own and averaged over the last axis, and the
 entry is lambdified with each mean as one more argument: no n x n matrix is
-formed.  Each row is evaluated at the scale of `numeric._rescale.normalized`
+formed.  Each row is evaluated at the scale of `numeric.kernels.rescale.normalized`
 and multiplied back by m**d, d the product's derived degree; the vectors g
 and v are not rescaled (every product is linear in each of them).
 """
@@ -22,8 +22,8 @@ from derivations import Layer
 from derivations.derive import backward, scaling
 from derivations.derive.sums import Mean
 from derivations.symbols import epsilon, g, n, v, x
-from numeric import _rescale
-from numeric._lambdify import compile
+from numeric.kernels import rescale as _rescale
+from numeric.kernels.lambdify import compile
 
 # The vectors a product may take besides x, and the argument names they have.
 ARGUMENTS: dict[sp.IndexedBase, str] = {g: "dy", v: "v"}
@@ -97,7 +97,7 @@ def evaluate(
     """Every product on a block of rows, shape (rows, n), from one rescaling and one set of statistics.
 
     ``layer`` is the `NumericLayer` whose statistics and scaling these are; ``checked`` as in
-    `numeric._rescale.at_scale`.
+    `numeric.kernels.rescale.at_scale`.
     """
     c = layer._c
 
@@ -172,7 +172,7 @@ def _at_own_scale(
     layer: Any,
     index: np.ndarray,
 ) -> np.ndarray:
-    """``product`` on rows at the balanced scale (`numeric._rescale.balanced`): halfway between
+    """``product`` on rows at the balanced scale (`numeric.kernels.rescale.balanced`): halfway between
     their own spread and the root of epsilon; a term that still overflows there carries a
     power of epsilon that puts the product below the range, and comes out as 0."""
     c = layer._c

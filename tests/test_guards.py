@@ -25,7 +25,7 @@ from derivations.derive.elementwise import Largest
 from derivations.derive.sums import PowerSum
 from derivations.symbols import epsilon, i, k, x
 from figures._output import write_all
-from numeric._layer import facade
+from numeric import facade
 from numeric.checks import accuracy, verify
 from numeric.checks.agreement import AgreementError, assert_agree
 from numeric.kernels import kernel as _kernel

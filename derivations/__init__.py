@@ -91,15 +91,25 @@ class Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, paths: dict[str, str]) -> None:
         self.paths = paths
+        self.specs: dict[str, Any] = {}  # each moved module's own spec
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         return importlib.util.spec_from_loader(fullname, self) if fullname in self.paths else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
-        return importlib.import_module(self.paths[spec.name])
+        module = importlib.import_module(self.paths[spec.name])
+        self.specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: Any) -> None:
-        """The module ran when it was imported under its own name."""
+        """The module ran when it was imported under its own name; its own spec is put back
+        (the import system set this finder's), so that a reload runs its file again."""
+        module.__spec__ = self.specs[module.__name__]
+
+    def get_code(self, fullname: str) -> Any:
+        """The moved module's code, for ``python -m`` on an old path."""
+        real: Any = importlib.import_module(self.paths[fullname])
+        return real.__spec__.loader.get_code(real.__name__)
 
 
 sys.meta_path.insert(0, Moved({f"{__name__}.{name}": f"{__name__}.derive.{name}" for name in MOVED}))

@@ -116,7 +116,7 @@ def _direct(c: Compiled, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.n
         x = x - mean
     top = np.maximum.reduce(np.abs(x), axis=-1, keepdims=True)
     root = _rescale.epsilon_root(e, c.epsilon_degree)
-    safe = (SAFE[0] <= top) & (top <= SAFE[1]) & (SAFE[0] <= root) & (root <= SAFE[1])
+    safe = (np.minimum(top, root) >= SAFE[0]) & (np.maximum(top, root) <= SAFE[1])
     if mean is not None:
         safe &= np.abs(mean) <= _rescale.OFFSET * top
     stats: list[np.ndarray] = []
@@ -154,4 +154,6 @@ def _full(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     """``value`` in ``shape``: a lambdified expression free of x is a number."""
     if isinstance(value, np.ndarray) and value.shape == shape:
         return value
+    if not isinstance(value, np.ndarray):  # a number: one fill, cheaper than a broadcast view
+        return np.full(shape, value, dtype=np.float64)
     return np.broadcast_to(value, shape)

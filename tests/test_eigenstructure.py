@@ -157,3 +157,25 @@ def test_the_direct_jacobian_agrees_with_the_rescaled_one_and_knows_where_it_is_
     together = layer.jacobian(mixed, e_mixed)
     alone = np.stack([layer.jacobian(row, e) for row, e in zip(mixed, e_mixed, strict=True)])
     assert_agree(together, alone, rtol=1e-15, what=f"{key} batch vs each row")
+
+
+@pytest.mark.parametrize("key", DIRECT_LAYERS)
+@pytest.mark.parametrize("size", [2, 5, 64])
+def test_the_direct_jacobian_of_one_row_is_that_of_a_batch_of_one(key, size, rng):
+    """One row and one epsilon take NumPy scalars for the statistics and eigenvalues; the
+    arithmetic is the same, so the Jacobian and the safety flag are those of a batch of one."""
+    from numeric.kernels import assemble as _assemble
+
+    layer = module(key).LAYER
+    row = rng.standard_normal(size) * 3.0 + 0.5
+    flags = []
+    for x, e in [(row, 0.1), (row * 1e200, 0.25), (row + 1e10, 0.25), (np.zeros(size), 0.25), (row, 1e-250)]:
+        one, safe_one = _assemble.direct(layer._c, x, np.array([e]))
+        batch, safe_batch = _assemble.direct(layer._c, x[None, :], np.array([[e]]))
+        assert safe_one.shape == (1,)
+        assert safe_one[0] == safe_batch[0, 0]
+        if safe_one[0]:
+            np.testing.assert_array_equal(one, batch[0])
+        flags.append(bool(safe_one[0]))
+    assert flags[0]
+    assert not any(flags[i] for i in (1, 3, 4))

@@ -39,6 +39,8 @@ from derivations import cache as derivation_cache
 from derivations.cli import OneLineParser, describe
 
 if TYPE_CHECKING:
+    import argparse
+
     from derivations.claims import Claim
 
 # The options a derive run's output depends on, besides the derivation
@@ -78,27 +80,10 @@ def _derive(argv: list[str]) -> int:
             return 0
 
     from derivations.catalog import LAYERS, rows
-    from derivations.notation import DEFAULT, RENAMABLE, Notation
+    from derivations.notation import DEFAULT, Notation
     from derivations.render import FORMATS, standalone, too_wide
 
-    parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
-    parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
-    parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
-    parser.add_argument(
-        "--standalone", action="store_true", help="with --format latex: a complete article, for pdflatex"
-    )
-    parser.add_argument(
-        "--notation",
-        action="append",
-        default=[],
-        metavar="SYMBOL=LATEX",
-        help=f"print SYMBOL ({', '.join(RENAMABLE)}) as LATEX, e.g. n=N or epsilon=\\epsilon",
-    )
-    parser.add_argument("--definition", type=Path, metavar="FILE", help="derive the layer defined in a TOML file")
-    parser.add_argument(
-        "--timeout", type=float, default=300.0, metavar="SECONDS", help="with --definition: time budget (default: 300)"
-    )
-    parser.add_cache_option()
+    parser = _derive_parser()
     args = parser.parse_args(argv)
     if args.standalone and args.format != "latex":
         parser.error("--standalone applies to --format latex")
@@ -141,6 +126,32 @@ def _derive(argv: list[str]) -> int:
     return 0
 
 
+def _derive_parser() -> OneLineParser:
+    from derivations.catalog import LAYERS
+    from derivations.notation import RENAMABLE
+    from derivations.render import FORMATS
+
+    parser = OneLineParser(prog="python -m derivations", description="Print every derived formula with its LaTeX.")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    parser.add_argument("--layer", choices=list(LAYERS), help="print one layer (default: every layer)")
+    parser.add_argument(
+        "--standalone", action="store_true", help="with --format latex: a complete article, for pdflatex"
+    )
+    parser.add_argument(
+        "--notation",
+        action="append",
+        default=[],
+        metavar="SYMBOL=LATEX",
+        help=f"print SYMBOL ({', '.join(RENAMABLE)}) as LATEX, e.g. n=N or epsilon=\\epsilon",
+    )
+    parser.add_argument("--definition", type=Path, metavar="FILE", help="derive the layer defined in a TOML file")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, metavar="SECONDS", help="with --definition: time budget (default: 300)"
+    )
+    parser.add_cache_option()
+    return parser
+
+
 def _check(argv: list[str]) -> int:
     # A run whose every verdict was decided (none an error, which may be a time or memory
     # bound) is stored with its status, keyed also by the code that re-checks a counterexample.
@@ -154,6 +165,30 @@ def _check(argv: list[str]) -> int:
             sys.stdout.write(stored.decode())
             return status
 
+    parser = _check_parser()
+    args = parser.parse_args(argv)
+    if sum(given is not None for given in (args.claim, args.claims, args.latex)) != 1:
+        parser.error("give one inline claim, --latex TEXT or --claims FILE")
+    if args.claims is not None and args.assume:
+        parser.error("--assume applies to an inline claim; a claims file gives assumptions per entry")
+    if not 0 < args.timeout <= 3600:
+        parser.error("--timeout must be between 0 and 3600 seconds")
+    if args.layer and args.definition:
+        parser.error("give --layer or --definition, not both")
+
+    key = _register(parser.prog, args.definition)
+    if key == "":
+        return 2
+    claims = _claims(parser.prog, args, key)
+    if claims is None:
+        return 2
+    status, written, decided = _verdicts(claims, args.format, args.timeout)
+    if entry is not None and decided:
+        derivation_cache.write(entry, f"{status}\n{written}".encode(), extra)
+    return status
+
+
+def _check_parser() -> OneLineParser:
     from derivations.catalog import CORE, LAYERS
     from derivations.claims.render import VERDICT_FORMATS
 
@@ -181,38 +216,37 @@ def _check(argv: list[str]) -> int:
     )
     parser.add_argument("--definition", type=Path, metavar="FILE", help="claims about the layer defined in FILE")
     parser.add_cache_option()
-    args = parser.parse_args(argv)
-    if sum(given is not None for given in (args.claim, args.claims, args.latex)) != 1:
-        parser.error("give one inline claim, --latex TEXT or --claims FILE")
-    if args.claims is not None and args.assume:
-        parser.error("--assume applies to an inline claim; a claims file gives assumptions per entry")
-    if not 0 < args.timeout <= 3600:
-        parser.error("--timeout must be between 0 and 3600 seconds")
-    if args.layer and args.definition:
-        parser.error("give --layer or --definition, not both")
+    return parser
 
+
+def _claims(prog: str, args: argparse.Namespace, key: str | None) -> list[Claim] | None:
+    """The claims the arguments give, or None after printing why they cannot be read."""
     # Imported here: printing formulas needs none of the checker.
-    from derivations.claims import STREAMS, Claim, ClaimError, check, latex, load
+    from derivations.catalog import CORE
+    from derivations.claims import Claim, ClaimError, latex, load
 
-    key = _register(parser.prog, args.definition)
-    if key == "":
-        return 2
     layer = args.layer or key or CORE  # of an inline claim, and of a file's entries that name none
     try:
         if args.claims is not None:
-            claims = load(args.claims, layer)
-        else:
-            text = args.claim if args.latex is None else latex.to_claim(args.latex)
-            claims = [Claim(text, layer, tuple(args.assume), id="inline")]
+            return load(args.claims, layer)
+        text = args.claim if args.latex is None else latex.to_claim(args.latex)
+        return [Claim(text, layer, tuple(args.assume), id="inline")]
     except ClaimError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
-    stream = STREAMS[args.format]
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return None
+
+
+def _verdicts(claims: list[Claim], form: str, timeout: float) -> tuple[int, str, bool]:
+    """Check each claim and write its verdict as it comes.  Returns the exit status, the text
+    written, and whether every verdict was decided (none an error)."""
+    from derivations.claims import STREAMS, check
+
+    stream = STREAMS[form]
     written = [stream.head]
     sys.stdout.write(stream.head)
     status, decided = 0, True
     for number, claim in enumerate(claims):
-        verdict = check(claim, confirm, timeout=args.timeout)
+        verdict = check(claim, confirm, timeout=timeout)
         written.append((stream.between if number else "") + stream.row(verdict))
         sys.stdout.write(written[-1])
         sys.stdout.flush()
@@ -221,9 +255,7 @@ def _check(argv: list[str]) -> int:
             status = max(status, 2 if verdict.verdict in ("error", "vacuous") else 1)
     written.append(stream.tail)
     sys.stdout.write(stream.tail)
-    if entry is not None and decided:
-        derivation_cache.write(entry, f"{status}\n{''.join(written)}".encode(), extra)
-    return status
+    return status, "".join(written), decided
 
 
 def _confirming_code() -> bytes:

@@ -489,91 +489,98 @@ def _patterns(value: object) -> tuple[Pattern, ...]:
         return (Pattern((-t, sp.Integer(0), t), coordinate=2),)
     if not isinstance(value, list) or not value or len(value) > MAX_PATTERNS:
         raise DefinitionError(f"patterns: must be an array of 1 to {MAX_PATTERNS} tables ([[patterns]])")
-    out = []
-    suffixes = set()
+    out: list[Pattern] = []
     for number, entry in enumerate(value):
-        field = f"patterns[{number}]"
-        if not isinstance(entry, dict):
-            raise DefinitionError(f"{field}: must be a table with values, coordinate and suffix")
-        extra = sorted(set(entry) - {"values", "coordinate", "suffix"})
-        if extra:
-            raise DefinitionError(f"{field}.{extra[0]}: unknown field; a pattern has values, coordinate, suffix")
-        values = entry.get("values")
-        if not isinstance(values, list) or not 2 <= len(values) <= 8:
-            raise DefinitionError(f"{field}.values: must be an array of 2 to 8 expressions in t")
-        parsed = tuple(_term(f"{field}.values[{m}]", text, {"t": t}) for m, text in enumerate(values))
-        coordinate = entry.get("coordinate", 2 if len(values) > 2 else len(values) - 1)
-        if isinstance(coordinate, bool) or not isinstance(coordinate, int) or not 0 <= coordinate < len(values):
-            raise DefinitionError(
-                f"{field}.coordinate: must be an integer from 0 to {len(values) - 1} (0 is the first)"
-            )
-        suffix = entry.get("suffix", "" if number == 0 else f"_pattern{number}")
-        if not isinstance(suffix, str) or not re.fullmatch(r"(_[a-z0-9]+)*", suffix) or len(suffix) > 20:
-            raise DefinitionError(f'{field}.suffix: must be empty or like "_uniform"')
-        if suffix in suffixes:
-            raise DefinitionError(f"{field}.suffix: {suffix!r} is used by an earlier pattern")
-        if not any(value.has(t) for value in parsed):
-            raise DefinitionError(f"{field}.values: must use t")
-        suffixes.add(suffix)
-        out.append(Pattern(parsed, coordinate=coordinate, suffix=suffix))
+        out.append(_pattern(f"patterns[{number}]", number, entry, {p.suffix for p in out}))
     if out[0].suffix:
         raise DefinitionError("patterns[0].suffix: the first pattern has no suffix")
     return tuple(out)
 
 
+def _pattern(field: str, number: int, entry: object, suffixes: set[str]) -> Pattern:
+    """The pattern of one [[patterns]] table, the ``number``-th, whose suffix is not in ``suffixes``."""
+    if not isinstance(entry, dict):
+        raise DefinitionError(f"{field}: must be a table with values, coordinate and suffix")
+    extra = sorted(set(entry) - {"values", "coordinate", "suffix"})
+    if extra:
+        raise DefinitionError(f"{field}.{extra[0]}: unknown field; a pattern has values, coordinate, suffix")
+    values = entry.get("values")
+    if not isinstance(values, list) or not 2 <= len(values) <= 8:
+        raise DefinitionError(f"{field}.values: must be an array of 2 to 8 expressions in t")
+    parsed = tuple(_term(f"{field}.values[{m}]", text, {"t": t}) for m, text in enumerate(values))
+    coordinate = entry.get("coordinate", 2 if len(values) > 2 else len(values) - 1)
+    if isinstance(coordinate, bool) or not isinstance(coordinate, int) or not 0 <= coordinate < len(values):
+        raise DefinitionError(f"{field}.coordinate: must be an integer from 0 to {len(values) - 1} (0 is the first)")
+    suffix = entry.get("suffix", "" if number == 0 else f"_pattern{number}")
+    if not isinstance(suffix, str) or not re.fullmatch(r"(_[a-z0-9]+)*", suffix) or len(suffix) > 20:
+        raise DefinitionError(f'{field}.suffix: must be empty or like "_uniform"')
+    if suffix in suffixes:
+        raise DefinitionError(f"{field}.suffix: {suffix!r} is used by an earlier pattern")
+    if not any(value.has(t) for value in parsed):
+        raise DefinitionError(f"{field}.values: must use t")
+    return Pattern(parsed, coordinate=coordinate, suffix=suffix)
+
+
 def _directions(value: object, statistics: Mapping[str, sp.Symbol], center: sp.Symbol | None) -> tuple[Direction, ...]:
     if value is None:
-        if center is None:
-            return rmsnorm.RAW_DIRECTIONS
-        if center == mu:
-            return layernorm.CENTERED_DIRECTIONS
-        return tuple(
-            Direction(
-                d.name,
-                d.entry.xreplace({mu: center}),
-                d.meaning,
-                tuple(e.xreplace({mu: center}) for e in d.constraints),
-                d.complement,
-            )
-            for d in layernorm.CENTERED_DIRECTIONS
-        )
+        return _default_directions(center)
     if not isinstance(value, list) or not value or len(value) > MAX_DIRECTIONS:
         raise DefinitionError(f"directions: must be an array of 1 to {MAX_DIRECTIONS} tables ([[directions]])")
     names = {**statistics, "n": n}
     out: list[Direction] = []
     for number, entry in enumerate(value):
-        field = f"directions[{number}]"
-        if not isinstance(entry, dict):
-            raise DefinitionError(f"{field}: must be a table with name, entry, meaning, constraints, complement")
-        extra = sorted(set(entry) - {"name", "entry", "meaning", "constraints", "complement"})
-        if extra:
-            raise DefinitionError(f"{field}.{extra[0]}: unknown field")
-        name = _text(entry, "name")
-        assert name is not None
-        if not re.fullmatch(r"[a-z][a-z0-9_]{0,19}", name) or name in {d.name for d in out}:
-            raise DefinitionError(f'{field}.name: must be a new lower-case name such as "x"; got {name!r}')
-        complement = entry.get("complement", False)
-        if not isinstance(complement, bool):
-            raise DefinitionError(f"{field}.complement: must be true or false")
-        vectors = {"x": {"k": x[k]}, **({"w": {"k": w[k]}} if complement else {})}
-        text = entry.get("entry", "w[k]" if complement else None)
-        if text is None:
-            raise DefinitionError(f'{field}.entry: missing; the direction\'s entry at k, such as "x[k]"')
-        at_k = _term(f"{field}.entry", text, names, entries=vectors)
-        constraints = entry.get("constraints", [])
-        if not isinstance(constraints, list) or len(constraints) > MAX_CONSTRAINTS:
-            raise DefinitionError(f"{field}.constraints: must be an array of at most {MAX_CONSTRAINTS} expressions")
-        parsed = tuple(
-            _term(f"{field}.constraints[{m}]", text, names, entries={"x": {"k": x[k]}, "w": {"k": w[k]}})
-            for m, text in enumerate(constraints)
-        )
-        if complement and (at_k != w[k] or not parsed):
-            raise DefinitionError(f'{field}: a complement has entry w[k] and constraints such as "x[k] * w[k]"')
-        meaning = (
-            _text(entry, "meaning", required=False) or f"the vector with entries {at_k.xreplace({k: sp.Symbol('k')})}"
-        )
-        out.append(Direction(name, at_k, meaning, parsed, complement))
+        out.append(_direction(f"directions[{number}]", entry, names, {d.name for d in out}))
     return tuple(out)
+
+
+def _default_directions(center: sp.Symbol | None) -> tuple[Direction, ...]:
+    """RMSNorm's directions for an uncentered layer, LayerNorm's about ``center`` for a centered one."""
+    if center is None:
+        return rmsnorm.RAW_DIRECTIONS
+    if center == mu:
+        return layernorm.CENTERED_DIRECTIONS
+    return tuple(
+        Direction(
+            d.name,
+            d.entry.xreplace({mu: center}),
+            d.meaning,
+            tuple(e.xreplace({mu: center}) for e in d.constraints),
+            d.complement,
+        )
+        for d in layernorm.CENTERED_DIRECTIONS
+    )
+
+
+def _direction(field: str, entry: object, names: Mapping[str, sp.Expr], taken: set[str]) -> Direction:
+    """The direction of one [[directions]] table, whose name is not in ``taken``."""
+    if not isinstance(entry, dict):
+        raise DefinitionError(f"{field}: must be a table with name, entry, meaning, constraints, complement")
+    extra = sorted(set(entry) - {"name", "entry", "meaning", "constraints", "complement"})
+    if extra:
+        raise DefinitionError(f"{field}.{extra[0]}: unknown field")
+    name = _text(entry, "name")
+    assert name is not None
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,19}", name) or name in taken:
+        raise DefinitionError(f'{field}.name: must be a new lower-case name such as "x"; got {name!r}')
+    complement = entry.get("complement", False)
+    if not isinstance(complement, bool):
+        raise DefinitionError(f"{field}.complement: must be true or false")
+    vectors = {"x": {"k": x[k]}, **({"w": {"k": w[k]}} if complement else {})}
+    text = entry.get("entry", "w[k]" if complement else None)
+    if text is None:
+        raise DefinitionError(f'{field}.entry: missing; the direction\'s entry at k, such as "x[k]"')
+    at_k = _term(f"{field}.entry", text, names, entries=vectors)
+    constraints = entry.get("constraints", [])
+    if not isinstance(constraints, list) or len(constraints) > MAX_CONSTRAINTS:
+        raise DefinitionError(f"{field}.constraints: must be an array of at most {MAX_CONSTRAINTS} expressions")
+    parsed = tuple(
+        _term(f"{field}.constraints[{m}]", text, names, entries={"x": {"k": x[k]}, "w": {"k": w[k]}})
+        for m, text in enumerate(constraints)
+    )
+    if complement and (at_k != w[k] or not parsed):
+        raise DefinitionError(f'{field}: a complement has entry w[k] and constraints such as "x[k] * w[k]"')
+    meaning = _text(entry, "meaning", required=False) or f"the vector with entries {at_k.xreplace({k: sp.Symbol('k')})}"
+    return Direction(name, at_k, meaning, parsed, complement)
 
 
 def _decomposing(layer: Layer) -> None:

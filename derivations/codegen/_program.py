@@ -196,17 +196,7 @@ def program(layer: Layer) -> Program:
     dx_row = _row(lambda q: q.value is backward.vjp)
     extra = [q for q in quantities.QUANTITIES if q.returned_by == dx_row.numeric and q.applies(layer, None)]
 
-    statistics: list[Step] = []
-    known: set[sp.Symbol] = set()
-    for stat in layer.statistics:
-        summand = stat.summand
-        if shift is not None and any(s.symbol == CENTERED for s in statistics):
-            summand = sp.expand(summand.xreplace({x[j]: c[j] + shift}))
-            summand = sp.factor(summand) if summand.is_Add else summand
-        statistics.append(Step(stat.symbol, _plain(summand, entries), stat.mean))
-        known.add(stat.symbol)
-        if shift is not None and shift.free_symbols <= known and not any(s.symbol == CENTERED for s in statistics):
-            statistics.append(Step(CENTERED, X - shift, mean=False, vector=True))
+    statistics = _statistic_steps(layer, shift, entries)
 
     def written(expr: sp.Expr, grouped: bool = True) -> sp.Expr:
         if shift is not None:
@@ -224,10 +214,7 @@ def program(layer: Layer) -> Program:
     guards: tuple[Step, ...] = ()
     limit = None
     if dx_row.limit is not None and layer.approach:
-        # The general form divides 0 by 0 where the spread is 0: there it is evaluated with the
-        # spread 1 instead (finite, and not taken) and the derived limit is taken (`Program.evaluated`).
-        nonzero = sp.Symbol(f"{layer.spread}_nonzero", positive=True)
-        guards = (Step(nonzero, sp.Piecewise((sp.Integer(1), sp.Eq(layer.spread, 0)), (layer.spread, True)), False),)
+        guards = _spread_guard(layer)
         limit = written(dx_row.limit(layer))
     limits = [] if limit is None else [limit]
     means = sorted(
@@ -254,6 +241,31 @@ def program(layer: Layer) -> Program:
         limit=None if limit is None else _plain(limit.xreplace(names), entries),
         spread=layer.spread if limit is not None else None,
     )
+
+
+def _statistic_steps(layer: Layer, shift: sp.Expr | None, entries: dict[sp.IndexedBase, sp.Symbol]) -> list[Step]:
+    """The statistics in order; with a ``shift``, the centered input c = x - shift follows the
+    statistics it needs, and every later summand is written in c."""
+    statistics: list[Step] = []
+    known: set[sp.Symbol] = set()
+    for stat in layer.statistics:
+        summand = stat.summand
+        if shift is not None and any(s.symbol == CENTERED for s in statistics):
+            summand = sp.expand(summand.xreplace({x[j]: c[j] + shift}))
+            summand = sp.factor(summand) if summand.is_Add else summand
+        statistics.append(Step(stat.symbol, _plain(summand, entries), stat.mean))
+        known.add(stat.symbol)
+        if shift is not None and shift.free_symbols <= known and not any(s.symbol == CENTERED for s in statistics):
+            statistics.append(Step(CENTERED, X - shift, mean=False, vector=True))
+    return statistics
+
+
+def _spread_guard(layer: Layer) -> tuple[Step, ...]:
+    """The spread, or 1 where it is 0."""
+    # The general form divides 0 by 0 where the spread is 0: there it is evaluated with the
+    # spread 1 instead (finite, and not taken) and the derived limit is taken (`Program.evaluated`).
+    nonzero = sp.Symbol(f"{layer.spread}_nonzero", positive=True)
+    return (Step(nonzero, sp.Piecewise((sp.Integer(1), sp.Eq(layer.spread, 0)), (layer.spread, True)), False),)
 
 
 def _mean_name(monomial: sp.Expr) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -10,6 +12,9 @@ from derivations import LAYERS, symmetric
 from derivations.derive.grouped import Grouped
 from derivations.derive.regimes import is_regimes
 from figures._output import display_math
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 FILENAME = "conventions.png"
 EPSILON = 0.1
@@ -48,19 +53,7 @@ def draw() -> Figure:
     for key, layer in LAYERS.items():
         if isinstance(layer, Grouped):
             blocked.setdefault(layer.base.key, []).append(key)
-    # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone; one
-    # whose partial mean runs over a subset (partial RMSNorm) is drawn at its default, as derived;
-    # one without epsilon (Dynamic Tanh) has a response of t and its scalar, drawn at ALPHA.
-    chosen = set(symmetric()) | {key for key, layer in LAYERS.items() if layer.subsets}
-    drawn = [
-        key
-        for key in LAYERS
-        if key in chosen
-        and not isinstance(LAYERS[key], Grouped)
-        and (not LAYERS[key].scalars or not LAYERS[key].has_epsilon)
-    ]
-    rows = [(name, title, [key for key in drawn if _group(key) == name]) for name, title in GROUPS]
-    rows = [row for row in rows if row[2]]
+    rows = _rows()
     fig = Figure(figsize=(12.8, 1.2 + 2.6 * len(rows)), dpi=100, facecolor="white")
     axes = fig.subplots(len(rows), 2, squeeze=False)
     top = 1 - 1.05 / fig.get_figheight()
@@ -73,18 +66,8 @@ def draw() -> Figure:
         + (rf"; Dynamic Tanh at $\alpha = {ALPHA:g}$" if any(r[0] == "none" for r in rows) else ""),
         ha="center",
     )
-    t = np.linspace(-2, 2, 801)
     for (group, title, keys), (forward, slope) in zip(rows, axes, strict=True):
-        for position, key in enumerate(keys):
-            module = getattr(numeric, key)
-            color, style = COLORS[position % len(COLORS)], ("-", "--", ":", "-.")[position % 4]
-            also = f"\nalso {', '.join(blocked[key])}, per block" if key in blocked else ""
-            second = ALPHA if group == "none" else EPSILON
-            value = f" = {float(module.slope_at_zero(second)):g}" if group == "none" else ""
-            at = "".join(f" at {subset.keyword} = {subset.default}" for subset in LAYERS[key].subsets)
-            label = rf"{key}{at}: slope at 0 = ${display_math(module.slope_at_zero.latex)}${value}{also}"
-            forward.plot(t, module.response(t, second), color=color, ls=style, lw=2.4 - 0.5 * position, label=label)
-            slope.plot(t, module.slope(t, second), color=color, ls=style, lw=2.4 - 0.5 * position)
+        _draw_row(forward, slope, group, keys, blocked)
         forward.set_title(title, loc="left", fontsize=10.5)
         forward.set(xlim=(-2, 2), xlabel="input amplitude t", ylabel=r"response $u_3(t)$")
         slope.set(xlim=(-2, 2), ylim=(0, None), xlabel="input amplitude t", ylabel=r"slope $du_3/dt$")
@@ -99,3 +82,35 @@ def draw() -> Figure:
             ax.grid(alpha=0.22)
             ax.spines[["top", "right"]].set_visible(False)
     return fig
+
+
+def _rows() -> list[tuple[str, str, list[str]]]:
+    """The figure's rows: each group's name, title and layers, for the groups that have one."""
+    # A layer with a scalar input (ScaleNorm's gain) has no response of t and epsilon alone; one
+    # whose partial mean runs over a subset (partial RMSNorm) is drawn at its default, as derived;
+    # one without epsilon (Dynamic Tanh) has a response of t and its scalar, drawn at ALPHA.
+    chosen = set(symmetric()) | {key for key, layer in LAYERS.items() if layer.subsets}
+    drawn = [
+        key
+        for key in LAYERS
+        if key in chosen
+        and not isinstance(LAYERS[key], Grouped)
+        and (not LAYERS[key].scalars or not LAYERS[key].has_epsilon)
+    ]
+    rows = [(name, title, [key for key in drawn if _group(key) == name]) for name, title in GROUPS]
+    return [row for row in rows if row[2]]
+
+
+def _draw_row(forward: Axes, slope: Axes, group: str, keys: list[str], blocked: dict[str, list[str]]) -> None:
+    """Each layer's response on ``forward`` and its slope on ``slope``, labelled with its slope at zero."""
+    t = np.linspace(-2, 2, 801)
+    for position, key in enumerate(keys):
+        module = getattr(numeric, key)
+        color, style = COLORS[position % len(COLORS)], ("-", "--", ":", "-.")[position % 4]
+        also = f"\nalso {', '.join(blocked[key])}, per block" if key in blocked else ""
+        second = ALPHA if group == "none" else EPSILON
+        value = f" = {float(module.slope_at_zero(second)):g}" if group == "none" else ""
+        at = "".join(f" at {subset.keyword} = {subset.default}" for subset in LAYERS[key].subsets)
+        label = rf"{key}{at}: slope at 0 = ${display_math(module.slope_at_zero.latex)}${value}{also}"
+        forward.plot(t, module.response(t, second), color=color, ls=style, lw=2.4 - 0.5 * position, label=label)
+        slope.plot(t, module.slope(t, second), color=color, ls=style, lw=2.4 - 0.5 * position)

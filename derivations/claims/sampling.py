@@ -52,30 +52,35 @@ def grid(symbol: sp.Basic, where: sp.Set | None = None) -> tuple[sp.Expr, ...]:
     range in the claim's domain; a finite range is sampled whole)."""
     if where is not None and where.is_finite_set and isinstance(where, (sp.FiniteSet, sp.Range)):
         return tuple(sorted(where, key=lambda value: (abs(value), value)))[:16]
-    name = getattr(symbol, "name", "")
-    if name == "n":
-        values = GRIDS["n"]
-    elif name in ("gamma_max", "gemma_max"):
-        values = tuple(dict.fromkeys(abs(value) for value in GRIDS["gain"]))
-    elif isinstance(symbol, sp.Indexed):
-        values = GRIDS["gain"]
-    elif symbol.is_positive:
-        values = GRIDS["epsilon"]
-    elif name == "epsilon" and symbol.is_nonnegative:
-        values = (GRIDS["epsilon"][0], sp.Integer(0), *GRIDS["epsilon"][1:])
-    elif symbol.is_nonnegative:
-        values = GRIDS["nonnegative"]
-    elif symbol.is_negative:
-        values = tuple(-value for value in GRIDS["epsilon"])
-    elif symbol.is_nonpositive:
-        values = tuple(-value for value in GRIDS["nonnegative"])
-    else:
-        values = GRIDS["real"]
+    values = _by_properties(symbol)
     if where is not None:
         values = tuple(value for value in values if where.contains(value) is sp.true)
         if not values and isinstance(where, sp.Interval) and where.inf.is_finite:
             values = (where.inf,) if where.contains(where.inf) is sp.true else ()
     return values
+
+
+def _by_properties(symbol: sp.Basic) -> tuple[sp.Expr, ...]:
+    """The grid a symbol's name and assumptions give: its sign, and for n, gains and epsilon
+    their own values."""
+    name = getattr(symbol, "name", "")
+    if name == "n":
+        return GRIDS["n"]
+    if name in ("gamma_max", "gemma_max"):
+        return tuple(dict.fromkeys(abs(value) for value in GRIDS["gain"]))
+    if isinstance(symbol, sp.Indexed):
+        return GRIDS["gain"]
+    if symbol.is_positive:
+        return GRIDS["epsilon"]
+    if name == "epsilon" and symbol.is_nonnegative:
+        return (GRIDS["epsilon"][0], sp.Integer(0), *GRIDS["epsilon"][1:])
+    if symbol.is_nonnegative:
+        return GRIDS["nonnegative"]
+    if symbol.is_negative:
+        return tuple(-value for value in GRIDS["epsilon"])
+    if symbol.is_nonpositive:
+        return tuple(-value for value in GRIDS["nonnegative"])
+    return GRIDS["real"]
 
 
 def points(

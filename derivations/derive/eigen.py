@@ -120,7 +120,13 @@ def complete(layer: Layer) -> tuple[Eigen, ...]:
         )
     if len(complements) > 1:
         raise Incomplete(complements[1], "a second complement; one complement is what the others leave")
-    (rest,) = complements
+    _separated(layer, complements[0], explicit)
+    return pairs
+
+
+def _separated(layer: Layer, rest: Direction, explicit: list[Direction]) -> None:
+    """Raise `Incomplete` unless the complement ``rest`` meets the span of the ``explicit``
+    directions only in 0: as many constraints as directions, and their matrix nonsingular."""
     if len(rest.constraints) != len(explicit):
         raise Incomplete(
             rest,
@@ -154,7 +160,6 @@ def complete(layer: Layer) -> tuple[Eigen, ...]:
                 "its constraints do not separate it from the other directions "
                 f"(their matrix is singular at n = {size}, x = {_SAMPLE[:size]})",
             )
-    return pairs
 
 
 def _singular_sizes(determinant: sp.Expr) -> list[int]:

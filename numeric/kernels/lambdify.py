@@ -71,17 +71,9 @@ class _Printer(NumPyPrinter):
         return f"({summed}/{self._print(n)})"
 
     def _print_Mul(self, expr: sp.Mul) -> str:
-        # c * sech(u)**m as c / cosh(u) / ... / cosh(u): sech(u)**m alone underflows where
-        # c * sech(u)**m is still a normal number (alpha = 1e100, alpha t = 468).
-        kinds = (sp.sech, SechOfProduct)
-        sech = [f for f in expr.args if isinstance(f, kinds) or (f.is_Pow and isinstance(f.base, kinds))]
-        if sech and all(not f.is_Pow or (f.exp.is_Integer and f.exp > 0) for f in sech):
-            rest = sp.Mul(*(f for f in expr.args if f not in sech))
-            tex = self.parenthesize(rest, sp.printing.precedence.PRECEDENCE["Mul"])
-            for f in sech:
-                power, base = (int(f.exp), f.base) if f.is_Pow else (1, f)
-                tex += f"/{self._cosh(base)}" * power
-            return tex
+        quotient = self._over_cosh(expr)
+        if quotient is not None:
+            return quotient
         # Per-row factors multiplied together first: a block is then
         # multiplied once by their product, not once by each of them.
         wide = [f for f in expr.args if is_wide(f)]
@@ -92,6 +84,21 @@ class _Printer(NumPyPrinter):
         if narrow == -1:
             return f"-{block}"
         return f"({self._print(narrow)})*{block}"
+
+    def _over_cosh(self, expr: sp.Mul) -> str | None:
+        """c * sech(u)**m as c / cosh(u) / ... / cosh(u); None where ``expr`` has no such factor."""
+        # sech(u)**m alone underflows where c * sech(u)**m is still a normal number
+        # (alpha = 1e100, alpha t = 468).
+        kinds = (sp.sech, SechOfProduct)
+        sech = [f for f in expr.args if isinstance(f, kinds) or (f.is_Pow and isinstance(f.base, kinds))]
+        if not sech or any(f.is_Pow and not (f.exp.is_Integer and f.exp > 0) for f in sech):
+            return None
+        rest = sp.Mul(*(f for f in expr.args if f not in sech))
+        tex = self.parenthesize(rest, sp.printing.precedence.PRECEDENCE["Mul"])
+        for f in sech:
+            power, base = (int(f.exp), f.base) if f.is_Pow else (1, f)
+            tex += f"/{self._cosh(base)}" * power
+        return tex
 
     def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
         # The per-row terms summed first, then added to the block once.

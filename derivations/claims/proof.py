@@ -80,27 +80,32 @@ def _prove_case(lhs: sp.Expr, op: str, rhs: sp.Expr) -> str | None:
         return None if how is None else f"simplification to 0 ({how})"
     small, large = (lhs, rhs) if op in ("<=", "<") else (rhs, lhs)
     if op in ("<", ">"):
-        difference = sp.factor(sp.together(large - small))
-        if difference.is_positive:
-            return "the difference is positive under the assumptions"
-        if large == sp.oo and small.is_finite:
-            return "the smaller side is finite"
-        if small.is_nonnegative and large.is_nonnegative:
-            squares = sp.factor(sp.together(large**2 - small**2))
-            numerator, denominator = sp.fraction(squares)
-            if squares.is_positive or (denominator.is_positive and sp.expand(numerator).is_positive):
-                return "squares compared: the difference of the squares is positive"
-        if (small.is_extended_negative and large.is_extended_nonnegative) or (
-            small.is_extended_nonpositive and large.is_extended_positive
-        ):
-            return "one side is negative, the other not"
-        return None
+        return _prove_strict(small, large)
     if small.is_extended_nonpositive and large.is_extended_nonnegative:
         return "the smaller side is not positive and the larger not negative"
     try:
         return f"reduced to a known-nonnegative form: {less_equal(small, large, 'claim')}"
     except DerivationError:
         return None
+
+
+def _prove_strict(small: sp.Expr, large: sp.Expr) -> str | None:
+    """How ``small < large`` is proved under the symbols' assumptions, or None."""
+    difference = sp.factor(sp.together(large - small))
+    if difference.is_positive:
+        return "the difference is positive under the assumptions"
+    if large == sp.oo and small.is_finite:
+        return "the smaller side is finite"
+    if small.is_nonnegative and large.is_nonnegative:
+        squares = sp.factor(sp.together(large**2 - small**2))
+        numerator, denominator = sp.fraction(squares)
+        if squares.is_positive or (denominator.is_positive and sp.expand(numerator).is_positive):
+            return "squares compared: the difference of the squares is positive"
+    if (small.is_extended_negative and large.is_extended_nonnegative) or (
+        small.is_extended_nonpositive and large.is_extended_positive
+    ):
+        return "one side is negative, the other not"
+    return None
 
 
 def reparametrized(condition: sp.Basic) -> tuple[sp.Symbol, list[sp.Expr], str] | None:

@@ -103,18 +103,7 @@ def _command(tex: str, at: int) -> tuple[float, int]:
     if name in SPACES:
         return SPACES[name], end
     if name == "begin" and tex.startswith("{", end):
-        close = tex.index("}", end)
-        environment = tex[end + 1 : close]
-        finish = tex.find(f"\\end{{{environment}}}", close)
-        if finish < 0:
-            return 1.0, close + 1
-        rows = [_top_level(row, "&") for row in _top_level(tex[close + 1 : finish], "\\\\")]
-        columns = max(len(row) for row in rows)
-        # Columns line up: each is as wide as its widest cell, with a quad between two in cases
-        # (aligned pairs its columns, right- and left-aligned, with no space).
-        widest = sum(max(_width(row[c], 0)[0] for row in rows if c < len(row)) for c in range(columns))
-        gap = 2.0 if environment == "cases" else 0.0
-        return widest + gap * (columns - 1) + 1.0, finish + len(f"\\end{{{environment}}}")
+        return _environment(tex, end)
     if name in FRACTIONS:
         top, end = _group(tex, end)
         bottom, end = _group(tex, end)
@@ -130,6 +119,22 @@ def _command(tex: str, at: int) -> tuple[float, int]:
         delimiter, end = _group(tex, end)
         return (0.0 if tex[end - 1] == "." else delimiter), end
     return WIDE_COMMANDS.get(name, 1.0), end
+
+
+def _environment(tex: str, end: int) -> tuple[float, int]:
+    """An environment whose ``\\begin`` ends at ``end``: its width, and where it ends."""
+    close = tex.index("}", end)
+    environment = tex[end + 1 : close]
+    finish = tex.find(f"\\end{{{environment}}}", close)
+    if finish < 0:
+        return 1.0, close + 1
+    rows = [_top_level(row, "&") for row in _top_level(tex[close + 1 : finish], "\\\\")]
+    columns = max(len(row) for row in rows)
+    # Columns line up: each is as wide as its widest cell, with a quad between two in cases
+    # (aligned pairs its columns, right- and left-aligned, with no space).
+    widest = sum(max(_width(row[c], 0)[0] for row in rows if c < len(row)) for c in range(columns))
+    gap = 2.0 if environment == "cases" else 0.0
+    return widest + gap * (columns - 1) + 1.0, finish + len(f"\\end{{{environment}}}")
 
 
 def _width(tex: str, at: int, closing: bool = False) -> tuple[float, int]:

@@ -250,28 +250,37 @@ def spectral_norm(matrix: list[list[Num]]) -> Num:
     eigenvalue of M^T M (balls that overlap at the top: their hull)."""
     size = len(matrix)
     if all(is_zero(matrix[r][c]) for r in range(size) for c in range(size) if r != c):
-        largest = matrix[0][0] if size else ZERO
-        for r in range(1, size):
-            largest = jet_extreme([constant(abs(largest)), constant(abs(matrix[r][r]))], True).value
-        return abs(largest)
+        return _largest_diagonal(matrix)
     gram = [[total([matrix[r][a] * matrix[r][b] for r in range(size)]) for b in range(size)] for a in range(size)]
-    balls = [[ball(e) for e in row] for row in gram]
-    try:
-        eigenvalues = acb_mat(balls).eig(multiple=True)
-    except (ValueError, ArithmeticError):
-        # Balls cannot isolate a repeated eigenvalue: bracket the largest instead.
-        top = _largest_eigenvalue(balls)
-    else:
-        reals = [value.real for value in eigenvalues]
-        top = max(reals, key=upper)
-        for value in reals:
-            if value is not top and not top > value:
-                top = top.union(value)  # two eigenvalues that overlap: either may be the largest
+    top = _top_eigenvalue([[ball(e) for e in row] for row in gram])
     if top < 0:
         raise Unknown("J^T J with a negative eigenvalue")
     if is_zero(top):
         return ZERO
     return (top if top > 0 else top.union(arb(0))).sqrt()
+
+
+def _largest_diagonal(matrix: list[list[Num]]) -> Num:
+    """The largest |M_rr| of a diagonal matrix, exactly."""
+    largest = matrix[0][0] if matrix else ZERO
+    for r in range(1, len(matrix)):
+        largest = jet_extreme([constant(abs(largest)), constant(abs(matrix[r][r]))], True).value
+    return abs(largest)
+
+
+def _top_eigenvalue(balls: list[list[arb]]) -> arb:
+    """A ball holding the largest eigenvalue of a symmetric matrix of balls."""
+    try:
+        eigenvalues = acb_mat(balls).eig(multiple=True)
+    except (ValueError, ArithmeticError):
+        # Balls cannot isolate a repeated eigenvalue: bracket the largest instead.
+        return _largest_eigenvalue(balls)
+    reals = [value.real for value in eigenvalues]
+    top = max(reals, key=upper)
+    for value in reals:
+        if value is not top and not top > value:
+            top = top.union(value)  # two eigenvalues that overlap: either may be the largest
+    return top
 
 
 def _largest_eigenvalue(gram: list[list[arb]]) -> arb:

@@ -137,22 +137,8 @@ def clamped(
     # names it by a positive twin, so that 1/||x|| >= 0 is known there.
     twin = sp.Symbol(value.name, positive=True)
     renamed = {"clamped": {}, "unclamped": {value: twin} if floor.is_positive else {}}
-    layers = {
-        name: Layer(
-            key=f"{key}[{name}]",
-            title=f"{title}, where {condition}",
-            statistics=tuple(
-                Statistic(renamed[name].get(stat.symbol, stat.symbol), stat.summand, stat.meaning, stat.mean)
-                for stat in statistics
-            ),
-            output=output.xreplace(renamed[name]),
-            patterns=patterns,
-            directions=directions,
-            display=(),
-            spread=renamed[name].get(value, value),
-        )
-        for name, condition, output in pieces
-    }
+    base = Layer(key, title, statistics, definition, patterns, directions, display=(), spread=value)
+    layers = {name: _regime(base, name, condition, output, renamed[name]) for name, condition, output in pieces}
     boundary = sp.Eq(value, floor)
     # The regimes meet continuously: on the boundary both outputs agree.
     equal(pieces[0][2].xreplace({value: floor}), pieces[1][2].xreplace({value: floor}), f"{key}: output at {boundary}")
@@ -172,6 +158,24 @@ def clamped(
         boundary=boundary,
         named=dict(named or {}),
         twins={twin: value},
+    )
+
+
+def _regime(base: Layer, name: str, condition: sp.Basic, output: sp.Expr, renamed: dict) -> Layer:
+    """``base`` in the regime ``name``, where ``condition`` holds and its output is ``output``,
+    with the statistics ``renamed`` by their twins."""
+    return Layer(
+        key=f"{base.key}[{name}]",
+        title=f"{base.title}, where {condition}",
+        statistics=tuple(
+            Statistic(renamed.get(stat.symbol, stat.symbol), stat.summand, stat.meaning, stat.mean)
+            for stat in base.statistics
+        ),
+        output=output.xreplace(renamed),
+        patterns=base.patterns,
+        directions=base.directions,
+        display=(),
+        spread=renamed.get(base.spread, base.spread),
     )
 
 

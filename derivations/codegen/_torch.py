@@ -127,21 +127,35 @@ def _statistics(program: Program, printer: AbstractPythonCodePrinter) -> list[st
 def emit(program: Program) -> str:
     """A self-contained PyTorch module for ``program``."""
     printer = _printer()()
-    params = "".join(f", {p}" for p in program.parameters)
-    names = [name for name, _ in program.evaluated]
-    returned = ", ".join(names)
-    function = "".join(part.capitalize() for part in program.key.split("_")) + "Function"
-    summed = "; parameter gradients summed over leading axes" if names[1:] else ""
-    degrees = program.degrees
-    forward = [
-        f"def {program.forward}({X}, epsilon{params}):",
+    helpers = HELPERS.strip("\n").splitlines()
+    forward, backward, autograd = _forward(program, printer), _backward(program, printer), _autograd(program)
+    body = [*helpers, "", "", *forward, "", "", *backward, "", "", *autograd, ""]
+    return "\n".join([program.header("# "), "", "import math", "", "import torch", "", "", *body])
+
+
+def _parameters(program: Program) -> str:
+    return "".join(f", {p}" for p in program.parameters)
+
+
+def _forward(program: Program, printer: AbstractPythonCodePrinter) -> list[str]:
+    """The forward function's lines."""
+    return [
+        f"def {program.forward}({X}, epsilon{_parameters(program)}):",
         '    """The layer along the last axis of x, in plain torch operations."""',
         *_statistics(program, printer),
         *_lines(printer, ["y"], [program.output]),
-        f"    return {rescaled('y', degrees['y'])}",
+        f"    return {rescaled('y', program.degrees['y'])}",
     ]
+
+
+def _backward(program: Program, printer: AbstractPythonCodePrinter) -> list[str]:
+    """The lines of ``_backward`` (every gradient and d<dy, y>/d epsilon) and of the backward function."""
+    params, degrees = _parameters(program), program.degrees
+    names = [name for name, _ in program.evaluated]
+    returned = ", ".join(names)
+    summed = "; parameter gradients summed over leading axes" if names[1:] else ""
     everything = [*names, DEPSILON]
-    backward = [
+    return [
         f"def _backward({X}, epsilon, {DY}{params}):",
         f'    """{returned} and d<dy, y>/d epsilon (of epsilon\'s shape); differentiable torch operations."""',
         *_statistics(program, printer)[:1],
@@ -166,11 +180,19 @@ def emit(program: Program) -> str:
         f'    """{returned} for the upstream gradient dy{summed}; differentiable torch operations."""',
         f"    return _backward({X}, epsilon, {DY}{params})[{':-1' if names[1:] else '0'}]",
     ]
+
+
+def _autograd(program: Program) -> list[str]:
+    """The lines of the autograd Function and of the function that applies it."""
+    params = _parameters(program)
+    names = [name for name, _ in program.evaluated]
+    everything = [*names, DEPSILON]
+    function = "".join(part.capitalize() for part in program.key.split("_")) + "Function"
     saved = ", ".join([str(X), "epsilon", *map(str, program.parameters)])
     returns = ", ".join(
         [f"{names[0]}.sum_to_size({X}.shape)", f"{DEPSILON} if ctx.needs_input_grad[1] else None", *names[1:]]
     )
-    autograd = [
+    return [
         f"class {function}(torch.autograd.Function):",
         f'    """{program.title}: forward and the derived backward, in x, epsilon and the parameters."""',
         "",
@@ -192,6 +214,3 @@ def emit(program: Program) -> str:
         f"    epsilon = torch.as_tensor(epsilon, dtype={X}.dtype, device={X}.device)",
         f"    return {function}.apply({X}, epsilon{params})",
     ]
-    helpers = HELPERS.strip("\n").splitlines()
-    body = [*helpers, "", "", *forward, "", "", *backward, "", "", *autograd, ""]
-    return "\n".join([program.header("# "), "", "import math", "", "import torch", "", "", *body])

@@ -247,6 +247,24 @@ def document(every: list[Row], links: list[tuple[str, str]], checks: _Checks) ->
         escape(INTRO.replace("`", "")),
         r"\section{Formulas}",
     ]
+    body += _latex_formulas(every)
+    body += [r"\clearpage", r"\section{Figures}"]
+    for caption, link in links:
+        body += [
+            r"\begin{figure}[htbp]",
+            r"\centering",
+            rf"\begingroup\pathcharacters\includegraphics[width=\linewidth]{{{link}}}\endgroup",
+            rf"\caption{{{escape(caption)}}}",
+            r"\end{figure}",
+        ]
+    # Every figure is placed before the checks begin.
+    body += _latex_checks(checks)
+    return "\n".join(body) + "\n"
+
+
+def _latex_formulas(every: list[Row]) -> list[str]:
+    """A subsection per layer, a paragraph per formula: its statement, equation and proof line."""
+    body: list[str] = []
     current = None
     for row in every:
         if row["layer"] != current:
@@ -260,17 +278,12 @@ def document(every: list[Row], links: list[tuple[str, str]], checks: _Checks) ->
             rf"\noindent{{\small {escape(how)} {escape(proof)}}}",
             "",
         ]
-    body += [r"\clearpage", r"\section{Figures}"]
-    for caption, link in links:
-        body += [
-            r"\begin{figure}[htbp]",
-            r"\centering",
-            rf"\begingroup\pathcharacters\includegraphics[width=\linewidth]{{{link}}}\endgroup",
-            rf"\caption{{{escape(caption)}}}",
-            r"\end{figure}",
-        ]
-    # Every figure is placed before the checks begin.
-    body += [r"\clearpage", r"\section{Checks that ran}", r"\begin{tabular}{lr}", r"check & values compared \\ \hline"]
+    return body
+
+
+def _latex_checks(checks: _Checks) -> list[str]:
+    """The checks that ran, the example claims' verdicts, the versions, and the document's end."""
+    body = [r"\clearpage", r"\section{Checks that ran}", r"\begin{tabular}{lr}", r"check & values compared \\ \hline"]
     body += [rf"{escape(name)} & {count} \\" for name, count in checks.counts.items()]
     body += [rf"\hline \textbf{{total}} & \textbf{{{sum(checks.counts.values())}}} \\", r"\end{tabular}"]
     body += [
@@ -290,7 +303,7 @@ def document(every: list[Row], links: list[tuple[str, str]], checks: _Checks) ->
         r"\end{itemize}",
         r"\end{document}",
     ]
-    return "\n".join(body) + "\n"
+    return body
 
 
 def build(out: str | os.PathLike[str] = REPORT, figures: Path = BUILD, notation: Notation = DEFAULT) -> Path:

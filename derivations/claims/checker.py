@@ -708,32 +708,52 @@ def _witness(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> a
     named = {str(s): v for s, v in {**domain.fixed, **domain.pinned}.items() if not isinstance(s, sp.Indexed)}
     named.update({str(s): v for s, v in point.items() if not isinstance(s, sp.Indexed)})
     entries = {str(s): v for s, v in {**domain.fixed, **point}.items() if isinstance(s, sp.Indexed)}
-    pattern = domain.pattern
-    size = int(named.get("n", len(pattern.values) if pattern is not None else (inputs.size if inputs else 4)))
+    size = _witness_size(named, inputs, domain)
     witness = audit.Point(n=size, epsilon=named.get("epsilon"), t=named.get("t"))
-    if inputs is not None:
-        witness.x = list(inputs.x)
-        witness.gain, witness.bias = (list(inputs.gain), list(inputs.bias)) if inputs.gain else (None, None)
-        witness.g, witness.v = (list(inputs.g) or None), (list(inputs.v) or None)
-    elif pattern is None and any(quantities.at_constant_input(name) for _, name in domain.usage.quantities):
-        witness.x = [named.get("t", sp.Integer(0))] * size
-    elif pattern is None:
-        witness.x = exact_input(named, size)
-    layers = domain.layers
-    if witness.gain is None and any(layer.parameters for layer in layers):
-        coordinate = pattern.coordinate if pattern is not None else 0
-        gain = entries.get(f"gamma[{coordinate}]")
-        largest = named.get("gamma_max")
-        fill = largest if largest is not None else (abs(gain) if gain is not None else sp.Integer(1))
-        witness.gain = [fill] * size
-        if gain is not None and coordinate < size:
-            witness.gain[coordinate] = gain
-        witness.bias = [entries.get(f"beta[{m}]", sp.Integer(0)) for m in range(size)]
-    for layer in layers:
+    _witness_input(witness, named, inputs, domain)
+    if witness.gain is None and any(layer.parameters for layer in domain.layers):
+        _witness_gains(witness, named, entries, domain)
+    for layer in domain.layers:
         for _, symbol in layer.scalars:
             if str(symbol) in named:
                 witness.scalars[str(symbol)] = named[str(symbol)]
     return witness
+
+
+def _witness_size(named: dict[str, Any], inputs: sampling.Explicit | None, domain: Domain) -> int:
+    """n at the counterexample: the point's, else the pattern's size, else the explicit input's, else 4."""
+    pattern = domain.pattern
+    return int(named.get("n", len(pattern.values) if pattern is not None else (inputs.size if inputs else 4)))
+
+
+def _witness_input(
+    witness: audit.Point, named: dict[str, Any], inputs: sampling.Explicit | None, domain: Domain
+) -> None:
+    """Set the counterexample's x (and gain, bias, g and v where explicit): the explicit input's,
+    the constant input t, or an x with the point's statistics; none at an input pattern."""
+    if inputs is not None:
+        witness.x = list(inputs.x)
+        witness.gain, witness.bias = (list(inputs.gain), list(inputs.bias)) if inputs.gain else (None, None)
+        witness.g, witness.v = (list(inputs.g) or None), (list(inputs.v) or None)
+    elif domain.pattern is None and any(quantities.at_constant_input(name) for _, name in domain.usage.quantities):
+        witness.x = [named.get("t", sp.Integer(0))] * witness.n
+    elif domain.pattern is None:
+        witness.x = exact_input(named, witness.n)
+
+
+def _witness_gains(witness: audit.Point, named: dict[str, Any], entries: dict[str, Any], domain: Domain) -> None:
+    """Set the counterexample's gain and bias from the point: every gain the largest |gamma_i|
+    (gamma_max, else |gamma[c]|, else 1) but gamma[c] at the pattern's coordinate c (0 for a
+    general x), and each bias beta[m] (else 0)."""
+    size = witness.n
+    coordinate = domain.pattern.coordinate if domain.pattern is not None else 0
+    gain = entries.get(f"gamma[{coordinate}]")
+    largest = named.get("gamma_max")
+    fill = largest if largest is not None else (abs(gain) if gain is not None else sp.Integer(1))
+    witness.gain = [fill] * size
+    if gain is not None and coordinate < size:
+        witness.gain[coordinate] = gain
+    witness.bias = [entries.get(f"beta[{m}]", sp.Integer(0)) for m in range(size)]
 
 
 def exact_input(values: dict[str, Any], size: int, kind: int = 0) -> list[sp.Expr]:

@@ -324,26 +324,14 @@ def place(domain: Domain) -> None:
     """The input the claim is taken at: a general x (the statistics as coordinates), or its
     input pattern (the statistics written in t); which symbols are sampled as explicit vectors."""
     usage = domain.usage
-    statistics = domain.statistics()
     general = usage.general or bool(usage.vectors)
     if general:
         domain.mapping = _statistics_map(domain.layers)
     if len(usage.patterns) > 1:
         raise ClaimError("quantities of two different input patterns cannot share one input")
     if usage.patterns:
-        (domain.pattern,) = usage.patterns.values()
-        size = len(domain.pattern.values)
-        # The pattern's quantities are at its input, of its size: n is that size.
-        if domain.n_set.contains(sp.Integer(size)) is not sp.true:
-            raise Vacuous(f"the input pattern {domain.pattern} has n = {size} entries, which the assumptions exclude")
-        domain.fixed[n] = sp.Integer(size)
-        domain.ranges[n] = sp.FiniteSet(size)
-        domain.mapping = _pattern_map(domain.layers, domain.pattern)
-    domain.inputs = (usage.general and domain.vectors) or bool(usage.vectors)
-    if usage.general and any(layer.subsets for layer in domain.layers):
-        # A partial mean and a full one are not independent coordinates (k r_k <= n r):
-        # sampled as explicit inputs, whose statistics are consistent by construction.
-        domain.inputs = True
+        _place_pattern(domain)
+    domain.inputs = _explicit_inputs(domain)
     if domain.inputs and domain.pattern is not None:
         raise ClaimError(
             "quantities at the input pattern cannot be combined here with ones that need an explicit input "
@@ -352,6 +340,37 @@ def place(domain: Domain) -> None:
         )
     if domain.inputs and usage.gains:
         usage.vectors |= {"gamma", "beta"}
+    _pin_statistics(domain)
+    if domain.pattern is not None:
+        _conditions_at_pattern(domain)
+
+
+def _place_pattern(domain: Domain) -> None:
+    """Take the claim's one input pattern: n is its size, and the statistics are its own."""
+    (domain.pattern,) = domain.usage.patterns.values()
+    size = len(domain.pattern.values)
+    # The pattern's quantities are at its input, of its size: n is that size.
+    if domain.n_set.contains(sp.Integer(size)) is not sp.true:
+        raise Vacuous(f"the input pattern {domain.pattern} has n = {size} entries, which the assumptions exclude")
+    domain.fixed[n] = sp.Integer(size)
+    domain.ranges[n] = sp.FiniteSet(size)
+    domain.mapping = _pattern_map(domain.layers, domain.pattern)
+
+
+def _explicit_inputs(domain: Domain) -> bool:
+    """Whether the claim is sampled at explicit vectors rather than at its statistics."""
+    usage = domain.usage
+    if usage.general and any(layer.subsets for layer in domain.layers):
+        # A partial mean and a full one are not independent coordinates (k r_k <= n r):
+        # sampled as explicit inputs, whose statistics are consistent by construction.
+        return True
+    return (usage.general and domain.vectors) or bool(usage.vectors)
+
+
+def _pin_statistics(domain: Domain) -> None:
+    """Move the statistics the assumptions fix into ``domain.pinned``: a condition on an explicit
+    input, otherwise a fixed value still."""
+    statistics = domain.statistics()
     domain.pinned = {symbol: domain.fixed.pop(symbol) for symbol in list(domain.fixed) if symbol in statistics}
     if domain.inputs:
         # Explicit inputs carry their own statistics: a statistic fixed by an assumption is a
@@ -359,14 +378,18 @@ def place(domain: Domain) -> None:
         domain.conditions += [sp.Eq(symbol, value) for symbol, value in domain.pinned.items()]
     else:
         domain.fixed.update(domain.pinned)
-    if domain.pattern is not None:
-        # At the pattern a statistic is a function of t: an assumption on it is a condition on t.
-        domain.conditions = [substitute(c, domain.mapping) for c in domain.conditions]
-        pinned = {substitute(s, domain.mapping): substitute(v, domain.fixed) for s, v in domain.pinned.items()}
-        for symbol in domain.pinned:
-            domain.fixed.pop(symbol, None)
-        domain.conditions += [sp.Eq(lhs, rhs) for lhs, rhs in pinned.items()]
-        domain.conditions = narrow(domain, [Assumption(str(c), c) for c in domain.conditions])
+
+
+def _conditions_at_pattern(domain: Domain) -> None:
+    """Write the conditions, and the statistics the assumptions fix, as conditions on t at the
+    input pattern, narrowed."""
+    # At the pattern a statistic is a function of t: an assumption on it is a condition on t.
+    domain.conditions = [substitute(c, domain.mapping) for c in domain.conditions]
+    pinned = {substitute(s, domain.mapping): substitute(v, domain.fixed) for s, v in domain.pinned.items()}
+    for symbol in domain.pinned:
+        domain.fixed.pop(symbol, None)
+    domain.conditions += [sp.Eq(lhs, rhs) for lhs, rhs in pinned.items()]
+    domain.conditions = narrow(domain, [Assumption(str(c), c) for c in domain.conditions])
 
 
 def _statistics_map(layers: list[Layer]) -> dict[sp.Basic, sp.Expr]:

@@ -284,38 +284,60 @@ class Builder(_Builder):
 
     def binary(self, node: ast.BinOp) -> Value:
         left, right = self.build(node.left), self.build(node.right)
-        op = type(node.op)
-        if op in (ast.Add, ast.Sub):
-            if type(left) is not type(right) and not (_is_scalar(left) and _is_scalar(right)):
-                raise ClaimError(f"cannot add a {_kind(left)} and a {_kind(right)} at {_where(node)}")
-            sign = 1 if op is ast.Add else -1
-            if isinstance(left, Vector):
-                return Vector(left.entry + sign * right.entry)
-            if isinstance(left, Matrix):
-                return Matrix(left.entry + sign * right.entry)
-        if op is ast.Mult:
-            if isinstance(left, (Matrix, Row)) and isinstance(right, (Vector, Matrix)):
-                return self.matmul(left, right, node)  # juxtaposition, as papers write J v and 1^T y
-            if _is_scalar(left) and not _is_scalar(right):
-                return _scale(right, left)
-            if _is_scalar(right) and not _is_scalar(left):
-                return _scale(left, right)
-            if not (_is_scalar(left) and _is_scalar(right)):
-                raise ClaimError(f"'*' of two {_kind(left)}s at {_where(node)}; use @ or dot(u, v)")
-        if op is ast.Div:
-            if not _is_scalar(right):
-                raise ClaimError(f"division by a {_kind(right)} at {_where(node)}")
-            # SymPy cancels q/q to 1: the claim then holds only where q != 0, and says so.
-            self.usage.require(at_node(sp.Pow(right, -1, evaluate=False), f"the division by {right} at {_where(node)}"))
-            if not _is_scalar(left):
-                return _scale(left, 1 / right)
-        if op is ast.Pow and not (_is_scalar(left) and _is_scalar(right)):
-            raise ClaimError(f"'**' of a {_kind(left)} at {_where(node)}; powers are of scalars")
-        if op is ast.Pow:
-            _bound_expansion(left, right, node)
-            # q**-1 * q is 1 once formed: the power is read before SymPy cancels it.
-            self.usage.require(at_node(sp.Pow(left, right, evaluate=False), f"the power at {_where(node)}"))
+        operations = {
+            ast.Add: self._sum,
+            ast.Sub: self._sum,
+            ast.Mult: self._product,
+            ast.Div: self._quotient,
+            ast.Pow: self._power,
+        }
+        operation = operations.get(type(node.op))
+        value = operation(left, right, node) if operation is not None else None
+        if value is not None:
+            return value
+        # Of scalars, or another operator: as the base builder builds it.
         return super().build(ast.BinOp(left=Built(left), op=node.op, right=Built(right), col_offset=node.col_offset))
+
+    def _sum(self, left: Value, right: Value, node: ast.BinOp) -> Value | None:
+        """left + right or left - right of two vectors or two matrices; None for scalars."""
+        if type(left) is not type(right) and not (_is_scalar(left) and _is_scalar(right)):
+            raise ClaimError(f"cannot add a {_kind(left)} and a {_kind(right)} at {_where(node)}")
+        sign = 1 if isinstance(node.op, ast.Add) else -1
+        if isinstance(left, Vector):
+            return Vector(left.entry + sign * right.entry)
+        if isinstance(left, Matrix):
+            return Matrix(left.entry + sign * right.entry)
+        return None
+
+    def _product(self, left: Value, right: Value, node: ast.BinOp) -> Value | None:
+        """left * right with a vector or a matrix in it; None for two scalars."""
+        if isinstance(left, (Matrix, Row)) and isinstance(right, (Vector, Matrix)):
+            return self.matmul(left, right, node)  # juxtaposition, as papers write J v and 1^T y
+        if _is_scalar(left) and not _is_scalar(right):
+            return _scale(right, left)
+        if _is_scalar(right) and not _is_scalar(left):
+            return _scale(left, right)
+        if not (_is_scalar(left) and _is_scalar(right)):
+            raise ClaimError(f"'*' of two {_kind(left)}s at {_where(node)}; use @ or dot(u, v)")
+        return None
+
+    def _quotient(self, left: Value, right: Value, node: ast.BinOp) -> Value | None:
+        """left / right of a scalar right, requiring right != 0; None for a scalar left."""
+        if not _is_scalar(right):
+            raise ClaimError(f"division by a {_kind(right)} at {_where(node)}")
+        # SymPy cancels q/q to 1: the claim then holds only where q != 0, and says so.
+        self.usage.require(at_node(sp.Pow(right, -1, evaluate=False), f"the division by {right} at {_where(node)}"))
+        if not _is_scalar(left):
+            return _scale(left, 1 / right)
+        return None
+
+    def _power(self, left: Value, right: Value, node: ast.BinOp) -> None:
+        """Check left ** right (of scalars, of a bounded expansion) and require it defined."""
+        if not (_is_scalar(left) and _is_scalar(right)):
+            raise ClaimError(f"'**' of a {_kind(left)} at {_where(node)}; powers are of scalars")
+        _bound_expansion(left, right, node)
+        # q**-1 * q is 1 once formed: the power is read before SymPy cancels it.
+        self.usage.require(at_node(sp.Pow(left, right, evaluate=False), f"the power at {_where(node)}"))
 
     def matmul(self, left: Value, right: Value, node: ast.AST) -> Value:
         if isinstance(left, Matrix) and isinstance(right, Vector):
@@ -365,6 +387,18 @@ class Builder(_Builder):
         return super().call(node)
 
     def vector_call(self, name: str, arguments: list[Value], node: ast.AST) -> Value:
+        value = self._reduction(name, arguments)
+        if value is None and name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
+            value = self._matrix_norm(arguments[0], arguments[1])
+        if value is None:
+            raise ClaimError(
+                f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v) and dot(u, v) "
+                "take vectors v, u and matrices M"
+            )
+        return value
+
+    def _reduction(self, name: str, arguments: list[Value]) -> sp.Expr | None:
+        """sum(v), mean(v), dot(u, v) or norm(v) of vectors, as a reduced sum; None for any other call."""
         if name == "sum" and len(arguments) == 1 and isinstance(arguments[0], Vector):
             return self.reduce(arguments[0].entry, i)
         if name == "mean" and len(arguments) == 1 and isinstance(arguments[0], Vector):
@@ -373,22 +407,21 @@ class Builder(_Builder):
             return self.reduce(arguments[0].entry * arguments[1].entry, i)
         if name == "norm" and isinstance(arguments[0], Vector) and (len(arguments) == 1 or arguments[1:] == [2]):
             return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))  # the Euclidean norm; norm(v, 2) too
-        if name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
-            order = arguments[1]
-            if order == 2 and arguments[0].jacobian_of is not None:
-                layer = LAYERS[arguments[0].jacobian_of]
-                if jacobian.is_symmetric(layer):
-                    self.usage.quantities.append((layer.key, "norm(J, 2)"))
-                    return apart(quantities.value(layer, _spectral_norm_name(layer)))
-            if order in (2, sp.oo):
-                held = sp.Symbol(f"M{len(self.usage.matrices)}")
-                self.usage.matrices[str(held)] = arguments[0]
-                self.usage.general = True
-                return OpaqueNorm(held, order)
-        raise ClaimError(
-            f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v) and dot(u, v) "
-            "take vectors v, u and matrices M"
-        )
+        return None
+
+    def _matrix_norm(self, matrix: Matrix, order: Value) -> sp.Expr | None:
+        """norm(M, 2) (in closed form for a symmetric Jacobian) or norm(M, oo); None for another order."""
+        if order == 2 and matrix.jacobian_of is not None:
+            layer = LAYERS[matrix.jacobian_of]
+            if jacobian.is_symmetric(layer):
+                self.usage.quantities.append((layer.key, "norm(J, 2)"))
+                return apart(quantities.value(layer, _spectral_norm_name(layer)))
+        if order in (2, sp.oo):
+            held = sp.Symbol(f"M{len(self.usage.matrices)}")
+            self.usage.matrices[str(held)] = matrix
+            self.usage.general = True
+            return OpaqueNorm(held, order)
+        return None
 
     def limit(self, node: ast.Call) -> sp.Expr:
         """``limit(e, t, point[, side])`` or ``limit(e, epsilon, 0)``: left unevaluated (`Lim`) until

@@ -9,7 +9,7 @@ methods a wrapper overrides: `weights`, `jacobian_product`, `jacobian_from_entry
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -314,6 +314,62 @@ def hvp_by_directions(
     general one cancels (n = 2, q >> epsilon); the others from the general form."""
     c = layer._c
     rows = rows.astype(np.float64)
+    units, lengths = _unit_directions(layer, rows, e)
+    g, w = (vector.astype(np.float64) for vector in vectors)
+    split = _split(g, w, units)
+    size = rows.shape[-1]
+    if not any(pair.entry is None and pair.count(size) for pair in c.eigen):
+        # The explicit directions span every vector at this n (n = 2): what is left of g
+        # and v is rounding, which the general form would weigh with 1/s**3, not eps/s**5.
+        split = split._replace(g_rest=np.zeros_like(g), w_rest=np.zeros_like(w))
+    # A term beyond the float range here (inf, or inf - inf) is a row the split cannot take,
+    # handled below: no warning for it.
+    with np.errstate(all="ignore"):
+        out = _off_directions(layer, product, rows, e, params, split)
+        # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
+        # taken again at the balanced scale, as `numeric.kernels.backward.evaluate` does.
+        there = _rescale.Scaled(*_rescale.balanced(rows, e, c.epsilon_degree, c.centered))
+        stats_there = statistics(layer, there.x)
+    for first, second, along in c.hvp_pairs:
+        both = (lengths[first] > 0) & (lengths[second] > 0)
+        with np.errstate(all="ignore"):
+            value = _rescale.at_scale(
+                _along_pair(layer, along, size, product.degree),
+                rows,
+                e,
+                c.epsilon_degree,
+                c.centered,
+                None,
+            )
+            value = _where_lost(value, along, there, stats_there, size, product.degree)
+            value = np.where(both, value, 0.0)
+            out = out + split.a[first] * split.b[second] * value
+    # A row the split cannot take (a product beyond the float range: inf - inf) is the
+    # general form's, which gives the overflow as it is.
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~np.isfinite(out).all(axis=-1))
+    if bad.size:
+        e_bad = e[bad] if np.ndim(e) and np.shape(e)[0] > 1 else e
+        params_bad = [_at(p, bad) for p in params]
+        out[bad] = _backward.evaluate([product], rows[bad], e_bad, [g[bad], w[bad]], params_bad, layer)[0]
+    return out
+
+
+class _Split(NamedTuple):
+    """Two vectors g and w split along unit vectors d: g = sum_d a_d d + g_rest and
+    w = sum_d b_d d + w_rest, each coefficient of shape (..., 1)."""
+
+    units: list[np.ndarray]
+    a: list[np.ndarray]
+    b: list[np.ndarray]
+    g_rest: np.ndarray
+    w_rest: np.ndarray
+
+
+def _unit_directions(layer: NumericLayer, rows: np.ndarray, e: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each explicit eigen direction at each row as a unit vector, 0 where it vanishes, and its
+    length once divided by its largest entry, 0 there too (shape (..., 1))."""
+    c = layer._c
     # The directions at the input's own scale: they do not depend on epsilon, and at a scale
     # that holds epsilon too an input far below it vanishes (x = 1e-300, epsilon = 1e100).
     with np.errstate(all="ignore"):  # a constant row has no scale of its own: 0 / 0, its directions 0
@@ -329,66 +385,61 @@ def hvp_by_directions(
             length = np.sqrt(np.sum(d * d, axis=-1, keepdims=True))
             units.append(np.where(length > 0, d / np.where(length > 0, length, 1.0), 0.0))
         lengths.append(length)
-    g, w = (vector.astype(np.float64) for vector in vectors)
+    return units, lengths
+
+
+def _split(g: np.ndarray, w: np.ndarray, units: list[np.ndarray]) -> _Split:
+    """g and w split along the unit vectors ``units``."""
     a = [np.sum(g * unit, axis=-1, keepdims=True) for unit in units]
     b = [np.sum(w * unit, axis=-1, keepdims=True) for unit in units]
     g_rest = g - sum((ai * unit for ai, unit in zip(a, units, strict=True)), np.zeros_like(g))
     w_rest = w - sum((bi * unit for bi, unit in zip(b, units, strict=True)), np.zeros_like(w))
-    size = rows.shape[-1]
-    if not any(pair.entry is None and pair.count(size) for pair in c.eigen):
-        # The explicit directions span every vector at this n (n = 2): what is left of g
-        # and v is rounding, which the general form would weigh with 1/s**3, not eps/s**5.
-        g_rest, w_rest = np.zeros_like(g), np.zeros_like(w)
+    return _Split(units, a, b, g_rest, w_rest)
+
+
+def _off_directions(
+    layer: NumericLayer, product: Any, rows: np.ndarray, e: np.ndarray, params: list[Any], split: _Split
+) -> np.ndarray:
+    """H(g', v') + sum_d a_d H(d, v') + sum_e b_e H(g', e): the terms with a part off the
+    directions, from the general form."""
 
     def general(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         # A part of the product, checked across scales but not warned about: it can be rounding
         # residue (x ~ 1 against epsilon = 1e200), on which no two scales agree.
         return _backward.evaluate([product], rows, e, [first, second], params, layer, checked=False)[0]
 
-    # A term beyond the float range here (inf, or inf - inf) is a row the split cannot take,
-    # handled below: no warning for it.
-    with np.errstate(all="ignore"):
-        out = general(g_rest, w_rest)
-        for ai, unit in zip(a, units, strict=True):
-            out = out + ai * general(unit, w_rest)
-        for bi, unit in zip(b, units, strict=True):
-            out = out + bi * general(g_rest, unit)
-        # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
-        # taken again at the balanced scale, as `numeric.kernels.backward.evaluate` does.
-        own, e_own, m_own = _rescale.balanced(rows, e, c.epsilon_degree, c.centered)
-        stats_own = statistics(layer, own)
-    for first, second, along in c.hvp_pairs:
-        both = (lengths[first] > 0) & (lengths[second] > 0)
-
-        def at(here: np.ndarray, e_here: np.ndarray, m_here: np.ndarray, along: Any = along) -> Any:
-            value = np.broadcast_to(along(here, *statistics(layer, here), e_here, size), here.shape)
-            return _rescale.times_power(value, m_here, product.degree)
-
-        with np.errstate(all="ignore"):
-            value = _rescale.at_scale(
-                at,
-                rows,
-                e,
-                c.epsilon_degree,
-                c.centered,
-                None,
-            )
-            lost = ~np.isfinite(value).all(axis=-1, keepdims=True)
-            if lost.any():
-                again = np.broadcast_to(along(own, *stats_own, e_own, size), own.shape)
-                again = _rescale.times_power(np.where(np.isfinite(again), again, 0.0), m_own, product.degree)
-                value = np.where(lost, again, value)
-            value = np.where(both, value, 0.0)
-            out = out + a[first] * b[second] * value
-    # A row the split cannot take (a product beyond the float range: inf - inf) is the
-    # general form's, which gives the overflow as it is.
-    with np.errstate(invalid="ignore"):
-        bad = np.flatnonzero(~np.isfinite(out).all(axis=-1))
-    if bad.size:
-        e_bad = e[bad] if np.ndim(e) and np.shape(e)[0] > 1 else e
-        params_bad = [_at(p, bad) for p in params]
-        out[bad] = _backward.evaluate([product], rows[bad], e_bad, [g[bad], w[bad]], params_bad, layer)[0]
+    out = general(split.g_rest, split.w_rest)
+    for ai, unit in zip(split.a, split.units, strict=True):
+        out = out + ai * general(unit, split.w_rest)
+    for bi, unit in zip(split.b, split.units, strict=True):
+        out = out + bi * general(split.g_rest, unit)
     return out
+
+
+def _along_pair(
+    layer: NumericLayer, along: Any, size: int, degree: int
+) -> Callable[[np.ndarray, np.ndarray, np.ndarray], Any]:
+    """The ``at`` of `numeric.kernels.rescale.at_scale` for ``along``, the form of the product
+    derived along a pair of directions, homogeneous of ``degree``."""
+
+    def at(here: np.ndarray, e_here: np.ndarray, m_here: np.ndarray) -> Any:
+        value = np.broadcast_to(along(here, *statistics(layer, here), e_here, size), here.shape)
+        return _rescale.times_power(value, m_here, degree)
+
+    return at
+
+
+def _where_lost(
+    value: np.ndarray, along: Any, there: _rescale.Scaled, stats_there: list[np.ndarray], size: int, degree: int
+) -> np.ndarray:
+    """``value`` of the form ``along``, with each row that is not finite throughout taken at the
+    scale ``there`` instead (whose statistics are ``stats_there``), its non-finite entries 0."""
+    lost = ~np.isfinite(value).all(axis=-1, keepdims=True)
+    if lost.any():
+        again = np.broadcast_to(along(there.x, *stats_there, there.e, size), there.x.shape)
+        again = _rescale.times_power(np.where(np.isfinite(again), again, 0.0), there.m, degree)
+        value = np.where(lost, again, value)
+    return value
 
 
 def eigen_values(layer: NumericLayer, array: np.ndarray, e: np.ndarray, parameters: list[Any]) -> list[np.ndarray]:

@@ -329,44 +329,134 @@ def _across_scales(
         near = (e_scaled < 2.0 ** (-APART * degree)) | (largest(scaled) < 2.0**-APART)
     if not near.any():
         return out
+    own = _own_scale(array, e, degree, centered, weights, m.shape)
+    apart = (np.abs(own.gap) > APART) & (own.m > 0) & (own.root > 0) & doubtful
+    if not apart.any():
+        return out
+    values, cleans = _tried(at, first, own, e, apart, degree)
+    out, settled = _settled(out, values, cleans, scaled, m.shape)
+    disagree = apart & ~settled & _unconfirmed(out, values, apart, scaled, m.shape)
+    if warn and disagree.any():
+        warnings.warn(
+            "epsilon and x are too far apart in scale for this layer in float64: intermediates leave the "
+            "float range at every scale tried, and some values may be wrong",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+    return out
+
+
+class _OwnScale(NamedTuple):
+    """Rows at their own scale (`normalized` with epsilon 0) and that scale ``m``, the root of
+    epsilon, the mantissa and exponent (`np.frexp`) of each of the two scales, and the binades
+    from the input's scale to epsilon's, ``gap``; all but ``x`` of shape (..., 1)."""
+
+    x: np.ndarray
+    m: np.ndarray
+    root: np.ndarray
+    f_root: np.ndarray
+    b_root: np.ndarray
+    f_own: np.ndarray
+    b_own: np.ndarray
+    gap: np.ndarray
+
+
+def _own_scale(
+    array: np.ndarray, e: np.ndarray, degree: int, centered: bool, weights: np.ndarray | None, shape: tuple[int, ...]
+) -> _OwnScale:
+    """The rows at their own scale and how far it lies from epsilon's, broadcast to ``shape``."""
     with np.errstate(all="ignore"):
         own, _, m_own = normalized(array, np.zeros_like(e), degree, centered, weights)
-        root = np.broadcast_to(epsilon_root(e, degree), m.shape)
-        m_own = np.broadcast_to(m_own, m.shape)
+        root = np.broadcast_to(epsilon_root(e, degree), shape)
+        m_own = np.broadcast_to(m_own, shape)
         f_root, b_root = np.frexp(root)
         f_own, b_own = np.frexp(m_own)
         gap = (b_root - b_own).astype(np.float64)
-    apart = (np.abs(gap) > APART) & (m_own > 0) & (root > 0) & doubtful
-    if not apart.any():
-        return out
+    return _OwnScale(own, m_own, root, f_root, b_root, f_own, b_own, gap)
+
+
+def _tried(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any],
+    first: Scaled,
+    own: _OwnScale,
+    e: np.ndarray,
+    apart: np.ndarray,
+    degree: int,
+) -> tuple[list[tuple[np.ndarray, list[Any]]], list[np.ndarray]]:
+    """The value at each scale tried, paired with the rows evaluated at that scale (the others as
+    ``first`` holds them), and the rows where that value is clean and telling (`_clean`,
+    `_telling`); in the order of preference: the wider float where the platform has one, then
+    nine float64 scales."""
     values, cleans = [], []
     if EXTENDED:
-        # The row itself in the wider float first: its exponents reach past every power the
-        # value forms of x and epsilon up to the eighth, so where its flags are clean its value
-        # is the float64 one rounded once.
-        with np.errstate(all="ignore"):
-            x_w = own.astype(WIDE) * np.asarray(m_own, dtype=WIDE)
-            e_w = np.broadcast_to(np.asarray(e, dtype=WIDE), m.shape)
-            one = WIDE.type(1)
-            wide = Scaled(np.where(apart, x_w, scaled), np.where(apart, e_w, e_scaled), np.where(apart, one, m))
-            rows = [np.asarray(v, dtype=np.float64) for v in _as_list(at(*wide))]
+        rows, clean = _in_wide_float(at, first, own, e, apart)
         values.append((apart, rows))
-        cleans.append(apart & _telling(rows, scaled) & _clean(at, apart, wide, scaled))
+        cleans.append(clean)
     # The balanced scale first (its clean value is preferred), then outwards: an intermediate of
     # high degree in one and low in the other can fit at one eighth of the way and no quarter.
     for fraction in (0.5, 0.375, 0.625, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0):
-        shift = np.round(fraction * gap).astype(np.int64)
-        with np.errstate(all="ignore"):
-            x_t = np.ldexp(own, np.broadcast_to(-shift, (*own.shape[:-1], 1)) if own.ndim else -shift)
-            relative = np.ldexp(f_root / f_own, (b_root - b_own - shift).astype(np.int64))
-            e_t = relative**degree
-            m_t = np.ldexp(m_own, shift.astype(np.int64))
-            valid = apart & (e_t >= TINY) & np.isfinite(e_t) & (largest(x_t) <= INPUT) & np.isfinite(m_t)
-            rows = _as_list(at(np.where(valid, x_t, scaled), np.where(valid, e_t, e_scaled), np.where(valid, m_t, m)))
+        valid, rows, clean = _at_fraction(at, first, own, fraction, apart, degree)
         values.append((valid, rows))
-        cleans.append(valid & _telling(rows, scaled) & _clean(at, valid, Scaled(x_t, e_t, m_t), scaled))
+        cleans.append(clean)
+    return values, cleans
+
+
+def _in_wide_float(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any],
+    first: Scaled,
+    own: _OwnScale,
+    e: np.ndarray,
+    apart: np.ndarray,
+) -> tuple[list[Any], np.ndarray]:
+    """The value with the rows ``apart`` unscaled in `WIDE`, rounded to float64, and the rows
+    where it is clean and telling."""
+    scaled, e_scaled, m = first
+    # The row itself in the wider float first: its exponents reach past every power the
+    # value forms of x and epsilon up to the eighth, so where its flags are clean its value
+    # is the float64 one rounded once.
+    with np.errstate(all="ignore"):
+        x_w = own.x.astype(WIDE) * np.asarray(own.m, dtype=WIDE)
+        e_w = np.broadcast_to(np.asarray(e, dtype=WIDE), m.shape)
+        one = WIDE.type(1)
+        wide = Scaled(np.where(apart, x_w, scaled), np.where(apart, e_w, e_scaled), np.where(apart, one, m))
+        rows = [np.asarray(v, dtype=np.float64) for v in _as_list(at(*wide))]
+    return rows, apart & _telling(rows, scaled) & _clean(at, apart, wide, scaled)
+
+
+def _at_fraction(
+    at: Callable[[np.ndarray, np.ndarray, np.ndarray], Any],
+    first: Scaled,
+    own: _OwnScale,
+    fraction: float,
+    apart: np.ndarray,
+    degree: int,
+) -> tuple[np.ndarray, list[Any], np.ndarray]:
+    """The rows of ``apart`` that the scale ``fraction`` of the way from the input's own to
+    epsilon's holds, as normal floats with the input at most `INPUT`; the value with those rows at
+    that scale; and the rows where it is clean and telling."""
+    scaled, e_scaled, m = first
+    shift = np.round(fraction * own.gap).astype(np.int64)
+    with np.errstate(all="ignore"):
+        x_t = np.ldexp(own.x, np.broadcast_to(-shift, (*own.x.shape[:-1], 1)) if own.x.ndim else -shift)
+        relative = np.ldexp(own.f_root / own.f_own, (own.b_root - own.b_own - shift).astype(np.int64))
+        e_t = relative**degree
+        m_t = np.ldexp(own.m, shift.astype(np.int64))
+        valid = apart & (e_t >= TINY) & np.isfinite(e_t) & (largest(x_t) <= INPUT) & np.isfinite(m_t)
+        rows = _as_list(at(np.where(valid, x_t, scaled), np.where(valid, e_t, e_scaled), np.where(valid, m_t, m)))
+    return valid, rows, valid & _telling(rows, scaled) & _clean(at, valid, Scaled(x_t, e_t, m_t), scaled)
+
+
+def _settled(
+    out: list[Any],
+    values: list[tuple[np.ndarray, list[Any]]],
+    cleans: list[np.ndarray],
+    scaled: np.ndarray,
+    shape: tuple[int, ...],
+) -> tuple[list[Any], np.ndarray]:
+    """``out`` where it agrees with a clean value, else the first clean value; and the rows where
+    either is, of shape ``shape``."""
     # The value returned stands where it agrees with a clean one.
-    settled = np.zeros(m.shape, dtype=bool)
+    settled = np.zeros(shape, dtype=bool)
     for clean, (_, value) in zip(cleans, values, strict=True):
         if clean.any():
             settled |= clean & ~_far_apart(out, value, scaled)
@@ -376,25 +466,29 @@ def _across_scales(
         if use.any():
             out = [np.where(_widened(use, a), b, a) for a, b in zip(out, value, strict=True)]
             settled |= use
+    return out, settled
+
+
+def _unconfirmed(
+    out: list[Any],
+    values: list[tuple[np.ndarray, list[Any]]],
+    apart: np.ndarray,
+    scaled: np.ndarray,
+    shape: tuple[int, ...],
+) -> np.ndarray:
+    """The rows, of shape ``shape``, where some scale tried keeps the value (`_telling`) and
+    ``out`` agrees with none of those that do."""
     # A value that is zero, or not finite, across a whole row is what an intermediate beyond the
     # range gives (1/inf, inf - inf), as is one a subnormal intermediate left with a few digits:
     # where no scale is clean, the value returned stands where it agrees with one of the others.
     telling = [valid & _telling(value, scaled) for valid, value in values]
     returned = apart & _telling(out, scaled)
-    agrees = np.zeros(m.shape, dtype=bool)
+    agrees = np.zeros(shape, dtype=bool)
     for flags, (_, value) in zip(telling, values, strict=True):
         both = returned & flags
         if both.any():
             agrees |= both & ~_far_apart(out, value, scaled)
-    disagree = apart & ~settled & np.any(telling, axis=0) & ~agrees
-    if warn and disagree.any():
-        warnings.warn(
-            "epsilon and x are too far apart in scale for this layer in float64: intermediates leave the "
-            "float range at every scale tried, and some values may be wrong",
-            RuntimeWarning,
-            stacklevel=5,
-        )
-    return out
+    return np.any(telling, axis=0) & ~agrees
 
 
 def _clean(

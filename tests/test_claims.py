@@ -109,6 +109,14 @@ def test_error_names_the_offending_token(text, token, words):
     assert token in str(error.value)
 
 
+@pytest.mark.parametrize("text", ["norm() <= 1", "sum() == 0", "dot(c) == 0", "norm(c, 3) <= 1"])
+def test_a_vector_call_without_its_arguments_says_what_it_takes(text):
+    verdict = check(Claim(text))
+    assert verdict.verdict == "error"
+    assert f"{text.split('(')[0]}() at" in verdict.detail
+    assert "take vectors" in verdict.detail
+
+
 def test_numbers_are_exact(words):
     relation = parse("sqrt(3/2) == 0.5 * sqrt(6)", words.names(), {}, words.expand)
     assert relation.lhs == relation.rhs

@@ -405,7 +405,7 @@ class Builder(_Builder):
             return self.reduce(arguments[0].entry, i) / n
         if name == "dot" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
             return self.reduce(arguments[0].entry * arguments[1].entry, i)
-        if name == "norm" and isinstance(arguments[0], Vector) and (len(arguments) == 1 or arguments[1:] == [2]):
+        if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] in ([], [2]):
             return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))  # the Euclidean norm; norm(v, 2) too
         return None
 

@@ -168,6 +168,21 @@ def test_forward_refuses_a_non_finite_entry_in_any_row_and_position(key, dtype):
         _forward(key, np.where(np.arange(16) == 5, np.nan, x[0]), empty)
 
 
+@pytest.mark.parametrize("key", list(LAYERS))
+def test_the_jacobian_refuses_a_non_finite_entry_in_any_row_and_position(key):
+    """The Jacobian checks x's finiteness only where a row is not safe for its direct path; a
+    NaN or an inf at any entry is never safe, so it is refused, one row alone or in a batch."""
+    x = np.random.default_rng(12).standard_normal((4, 6))
+    function = getattr(numeric, key).jacobian
+    assert np.isfinite(function(x, 0.5, **_named(key, np.full(6, 1.5)))).all()
+    for row, column, bad in [(0, 0, np.nan), (3, 5, np.inf), (2, 3, -np.inf)]:
+        broken = x.copy()
+        broken[row, column] = bad
+        for value in (broken, broken[row]):
+            with pytest.raises(ValueError, match=f"x must be finite, got {bad}"):
+                function(value, 0.5, **_named(key, np.full(6, 1.5)))
+
+
 def test_only_a_statistic_that_sees_every_entry_stands_for_x_finiteness():
     """`Compiled.witness`, derived: a mean of x or of a polynomial in x_j over every entry;
     not partial RMSNorm's mean over its first k entries, and none for Dynamic Tanh (no

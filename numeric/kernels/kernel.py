@@ -209,13 +209,15 @@ def jacobian(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **name
     """
     if not layer._c.symmetric:
         return layer.jacobian_from_entry(x, epsilon, *parameters, **named)
-    array, e, dtype, _ = _rescale.validated(x, epsilon)
+    # x's entries are checked finite where a row is not safe: a NaN or an infinite entry never is.
+    array, e, dtype, _ = _rescale.validated(x, epsilon, finite=False)
     direct = None
     if not (parameters or named or layer._c.indicators):
         # Rows at a safe scale directly, in a few NumPy calls (`_assemble.direct`).
         direct, safe = _assemble.direct(layer._c, array, e[..., None])
         if safe.all():
             return _validate.output(direct, dtype)
+    _validate._finite(array, "x")
     layer._parameters(array, parameters, named)
     total = at_scale(
         layer,

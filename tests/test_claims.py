@@ -109,6 +109,23 @@ def test_error_names_the_offending_token(text, token, words):
     assert token in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "layer", "suggestion"),
+    [
+        ("slope_at_zero == 1/sqrt(eps)", "layernorm", "did you mean 'epsilon'?"),
+        ("slope_at_zer == 1", "rmsnorm", "did you mean 'slope_at_zero'?"),
+        ("spectral_nrom <= 1", "layernorm_affine", "did you mean 'spectral_norm'?"),
+        ("gamma_mx > 0", "layernorm_affine", "did you mean 'gamma_max'?"),
+        ("zzz == 1", "layernorm", "; known names: "),
+    ],
+)
+def test_an_unknown_name_suggests_the_nearest_known_one(text, layer, suggestion):
+    verdict = check(Claim(text, layer))
+    assert verdict.verdict == "error"
+    assert suggestion in verdict.detail
+    assert ("did you mean" in verdict.detail) == (suggestion != "; known names: ")
+
+
 @pytest.mark.parametrize("text", ["norm() <= 1", "sum() == 0", "dot(c) == 0", "norm(c, 3) <= 1"])
 def test_a_vector_call_without_its_arguments_says_what_it_takes(text):
     verdict = check(Claim(text))

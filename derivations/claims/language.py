@@ -22,7 +22,8 @@ offending token named.  Length and bracket depth are bounded before parsing.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import sympy as sp
@@ -78,6 +79,16 @@ class Relation:
         return {"==": sp.Eq, "<=": sp.Le, "<": sp.Lt, ">=": sp.Ge, ">": sp.Gt}[self.op](
             self.lhs, self.rhs, evaluate=False
         )
+
+
+def unknown_name(identifier: str, known: Iterable[str], node: ast.AST) -> ClaimError:
+    """The error for a name the claim's vocabulary lacks: the nearest known name, where one is
+    near (a prefix of it, as eps of epsilon, or a close spelling), then every known name."""
+    names = sorted(known)
+    near = [name for name in names if name.startswith(identifier) and len(identifier) >= 2]
+    near = near or difflib.get_close_matches(identifier, names, n=1, cutoff=0.7)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return ClaimError(f"unknown name {identifier!r} at {_where(node)}; {hint}known names: {', '.join(names)}")
 
 
 def _where(node: ast.AST) -> str:
@@ -148,8 +159,7 @@ class _Builder:
             return self.number(node)
         if isinstance(node, ast.Name):
             if node.id not in self.names:
-                known = ", ".join(sorted(self.names))
-                raise ClaimError(f"unknown name {node.id!r} at {_where(node)}; known names: {known}")
+                raise unknown_name(node.id, self.names, node)
             return self.names[node.id]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             operand = self.build(node.operand)
@@ -326,6 +336,9 @@ class _TermBuilder(_Builder):
     def build(self, node: ast.AST) -> sp.Expr:
         if isinstance(node, ast.Subscript):
             return self.entry(node)
+        if isinstance(node, ast.Name) and node.id not in self.names and node.id in self.entries:
+            allowed = " or ".join(f"{node.id}[{index}]" for index in self.entries[node.id])
+            raise ClaimError(f"'{node.id}' at {_where(node)} is a vector: write its entry, {allowed}")
         if isinstance(node, ast.Attribute) and node.attr == "T":
             matrix = self.build(node.value)
             if not isinstance(matrix, sp.MatrixExpr):

@@ -23,7 +23,17 @@ import sympy as sp
 from derivations import Layer, NotApplicable, quantities
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.definedness import Requirement, at_node, gaps, requirements
-from derivations.claims.language import MAX_EXPONENT, RIGHT, Built, ClaimError, Lim, _Builder, _describe, _where
+from derivations.claims.language import (
+    MAX_EXPONENT,
+    RIGHT,
+    Built,
+    ClaimError,
+    Lim,
+    _Builder,
+    _describe,
+    _where,
+    unknown_name,
+)
 from derivations.core.layer import Pattern
 from derivations.derive import jacobian, scaling
 from derivations.derive.elementwise import Largest, apart
@@ -164,9 +174,7 @@ class Builder(_Builder):
             self.usage.layers.add(layer_key)
             self.usage.general = True
             return vector
-        raise ClaimError(
-            f"unknown name {identifier!r} at {_where(node)}; known names: {', '.join(sorted(self.known(layer)))}"
-        )
+        raise unknown_name(identifier, self.known(layer), node)
 
     def vector(self, identifier: str, layer: Layer, node: ast.AST) -> Value | None:
         if identifier == "x":

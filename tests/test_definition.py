@@ -326,6 +326,10 @@ def _statistics(text: str) -> str:
 BAD_FILES = [
     (_output('"foo(x[i]) / sqrt(r + epsilon)"'), "output: call to 'foo'"),
     (_output('"x[i] / sqrt(y + epsilon)"'), "output: unknown name 'y'"),
+    (_output('"x[i] / sqrt(r + eps)"'), "output: unknown name 'eps' at column 17; did you mean 'epsilon'?"),
+    (_output('"x / sqrt(r + epsilon)"'), "output: 'x' at column 1 is a vector: write its entry, x[i]"),
+    (_statistics('r = "mean(x**2)"'), "statistics.r: 'x' at column 1 is a vector: write its entry, x[j]"),
+    (_statistics('r = "x[j]**2"'), "statistics.r: x enters a statistic through a mean over its entries: write x[j]"),
     (_output('"x[j] / sqrt(r + epsilon)"'), "output: subscript 'x[j]'"),
     (_output('"r / sqrt(r + epsilon)"'), "output: must use x[i]"),
     (_output('"x[i] / sqrt(r)"'), "output: must use epsilon"),
@@ -353,7 +357,6 @@ BAD_FILES = [
         "statistics.m3: refers to 'm4'",
     ),
     (_statistics('r = "mean(2)"'), "statistics.r: the mean's summand must use x[j]"),
-    (_statistics('r = "x[j]**2"'), "statistics.r: subscript 'x[j]'"),
     (_statistics('r = "mean(x[j]**2)"\nt = "mean(x[j])"'), "statistics.t: not a usable"),
     (MINIMAL.replace('[statistics]\nr = "mean(x[j]**2)"\n', ""), "statistics: missing"),
     (MINIMAL + '[stated]\nslope_at_zro = "1"\n', "stated.slope_at_zro: not a result of this layer"),

@@ -11,6 +11,7 @@ the same bounds as any claim.  Nothing is evaluated here.
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import cache
 from pathlib import Path
@@ -190,4 +191,13 @@ def to_claim(text: str) -> str:
         raise ClaimError(f"cannot read the LaTeX claim at column {column}") from None
     except exceptions.LarkError as error:
         raise ClaimError(f"cannot read the LaTeX claim: {type(error).__name__}") from None
-    return ToClaim().transform(tree)
+    return _tidy(ToClaim().transform(tree))
+
+
+def _tidy(claim: str) -> str:
+    """``claim`` with only the parentheses its precedence needs, as a reviewer would write it:
+    the translation's own parentheses around every operand dropped (``ast.unparse``)."""
+    try:
+        return ast.unparse(ast.parse(claim, mode="eval"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return claim  # the claim's own parser names what is wrong with it

@@ -164,3 +164,14 @@ def test_a_kink_has_no_derivative_by_quotients_and_both_sides_are_named():
 
     with audit.precision(), pytest.raises(Undefined, match=r"from the right 1\.0+, from the left -1\.0+$"):
         derivative_by_quotients(lambda v: abs(ball(v)), fmpq(0))
+
+
+@pytest.mark.parametrize("assumption", ["x is not constant", "X is not constant.", "c != 0", "x != 0", "q != 0"])
+def test_the_audit_reads_an_assumption_in_the_users_words_on_its_own(assumption):
+    """Not through the checker's translation: a constant input is outside "x is not constant"
+    and "c != 0" (and inside "x != 0" where nonzero), a varying one inside each."""
+    claimed = audit.Claimed("1/sigma_u > 0", "layernorm_std_eps", (assumption,), ())
+    constant = audit.Point(n=3, epsilon=sp.Rational(1, 3), x=[sp.Integer(2)] * 3)
+    varying = audit.Point(n=3, epsilon=sp.Rational(1, 3), x=[sp.Integer(2), sp.Integer(-1), sp.Integer(5)])
+    assert claimed.in_domain(varying, False) is True
+    assert claimed.in_domain(constant, False) is (assumption == "x != 0")

@@ -158,3 +158,55 @@ def test_a_limit_is_refused_where_sympy_gives_up_on_the_roots(monkeypatch, failu
     monkeypatch.setattr(sp, "solveset", gives_up)
     with pytest.raises(ClaimError, match="cannot find every t where t\\*\\*2 is 0"):
         take(Lim(epsilon / (epsilon + t**2), epsilon, sp.Integer(0), TWO_SIDED))
+
+
+# Ways papers say "x is not constant" for a layer that centers x; each is the same domain.
+NOT_CONSTANT = [
+    "q > 0",
+    "q != 0",
+    "0 != q",
+    "sigma_u > 0",
+    "sigma_u != 0",
+    "x is not constant",
+    "norm(c) != 0",
+    "c != 0",
+]
+
+
+@pytest.mark.parametrize("assumption", NOT_CONSTANT)
+def test_an_assumption_in_the_users_words_is_the_relation_it_means(assumption):
+    """Each is read as a relation the checker decides (!= as > where a side cannot be below the
+    other); the verdict names the assumption as written, and the domain is that of q > 0."""
+    domain, _ = _domain("1/sigma_u > 0", "layernorm_std_eps", (assumption,))
+    reference, _ = _domain("1/sigma_u > 0", "layernorm_std_eps", ("q > 0",))
+    assert [a.text for a in domain.assumptions] == [assumption]
+    assert domain.ranges == reference.ranges or sp.Gt(q, 0) not in [a.relation for a in domain.assumptions]
+    verdict = check(Claim("1/sigma_u > 0", "layernorm_std_eps", (assumption,)))
+    assert verdict.verdict == "proved"
+    assert assumption in verdict.detail
+    # The translation keeps the meaning: a false claim under it is still refuted.
+    refuted = check(Claim("1/sigma_u < 1", "layernorm_std_eps", (assumption,)))
+    assert refuted.verdict == "refuted"
+    assert 0 < refuted.counterexample["q"] < 1 if "q" in refuted.counterexample else refuted.counterexample
+
+
+@pytest.mark.parametrize(
+    ("layer", "assumption", "message"),
+    [
+        ("layernorm", "mu != 0", "write mu > 0 or mu < 0"),
+        ("layernorm", "epsilon != 1", "write epsilon > 1 or epsilon < 1"),
+        ("rmsnorm", "x is not constant", "rmsnorm does not center x"),
+    ],
+)
+def test_an_assumption_that_means_no_one_relation_is_an_error_saying_what_to_write(layer, assumption, message):
+    verdict = check(Claim("slope_at_zero > 0", layer, (assumption,)))
+    assert verdict.verdict == "error"
+    assert message in verdict.detail
+
+
+def test_a_nonzero_vector_is_a_positive_norm():
+    domain, _ = _domain("1/sqrt(r) > 0", "rmsnorm", ("x != 0",))
+    assert [str(a.relation) for a in domain.assumptions] == [
+        str(_domain("r > 0", "rmsnorm", ("norm(x) > 0",))[0].assumptions[0].relation)
+    ]
+    assert check(Claim("1/sqrt(r) > 0", "rmsnorm", ("x != 0",))).verdict == "proved"

@@ -23,6 +23,7 @@ where the claim is `undefined` and exclude those points, and take the limits
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,10 +36,11 @@ from sympy.printing.str import StrPrinter
 from derivations import LAYERS, quantities
 from derivations.claims import limits, sampling, solver
 from derivations.claims.definedness import Requirement
-from derivations.claims.language import ClaimError, Lim, Relation
+from derivations.claims.language import NOT_CONSTANT, ClaimError, Lim, Relation, parse_expression, phrase
 from derivations.claims.proof import describe_n
 from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
 from derivations.core.layer import Layer, Pattern
+from derivations.derive import scaling
 from derivations.derive.sums import PowerSum
 from derivations.symbols import epsilon, gamma_max, gemma_max, mu, n, q, x
 
@@ -148,7 +150,14 @@ def build_domain(key: str, texts: Iterable[str], usage: Usage, lhs: Any, rhs: An
 
 
 def read(text: str, key: str, claim_usage: Usage) -> Assumption:
-    """An assumption: a relation between scalars that names symbols, never derived quantities."""
+    """An assumption: a relation between scalars that names symbols, never derived quantities.
+
+    Written as papers write it, it is translated first (`in_relations`): ``x is not constant``,
+    ``a != b`` where a cannot be below b (``q != 0``, ``norm(c) != 0``), and ``v != 0`` for a
+    vector v.  The assumption keeps its own text."""
+    translated = in_relations(text, key)
+    if translated != text:
+        return dataclasses.replace(read(translated, key, claim_usage), text=text)
     lhs, op, rhs, usage = build(text, key)
     # A statistic named in an assumption belongs to the same input as the claim's.
     claim_usage.layers |= usage.layers
@@ -162,6 +171,39 @@ def read(text: str, key: str, claim_usage: Usage) -> Assumption:
             raise Vacuous(f"the assumption {text} is false")
         return Assumption(text, sp.true)
     return Assumption(text, relation)
+
+
+def in_relations(text: str, key: str) -> str:
+    """``text`` in the relations the checker reads (<, <=, >=, >, ==), or ``text`` itself."""
+    if phrase(text) in NOT_CONSTANT:
+        if not scaling.translation_invariant(LAYERS[key]):
+            raise ClaimError(
+                f"assumption {text!r}: {key} does not center x, so no statistic of it says x is not constant; "
+                "state the condition in its statistics, e.g. norm(x) > 0 for x != 0"
+            )
+        return "q > 0" if q in {stat.symbol for stat in LAYERS[key].statistics} else "norm(c) > 0"
+    body = parse_expression(text, {}, {})
+    if not (isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.NotEq)):
+        return text
+    source = text.strip()
+    left = ast.get_source_segment(source, body.left) or ""
+    right = ast.get_source_segment(source, body.comparators[0]) or ""
+    if right == "0" and left in ("x", "c", "y", "g", "v"):
+        return f"norm({left}) > 0"
+    lhs, _, rhs, _ = build(f"{left} >= {right}", key)  # >= and != are as long: columns stay right
+    difference = sp.expand(lhs - rhs) if isinstance(lhs, sp.Expr) and isinstance(rhs, sp.Expr) else None
+    if difference is not None and (difference.is_nonnegative or (_is_norm(body.left) and right == "0")):
+        return f"{left} > {right}"
+    if difference is not None and (difference.is_nonpositive or (_is_norm(body.comparators[0]) and left == "0")):
+        return f"{left} < {right}"
+    raise ClaimError(
+        f"assumption {text!r}: != is read as > or < where one side cannot be below the other; "
+        f"write {left} > {right} or {left} < {right}"
+    )
+
+
+def _is_norm(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "norm"
 
 
 def natural_ranges(layers: list[Layer], assumptions: list[Assumption]) -> dict[sp.Basic, sp.Set]:

@@ -81,6 +81,16 @@ class Relation:
         )
 
 
+# Phrases papers use for an input that is not constant (its entries not all equal): an
+# assumption in these words is read by the checker and, on its own, by the audit.
+NOT_CONSTANT = frozenset({"x is not constant", "x not constant", "x is non-constant", "x is nonconstant"})
+
+
+def phrase(text: str) -> str:
+    """``text`` as a phrase is compared: lower case, single spaces, no final period."""
+    return " ".join(text.lower().split()).rstrip(".")
+
+
 def unknown_name(identifier: str, known: Iterable[str], node: ast.AST) -> ClaimError:
     """The error for a name the claim's vocabulary lacks: the nearest known name, where one is
     near (a prefix of it, as eps of epsilon, or a close spelling), then every known name."""

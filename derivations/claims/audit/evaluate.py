@@ -54,7 +54,7 @@ from derivations.claims.audit.numbers import (
     short,
     total,
 )
-from derivations.claims.language import parse_expression
+from derivations.claims.language import NOT_CONSTANT, parse_expression, phrase
 
 # A fixed vector, with no special structure, projected onto a complement to give one of its vectors.
 _START = (3, -1, 4, -1, 5, -9, 2, 6, -5, 3, 5, -8, 9, -7, 9, 3, 2, -3, 8, 4, -6, 2, 6, 4)
@@ -165,7 +165,11 @@ class Evaluator:
 
     # --- relations
     def relation(self, text: str) -> bool | None:
-        """Whether the relation ``text`` holds here: True, False, None (cannot tell); `Undefined`."""
+        """Whether the relation ``text`` holds here: True, False, None (cannot tell); `Undefined`.
+        An input said not to be constant is one whose entries are not all equal."""
+        if phrase(text) in NOT_CONSTANT:
+            entries = [entry.value for entry in self.input()]
+            return relate(entries, "!=", [entries[0]] * len(entries))
         return self.decide(parse_expression(text, {}, {}))
 
     def decide(self, node: ast.AST) -> bool | None:
@@ -617,10 +621,11 @@ def relate(left: Any, op: str, right: Any) -> bool | None:
     if isinstance(left, AtLeast) or isinstance(right, AtLeast):
         return _relate_bound(left, op, right)
     if not _scalar(left) or not _scalar(right):
-        if op != "==":
-            raise Unknown("vectors compare with == only")
+        if op not in ("==", "!="):
+            raise Unknown("vectors compare with == and != only")
         results = [compare(a, "==", b) for a, b in zip(_entries(left, right), _entries(right, left), strict=True)]
-        return False if False in results else (None if None in results else True)
+        equal = False if False in results else (None if None in results else True)
+        return equal if op == "==" or equal is None else not equal
     return compare(left, op, right)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import numeric
 from derivations.__main__ import main
 from derivations.claims import Claim, ClaimError, check, load, parse, vocabulary
 from derivations.claims.confirm import confirm
@@ -360,3 +361,34 @@ def test_the_text_of_a_verdict_says_not_met_only_where_the_expectation_is_not_me
     missed = verdict_text(check(Claim("slope_at_zero == 1/sqrt(epsilon)", expect="refuted", id="b")))
     assert met.startswith("[a] proved (expected proved): ")
     assert missed.startswith("[b] proved (expected refuted: NOT MET): ")
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "verdict"),
+    [
+        ("layernorm", "trace(J) == (n - 2)/sqrt(q + epsilon) + epsilon/(q + epsilon)**(3/2)", "proved"),
+        ("layernorm", "trace(J) == (n - 1)/sqrt(q + epsilon)", "refuted"),
+        ("rmsnorm", "trace(J) == (n - 1)/sqrt(r + epsilon) + epsilon/(r + epsilon)**(3/2)", "proved"),
+        ("rmsnorm", "trace(J) <= (n - 1)/sqrt(epsilon)", "refuted"),
+        ("layernorm", "trace(J.T @ J) <= n/epsilon", "proved"),
+    ],
+)
+def test_the_trace_of_a_matrix_is_its_diagonal_summed_and_reduced(layer, text, verdict):
+    """trace(M) is derived from M's entry at (i, i); a refutation's counterexample is re-checked
+    here with NumPy's trace of the lambdified Jacobian, independently of the checker."""
+    found = check(Claim(text, layer))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        example = found.counterexample
+        x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
+        trace = float(np.trace(getattr(numeric, layer).jacobian(x, eps)))
+        size = len(x)
+        second = float(np.mean((x - x.mean()) ** 2) if layer == "layernorm" else np.mean(x**2))
+        bound = (size - 1) / np.sqrt(second + eps) if "==" in text else (size - 1) / np.sqrt(eps)
+        assert trace != pytest.approx(bound) if "==" in text else trace > bound
+
+
+def test_the_trace_of_a_vector_is_an_error_saying_what_trace_takes():
+    verdict = check(Claim("trace(c) == 0"))
+    assert verdict.verdict == "error"
+    assert "trace(M) take" in verdict.detail

@@ -237,6 +237,7 @@ _CALLS: dict[str, Any] = {
     "sum": np.sum,
     "mean": np.mean,
     "dot": np.dot,
+    "trace": np.trace,
 }
 
 

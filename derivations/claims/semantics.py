@@ -374,7 +374,7 @@ class Builder(_Builder):
 
     def call(self, node: ast.Call) -> Value:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in ("norm", "sum", "mean", "dot"):
+        if name in ("norm", "sum", "mean", "dot", "trace"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
             arguments = [self.build(a) for a in node.args]
@@ -398,10 +398,13 @@ class Builder(_Builder):
         value = self._reduction(name, arguments)
         if value is None and name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
             value = self._matrix_norm(arguments[0], arguments[1])
+        if value is None and name == "trace" and len(arguments) == 1 and isinstance(arguments[0], Matrix):
+            # The sum of the diagonal entries: the entry at (i, i), summed over i and reduced.
+            value = self.reduce(arguments[0].entry.xreplace({k: i}), i)
         if value is None:
             raise ClaimError(
-                f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v) and dot(u, v) "
-                "take vectors v, u and matrices M"
+                f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v) and "
+                "trace(M) take vectors v, u and matrices M"
             )
         return value
 

@@ -466,6 +466,8 @@ def _call(name: str, arguments: list[Any]) -> Any:
         return total([a * b for a, b in zip(_vector(arguments[0]), _vector(arguments[1]), strict=True)])
     if name == "norm":
         return _norm(arguments)
+    if name == "trace" and isinstance(arguments[0], Matrix):
+        return total([row[m] for m, row in enumerate(arguments[0].rows)])
     raise Unknown(f"{name}()")
 
 

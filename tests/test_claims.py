@@ -392,3 +392,31 @@ def test_the_trace_of_a_vector_is_an_error_saying_what_trace_takes():
     verdict = check(Claim("trace(c) == 0"))
     assert verdict.verdict == "error"
     assert "trace(M) take" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "verdict"),
+    [
+        ("layernorm", "J == (I - outer(ones, ones)/n - outer(y, y)/n)/sqrt(q + epsilon)", "proved"),
+        ("layernorm", "J == (I - outer(ones, ones)/n - outer(y, y)/n)/sqrt(q)", "refuted"),
+        ("rmsnorm", "J == (I - outer(y, y)/n)/sqrt(r + epsilon)", "proved"),
+        ("rmsnorm", "J == I/sqrt(r + epsilon) - outer(x, x)/(n*(r + epsilon))", "refuted"),
+        ("layernorm", "trace(I) == n", "proved"),
+    ],
+)
+def test_the_identity_and_outer_products_build_matrices_papers_write(layer, text, verdict):
+    """I and outer(u, v) (entry u_i v_k); a refutation is re-checked here against the lambdified
+    Jacobian and forward pass with NumPy's outer products."""
+    found = check(Claim(text, layer))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        example = found.counterexample
+        x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
+        module, size = getattr(numeric, layer), len(x)
+        y, jacobian = module.forward(x, eps), module.jacobian(x, eps)
+        if layer == "layernorm":
+            stated = (np.eye(size) - np.ones((size, size)) / size - np.outer(y, y) / size) / np.sqrt(np.var(x))
+        else:
+            r = np.mean(x**2)
+            stated = np.eye(size) / np.sqrt(r + eps) - np.outer(x, x) / (size * (r + eps))
+        assert not np.allclose(jacobian, stated)

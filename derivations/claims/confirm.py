@@ -104,6 +104,8 @@ class _Evaluator:
             return self.quantity(identifier, key, *known[identifier])
         if identifier == "ones":
             return np.ones(self.size())
+        if identifier == "I":
+            return np.eye(self.size())
         if identifier in ("x", "c", "y", "J"):
             return self.vector(identifier, key, layer)
         if identifier in ("g", "v"):
@@ -238,6 +240,7 @@ _CALLS: dict[str, Any] = {
     "mean": np.mean,
     "dot": np.dot,
     "trace": np.trace,
+    "outer": np.outer,
 }
 
 

@@ -181,6 +181,8 @@ class Builder(_Builder):
             return Vector(x[i])
         if identifier == "ones":
             return Vector(sp.Integer(1))
+        if identifier == "I":
+            return Matrix(sp.KroneckerDelta(i, k))
         if identifier in ("g", "v"):
             self.usage.vectors.add(identifier)
             return Vector((g if identifier == "g" else v)[i])
@@ -251,7 +253,7 @@ class Builder(_Builder):
 
     def known(self, layer: Layer) -> list[str]:
         out = [name for name, (q, _) in quantities.names(layer).items() if q.claim]
-        out += ["x", "ones", "y", "J", "g", "v", "t", "epsilon", "n", "d", "oo", *layer.named_symbols]
+        out += ["x", "ones", "I", "y", "J", "g", "v", "t", "epsilon", "n", "d", "oo", *layer.named_symbols]
         out += [str(stat.symbol) for stat in layer.statistics]
         if scaling.translation_invariant(layer):
             out.append("c")
@@ -374,7 +376,7 @@ class Builder(_Builder):
 
     def call(self, node: ast.Call) -> Value:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in ("norm", "sum", "mean", "dot", "trace"):
+        if name in ("norm", "sum", "mean", "dot", "trace", "outer"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
             arguments = [self.build(a) for a in node.args]
@@ -398,13 +400,16 @@ class Builder(_Builder):
         value = self._reduction(name, arguments)
         if value is None and name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
             value = self._matrix_norm(arguments[0], arguments[1])
+        if name == "outer" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
+            # The entry at (i, k): u_i v_k.
+            return Matrix(arguments[0].entry * arguments[1].entry.xreplace({i: k}))
         if value is None and name == "trace" and len(arguments) == 1 and isinstance(arguments[0], Matrix):
             # The sum of the diagonal entries: the entry at (i, i), summed over i and reduced.
             value = self.reduce(arguments[0].entry.xreplace({k: i}), i)
         if value is None:
             raise ClaimError(
-                f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v) and "
-                "trace(M) take vectors v, u and matrices M"
+                f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v), "
+                "outer(u, v) and trace(M) take vectors v, u and matrices M"
             )
         return value
 

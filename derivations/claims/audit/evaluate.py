@@ -279,6 +279,8 @@ class Evaluator:
         size = self.point.n
         if identifier == "ones":
             return [ONE] * size
+        if identifier == "I":
+            return Matrix([[ONE if row == column else ZERO for column in range(size)] for row in range(size)])
         if identifier in ("g", "v"):
             entries = getattr(self.point, identifier)
             if entries is None:
@@ -466,6 +468,8 @@ def _call(name: str, arguments: list[Any]) -> Any:
         return total([a * b for a, b in zip(_vector(arguments[0]), _vector(arguments[1]), strict=True)])
     if name == "norm":
         return _norm(arguments)
+    if name == "outer":
+        return Matrix([[a * b for b in _vector(arguments[1])] for a in _vector(arguments[0])])
     if name == "trace" and isinstance(arguments[0], Matrix):
         return total([row[m] for m, row in enumerate(arguments[0].rows)])
     raise Unknown(f"{name}()")

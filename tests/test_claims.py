@@ -420,3 +420,26 @@ def test_the_identity_and_outer_products_build_matrices_papers_write(layer, text
             r = np.mean(x**2)
             stated = np.eye(size) / np.sqrt(r + eps) - np.outer(x, x) / (size * (r + eps))
         assert not np.allclose(jacobian, stated)
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "verdict"),
+    [
+        ("layernorm", "det(J) == 0", "proved"),
+        ("rmsnorm", "det(J) == epsilon/(r + epsilon)**(3/2) * (1/sqrt(r + epsilon))**(n - 1)", "proved"),
+        ("rmsnorm", "det(J) == 0", "refuted"),
+        ("rmsnorm", "det(J) <= epsilon**(-n/2) / 2", "refuted"),
+        ("layernorm_affine", "det(J) == 0", "error"),  # the gains break the eigenvectors
+        ("l2norm_clamped", "det(J) >= 0", "error"),  # not smooth: J jumps at the clamp
+    ],
+)
+def test_the_determinant_is_the_product_of_the_proved_eigenvalues(layer, text, verdict):
+    """det(J) from the proved eigen-decomposition, each eigenvalue to its multiplicity; a
+    refutation is re-checked here with NumPy's determinant of the lambdified Jacobian."""
+    found = check(Claim(text, layer))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        example = found.counterexample
+        x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
+        det = float(np.linalg.det(numeric.rmsnorm.jacobian(x, eps)))
+        assert det != pytest.approx(0) if "== 0" in text else det > eps ** (-len(x) / 2) / 2

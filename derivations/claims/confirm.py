@@ -241,6 +241,7 @@ _CALLS: dict[str, Any] = {
     "dot": np.dot,
     "trace": np.trace,
     "outer": np.outer,
+    "det": np.linalg.det,
 }
 
 

@@ -35,8 +35,9 @@ from derivations.claims.language import (
     unknown_name,
 )
 from derivations.core.layer import Pattern
-from derivations.derive import jacobian, scaling
+from derivations.derive import eigen, jacobian, scaling
 from derivations.derive.elementwise import Largest, apart
+from derivations.derive.regimes import is_regimes
 from derivations.derive.sums import over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
@@ -376,7 +377,7 @@ class Builder(_Builder):
 
     def call(self, node: ast.Call) -> Value:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in ("norm", "sum", "mean", "dot", "trace", "outer"):
+        if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
             arguments = [self.build(a) for a in node.args]
@@ -403,13 +404,15 @@ class Builder(_Builder):
         if name == "outer" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
             # The entry at (i, k): u_i v_k.
             return Matrix(arguments[0].entry * arguments[1].entry.xreplace({i: k}))
+        if name == "det" and len(arguments) == 1 and isinstance(arguments[0], Matrix):
+            return self._determinant(arguments[0], node)
         if value is None and name == "trace" and len(arguments) == 1 and isinstance(arguments[0], Matrix):
             # The sum of the diagonal entries: the entry at (i, i), summed over i and reduced.
             value = self.reduce(arguments[0].entry.xreplace({k: i}), i)
         if value is None:
             raise ClaimError(
                 f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v), "
-                "outer(u, v) and trace(M) take vectors v, u and matrices M"
+                "outer(u, v), trace(M) and det(M) take vectors v, u and matrices M"
             )
         return value
 
@@ -424,6 +427,24 @@ class Builder(_Builder):
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] in ([], [2]):
             return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))  # the Euclidean norm; norm(v, 2) too
         return None
+
+    def _determinant(self, matrix: Matrix, node: ast.AST) -> sp.Expr:
+        """det(J) of a smooth layer whose eigen-decomposition is proved: the product of its
+        eigenvalues, each to its multiplicity (`derivations.derive.eigen.complete`)."""
+        layer = LAYERS.get(matrix.jacobian_of or "")
+        if layer is None or matrix.entry != jacobian.entry(layer) or is_regimes(layer):
+            raise ClaimError(
+                f"det() at {_where(node)}: det(J) is derived from the eigenstructure of a smooth layer's J; "
+                "state it for J itself"
+            )
+        try:
+            pairs = eigen.complete(layer)
+        except eigen.Incomplete as error:
+            raise ClaimError(
+                f"det() at {_where(node)}: {layer.key}'s eigen-decomposition is not proved ({error})"
+            ) from None
+        self.usage.quantities.append((layer.key, "det(J)"))
+        return sp.Mul(*(pair.value**pair.multiplicity for pair in pairs))
 
     def _matrix_norm(self, matrix: Matrix, order: Value) -> sp.Expr | None:
         """norm(M, 2) (in closed form for a symmetric Jacobian) or norm(M, oo); None for another order."""

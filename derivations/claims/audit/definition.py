@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
-from flint import acb_mat, arb, fmpq
+from flint import acb_mat, arb, arb_mat, fmpq
 
 from derivations import LAYERS
 from derivations.claims.audit.numbers import (
@@ -258,6 +258,11 @@ def spectral_norm(matrix: list[list[Num]]) -> Num:
     if is_zero(top):
         return ZERO
     return (top if top > 0 else top.union(arb(0))).sqrt()
+
+
+def determinant(matrix: list[list[Num]]) -> arb:
+    """det M, enclosed in a ball (flint's arb_mat.det)."""
+    return arb_mat([[ball(e) for e in row] for row in matrix]).det() if matrix else arb(1)
 
 
 def _largest_diagonal(matrix: list[list[Num]]) -> Num:

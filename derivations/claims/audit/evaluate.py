@@ -28,7 +28,16 @@ import sympy as sp
 from flint import arb, fmpq
 
 from derivations import LAYERS, quantities
-from derivations.claims.audit.definition import LayerAt, compiled, direction, gain_is_zero, kink, number, spectral_norm
+from derivations.claims.audit.definition import (
+    LayerAt,
+    compiled,
+    determinant,
+    direction,
+    gain_is_zero,
+    kink,
+    number,
+    spectral_norm,
+)
 from derivations.claims.audit.numbers import (
     ONE,
     STEPS,
@@ -470,6 +479,8 @@ def _call(name: str, arguments: list[Any]) -> Any:
         return _norm(arguments)
     if name == "outer":
         return Matrix([[a * b for b in _vector(arguments[1])] for a in _vector(arguments[0])])
+    if name == "det" and isinstance(arguments[0], Matrix):
+        return determinant(arguments[0].rows)
     if name == "trace" and isinstance(arguments[0], Matrix):
         return total([row[m] for m, row in enumerate(arguments[0].rows)])
     raise Unknown(f"{name}()")

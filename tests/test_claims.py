@@ -391,7 +391,7 @@ def test_the_trace_of_a_matrix_is_its_diagonal_summed_and_reduced(layer, text, v
 def test_the_trace_of_a_vector_is_an_error_saying_what_trace_takes():
     verdict = check(Claim("trace(c) == 0"))
     assert verdict.verdict == "error"
-    assert "trace(M) take" in verdict.detail
+    assert "trace(M) and det(J) take vectors" in verdict.detail
 
 
 @pytest.mark.parametrize(
@@ -443,3 +443,25 @@ def test_the_determinant_is_the_product_of_the_proved_eigenvalues(layer, text, v
         x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
         det = float(np.linalg.det(numeric.rmsnorm.jacobian(x, eps)))
         assert det != pytest.approx(0) if "== 0" in text else det > eps ** (-len(x) / 2) / 2
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("limit(slope_at_zero * sqrt(epsilon), epsilon, oo) == 1", "proved"),
+        ("limit(spectral_norm * sqrt(epsilon), epsilon, oo) == 1", "proved"),
+        ("limit(response * sqrt(epsilon), epsilon, oo) == t", "proved"),
+        ("limit(response * sqrt(epsilon), epsilon, oo) == 2*t", "refuted"),
+        ("limit(spectral_norm, epsilon, -oo) == 0", "error"),  # epsilon > 0: no limit below
+    ],
+)
+def test_a_limit_as_epsilon_grows_without_bound(text, verdict):
+    """As epsilon -> oo the layer is linear with slope 1/sqrt(epsilon); a refutation is
+    re-checked here with the lambdified response at a large epsilon."""
+    found = check(Claim(text))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        at = float(found.counterexample["t"])
+        scaled = float(numeric.layernorm.response(at, 1e16)) * 1e8
+        assert scaled == pytest.approx(at, rel=1e-9)
+        assert scaled != pytest.approx(2 * at)

@@ -412,7 +412,7 @@ class Builder(_Builder):
         if value is None:
             raise ClaimError(
                 f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v), "
-                "outer(u, v), trace(M) and det(M) take vectors v, u and matrices M"
+                "outer(u, v), trace(M) and det(J) take vectors v, u and matrices M"
             )
         return value
 
@@ -461,8 +461,8 @@ class Builder(_Builder):
         return None
 
     def limit(self, node: ast.Call) -> sp.Expr:
-        """``limit(e, t, point[, side])`` or ``limit(e, epsilon, 0)``: left unevaluated (`Lim`) until
-        the domain is known; a limit in epsilon is over epsilon > 0, from the right."""
+        """``limit(e, t, point[, side])``, ``limit(e, epsilon, 0)`` or ``limit(e, epsilon, oo)``: left
+        unevaluated (`Lim`) until the domain is known; a limit in epsilon to 0 is from the right."""
         if not 3 <= len(node.args) <= 4:
             return super().limit(node)
         before = len(self.usage.requirements)
@@ -480,8 +480,10 @@ class Builder(_Builder):
         value = super().limit(call)
         if value.args[1] == epsilon:
             self.usage.limit_epsilon = self.usage.epsilon = True
+            if value.args[2] == sp.oo:
+                return value
             if value.args[2] != 0:
-                raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 only")
+                raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 or to oo only")
             if value.side == "-":
                 raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 from above only (epsilon > 0)")
             value = Lim(*value.args[:3], RIGHT)

@@ -32,13 +32,29 @@ def _module(name: str) -> str | None:
     return name or None
 
 
-def imports(module: str) -> list[tuple[str, str]]:
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node that runs: all of them but the body of an ``if TYPE_CHECKING:``."""
+    out: list[ast.AST] = []
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            pending.extend(node.orelse)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def imports(module: str, runtime: bool = False) -> list[tuple[str, str]]:
     """(the project module, the name as written) for every import in ``module``, at any depth:
-    an import inside a function is an edge too, so none can hide a cycle."""
+    an import inside a function is an edge too, so none can hide a cycle.  ``runtime``: only
+    the imports that run (not those for a type checker)."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in _runtime_nodes(tree) if runtime else ast.walk(tree):
         if isinstance(node, ast.Import):
             written = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -119,6 +135,70 @@ def test_what_may_import_what(who):
         if any(found == f or found.startswith(f + ".") for f in forbidden)
     ]
     assert broken == []
+
+
+def reach(module: str) -> set[str]:
+    """Every project module that importing ``module`` can run: its imports that run, at any
+    depth, each with the packages that hold it (importing a module runs their __init__)."""
+    seen: set[str] = set()
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        parts = current.split(".")
+        pending.extend(".".join(parts[:end]) for end in range(1, len(parts)) if ".".join(parts[:end]) in MODULES)
+        pending.extend(found for found, _ in imports(current, runtime=True))
+    return seen
+
+
+# What importing a module may run, at any depth.  numeric reads user definitions with the claim
+# grammar (`language`) in the sandbox (`bounded`), never the checker.
+SHARED_CLAIMS = {"derivations.claims", "derivations.claims.language", "derivations.claims.bounded"}
+UNREACHABLE = {
+    "a layer definition": (LAYER_MODULES, ("derivations.claims", "derivations.codegen", "numeric", "figures"), set()),
+    "numeric": ([m for m in MODULES if m.startswith("numeric")], ("derivations.claims", "figures"), SHARED_CLAIMS),
+}
+
+
+@pytest.mark.parametrize("who", sorted(UNREACHABLE))
+def test_what_importing_a_module_may_run(who):
+    modules, forbidden, allowed = UNREACHABLE[who]
+    broken = sorted(
+        f"{module} runs {found}"
+        for module in modules
+        for found in reach(module)
+        if any(found == f or found.startswith(f + ".") for f in forbidden) and found not in allowed
+    )
+    assert broken == []
+
+
+def test_reach_follows_imports_through_other_modules_and_their_packages():
+    """A scratch copy of the rules: a layer that imports `derivations.definition` (which imports
+    the claim grammar) runs derivations.claims; with the checker's names imported eagerly in
+    derivations/claims/__init__.py, so would numeric."""
+    assert "derivations.claims.language" in reach("derivations.definition")
+    assert "derivations.claims" in reach("derivations.claims.language")  # the package runs first
+    assert "derivations.claims.checker" not in reach("derivations.definition")
+    assert "derivations.claims.checker" in reach("derivations.claims.files")
+
+
+def test_an_old_layer_core_or_kernel_path_imports_the_moved_module():
+    """derivations.layernorm (now derivations/layers/), derivations._layer (now
+    derivations/core/layer.py) and numeric._rescale (now numeric/kernels/) still import, as the
+    same module objects."""
+    import derivations
+    import numeric
+
+    assert {key.rpartition(".")[2] for key in LAYER_MODULES} == derivations.LAYER_FILES
+    pairs = [(f"derivations.{key}", f"derivations.layers.{key}") for key in sorted(derivations.LAYER_FILES)]
+    pairs += [(f"derivations.{old}", f"derivations.core.{new}") for old, new in derivations.CORE_MODULES.items()]
+    pairs += [(f"numeric._{name}", f"numeric.kernels.{name}") for name in sorted(numeric.KERNELS)]
+    assert len(pairs) == len(LAYER_MODULES) + 3 + 6
+    for old, new in pairs:
+        assert not (ROOT / (old.replace(".", "/") + ".py")).exists(), old
+        assert importlib.import_module(old) is importlib.import_module(new), old
 
 
 def _private(name: str) -> bool:

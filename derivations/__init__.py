@@ -112,7 +112,20 @@ class Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return real.__spec__.loader.get_code(real.__name__)
 
 
-sys.meta_path.insert(0, Moved({f"{__name__}.{name}": f"{__name__}.derive.{name}" for name in MOVED}))
+# The same for the layer definitions, moved to derivations/layers/ (derivations.layernorm), and
+# the core types, moved to derivations/core/ from their private modules (derivations._layer).
+LAYER_FILES = frozenset(path.stem for path in (Path(__file__).parent / "layers").glob("[a-z]*.py"))
+CORE_MODULES = {"_layer": "layer", "_formula": "formula", "_proof": "proof"}
+sys.meta_path.insert(
+    0,
+    Moved(
+        {
+            **{f"{__name__}.{name}": f"{__name__}.derive.{name}" for name in MOVED},
+            **{f"{__name__}.{name}": f"{__name__}.layers.{name}" for name in LAYER_FILES},
+            **{f"{__name__}.{old}": f"{__name__}.core.{new}" for old, new in CORE_MODULES.items()},
+        }
+    ),
+)
 
 
 def __getattr__(name: str) -> Any:

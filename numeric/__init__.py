@@ -40,7 +40,17 @@ from numeric.kernels.lambdify import compile as lambdified
 # The checks moved to numeric/checks/: numeric.verify, numeric.accuracy and numeric.agreement
 # still import, as the same modules.
 CHECKS = frozenset(path.stem for path in (Path(__file__).parent / "checks").glob("[a-z]*.py"))
-sys.meta_path.insert(0, Moved({f"{__name__}.{name}": f"{__name__}.checks.{name}" for name in CHECKS}))
+# The kernels moved to numeric/kernels/ from private modules: numeric._rescale and the like too.
+KERNELS = frozenset(path.stem for path in (Path(__file__).parent / "kernels").glob("[a-z]*.py"))
+sys.meta_path.insert(
+    0,
+    Moved(
+        {
+            **{f"{__name__}.{name}": f"{__name__}.checks.{name}" for name in CHECKS},
+            **{f"{__name__}._{name}": f"{__name__}.kernels.{name}" for name in KERNELS},
+        }
+    ),
+)
 
 
 class _LayerModule(ModuleType):

@@ -210,3 +210,22 @@ def test_a_nonzero_vector_is_a_positive_norm():
         str(_domain("r > 0", "rmsnorm", ("norm(x) > 0",))[0].assumptions[0].relation)
     ]
     assert check(Claim("1/sqrt(r) > 0", "rmsnorm", ("x != 0",))).verdict == "proved"
+
+
+@pytest.mark.parametrize(
+    ("assumption", "message"),
+    [
+        ("epsilon ==", "assumption 'epsilon ==': cannot parse it: invalid syntax"),
+        ("foo > 0", "assumption 'foo > 0': unknown name 'foo' at column 1; known names:"),
+        ("epsilno > 0", "assumption 'epsilno > 0': unknown name 'epsilno' at column 1; did you mean 'epsilon'?"),
+    ],
+)
+def test_a_bad_assumption_is_named_as_the_assumption_not_the_claim(assumption, message):
+    verdict = check(Claim("slope == 1", "layernorm", (assumption,)))
+    assert verdict.verdict == "error"
+    assert verdict.detail.startswith(message), verdict.detail
+
+
+def test_a_claim_cut_short_has_no_column_zero():
+    verdict = check(Claim("slope =="))
+    assert verdict.detail == "cannot parse the claim: invalid syntax"

@@ -155,10 +155,15 @@ def read(text: str, key: str, claim_usage: Usage) -> Assumption:
     Written as papers write it, it is translated first (`in_relations`): ``x is not constant``,
     ``a != b`` where a cannot be below b (``q != 0``, ``norm(c) != 0``), and ``v != 0`` for a
     vector v.  The assumption keeps its own text."""
-    translated = in_relations(text, key)
-    if translated != text:
-        return dataclasses.replace(read(translated, key, claim_usage), text=text)
-    lhs, op, rhs, usage = build(text, key)
+    try:
+        translated = in_relations(text, key)
+        if translated != text:
+            return dataclasses.replace(read(translated, key, claim_usage), text=text)
+        lhs, op, rhs, usage = build(text, key)
+    except ClaimError as error:
+        if str(error).startswith("assumption "):
+            raise
+        raise ClaimError(f"assumption {text!r}: {str(error).replace('the claim', 'it')}") from None
     # A statistic named in an assumption belongs to the same input as the claim's.
     claim_usage.layers |= usage.layers
     if not (isinstance(lhs, sp.Expr) and isinstance(rhs, sp.Expr)):

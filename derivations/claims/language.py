@@ -96,7 +96,8 @@ def unknown_name(identifier: str, known: Iterable[str], node: ast.AST) -> ClaimE
     near (a prefix of it, as eps of epsilon, or a close spelling), then every known name."""
     names = sorted(known)
     near = [name for name in names if name.startswith(identifier) and len(identifier) >= 2]
-    near = near or difflib.get_close_matches(identifier, names, n=1, cutoff=0.7)
+    # A close spelling that starts alike: foo is not a misspelling of oo.
+    near = near or difflib.get_close_matches(identifier, [m for m in names if m[:1] == identifier[:1]], n=1, cutoff=0.7)
     hint = f"did you mean {near[0]!r}? " if near else ""
     return ClaimError(f"unknown name {identifier!r} at {_where(node)}; {hint}known names: {', '.join(names)}")
 
@@ -281,7 +282,8 @@ def parse_expression(text: str, names: Mapping[str, sp.Expr], limit_variables: M
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as error:
-        raise ClaimError(f"cannot parse the claim at column {error.offset or 0}: {error.msg}") from None
+        where = f" at column {error.offset}" if error.offset else ""
+        raise ClaimError(f"cannot parse the claim{where}: {error.msg}") from None
     except (RecursionError, MemoryError, ValueError) as error:
         raise ClaimError(f"cannot parse the claim: {type(error).__name__}") from None
     count = sum(1 for _ in ast.walk(tree))

@@ -181,15 +181,26 @@ def read(text: str, key: str, claim_usage: Usage) -> Assumption:
 def in_relations(text: str, key: str) -> str:
     """``text`` in the relations the checker reads (<, <=, >=, >, ==), or ``text`` itself."""
     if phrase(text) in NOT_CONSTANT:
-        if not scaling.translation_invariant(LAYERS[key]):
-            raise ClaimError(
-                f"assumption {text!r}: {key} does not center x, so no statistic of it says x is not constant; "
-                "state the condition in its statistics, e.g. norm(x) > 0 for x != 0"
-            )
-        return "q > 0" if q in {stat.symbol for stat in LAYERS[key].statistics} else "norm(c) > 0"
+        return _not_constant(text, key)
     body = parse_expression(text, {}, {})
     if not (isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.NotEq)):
         return text
+    return _not_equal(text, key, body)
+
+
+def _not_constant(text: str, key: str) -> str:
+    """ "x is not constant" for a centering layer: its centered variance is positive."""
+    if not scaling.translation_invariant(LAYERS[key]):
+        raise ClaimError(
+            f"assumption {text!r}: {key} does not center x, so no statistic of it says x is not constant; "
+            "state the condition in its statistics, e.g. norm(x) > 0 for x != 0"
+        )
+    return "q > 0" if q in {stat.symbol for stat in LAYERS[key].statistics} else "norm(c) > 0"
+
+
+def _not_equal(text: str, key: str, body: ast.Compare) -> str:
+    """``a != b`` as ``a > b`` where a cannot be below b (or ``a < b``); ``v != 0`` for a vector
+    as ``norm(v) > 0``."""
     source = text.strip()
     left = ast.get_source_segment(source, body.left) or ""
     right = ast.get_source_segment(source, body.comparators[0]) or ""

@@ -452,6 +452,8 @@ def _largest(a: Num, b: Num) -> Num:
 
 
 def _call(name: str, arguments: list[Any]) -> Any:
+    if name in _OF_VECTORS:
+        return _of_vectors(name, arguments)
     if name == "sqrt":
         return _root(arguments[0])
     if name == "abs":
@@ -460,14 +462,27 @@ def _call(name: str, arguments: list[Any]) -> Any:
         value = _finite(arguments[0])
         return ONE if is_zero(value) else ball(value).exp()
     if name in ("max", "min"):
-        best = arguments[0]
-        for value in arguments[1:]:
-            ahead = relate(value, ">" if name == "max" else "<", best)
-            if ahead is None:
-                best = hull(_finite(best), _finite(value))
-            elif ahead:
-                best = value
-        return best
+        return _extreme(name, arguments)
+    raise Unknown(f"{name}()")
+
+
+def _extreme(name: str, arguments: list[Any]) -> Any:
+    """max or min of the arguments; the hull of two a ball cannot order."""
+    best = arguments[0]
+    for value in arguments[1:]:
+        ahead = relate(value, ">" if name == "max" else "<", best)
+        if ahead is None:
+            best = hull(_finite(best), _finite(value))
+        elif ahead:
+            best = value
+    return best
+
+
+_OF_VECTORS = frozenset({"sum", "mean", "dot", "norm", "outer", "det", "trace"})
+
+
+def _of_vectors(name: str, arguments: list[Any]) -> Any:
+    """A call on vectors or matrices."""
     if name == "sum":
         return total(_vector(arguments[0]))
     if name == "mean":
@@ -483,7 +498,7 @@ def _call(name: str, arguments: list[Any]) -> Any:
         return determinant(arguments[0].rows)
     if name == "trace" and isinstance(arguments[0], Matrix):
         return total([row[m] for m, row in enumerate(arguments[0].rows)])
-    raise Unknown(f"{name}()")
+    raise Unknown(f"{name}() of this")
 
 
 def _norm(arguments: list[Any]) -> Any:

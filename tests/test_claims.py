@@ -465,3 +465,27 @@ def test_a_limit_as_epsilon_grows_without_bound(text, verdict):
         scaled = float(numeric.layernorm.response(at, 1e16)) * 1e8
         assert scaled == pytest.approx(at, rel=1e-9)
         assert scaled != pytest.approx(2 * at)
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("diag(ones) == I", "proved"),
+        ("diag(x) @ ones == x", "proved"),
+        ("trace(diag(x)) == n * mu", "proved"),
+        ("diag(x) @ x == x", "refuted"),
+        ("J @ diag(c) == diag(c) @ J", "refuted"),
+    ],
+)
+def test_a_diagonal_matrix_from_a_vector(text, verdict):
+    """diag(v), entry v_i where i = k; a refutation is re-checked here with NumPy's diag."""
+    found = check(Claim(text))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        x = np.array(found.counterexample["x"], dtype=float)
+        if text.startswith("J"):
+            jacobian = numeric.layernorm.jacobian(x, float(found.counterexample["epsilon"]))
+            c = np.diag(x - x.mean())
+            assert not np.allclose(jacobian @ c, c @ jacobian)
+        else:
+            assert not np.allclose(np.diag(x) @ x, x)

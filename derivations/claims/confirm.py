@@ -242,6 +242,7 @@ _CALLS: dict[str, Any] = {
     "trace": np.trace,
     "outer": np.outer,
     "det": np.linalg.det,
+    "diag": np.diag,
 }
 
 

@@ -377,7 +377,7 @@ class Builder(_Builder):
 
     def call(self, node: ast.Call) -> Value:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det"):
+        if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det", "diag"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
             arguments = [self.build(a) for a in node.args]
@@ -401,6 +401,8 @@ class Builder(_Builder):
         value = self._reduction(name, arguments)
         if value is None and name == "norm" and len(arguments) == 2 and isinstance(arguments[0], Matrix):
             value = self._matrix_norm(arguments[0], arguments[1])
+        if name == "diag" and len(arguments) == 1 and isinstance(arguments[0], Vector):
+            return Matrix(sp.KroneckerDelta(i, k) * arguments[0].entry)  # the entry at (i, k): v_i [i = k]
         if name == "outer" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
             # The entry at (i, k): u_i v_k.
             return Matrix(arguments[0].entry * arguments[1].entry.xreplace({i: k}))
@@ -412,7 +414,7 @@ class Builder(_Builder):
         if value is None:
             raise ClaimError(
                 f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v), "
-                "outer(u, v), trace(M) and det(J) take vectors v, u and matrices M"
+                "outer(u, v), diag(v), trace(M) and det(J) take vectors v, u and matrices M"
             )
         return value
 

@@ -478,7 +478,7 @@ def _extreme(name: str, arguments: list[Any]) -> Any:
     return best
 
 
-_OF_VECTORS = frozenset({"sum", "mean", "dot", "norm", "outer", "det", "trace"})
+_OF_VECTORS = frozenset({"sum", "mean", "dot", "norm", "outer", "diag", "det", "trace"})
 
 
 def _of_vectors(name: str, arguments: list[Any]) -> Any:
@@ -494,6 +494,10 @@ def _of_vectors(name: str, arguments: list[Any]) -> Any:
         return _norm(arguments)
     if name == "outer":
         return Matrix([[a * b for b in _vector(arguments[1])] for a in _vector(arguments[0])])
+    if name == "diag":
+        entries = _vector(arguments[0])
+        size = len(entries)
+        return Matrix([[e if row == column else ZERO for column in range(size)] for row, e in enumerate(entries)])
     if name == "det" and isinstance(arguments[0], Matrix):
         return determinant(arguments[0].rows)
     if name == "trace" and isinstance(arguments[0], Matrix):

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from derivations.derive import scaling, spectral
 from derivations.derive.affine import Affine
@@ -38,7 +39,7 @@ class NumericAffine(_layer.NumericLayer):
         top = spectral.bound_value(self.definition).xreplace({gamma_max: 1})
         return compile(top, (eps_symbol,)), scaling.degree_of(self.definition, top, "bound")
 
-    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         """diag(gain) J_base, shape (..., n, n); the bias does not enter."""
         array = _validate.vector(x)
         gain, _ = self._parameters(array, parameters, named, defaults={"bias": np.zeros(array.shape[-1])})
@@ -49,7 +50,7 @@ class NumericAffine(_layer.NumericLayer):
     def through_eigen(self) -> bool:
         return self.base.through_eigen
 
-    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+    def products(self, names: list[str], x: ArrayLike, epsilon: ArrayLike, *args: Any, **named: Any) -> list[Any]:
         """The Hessian product as the base's for the upstream gradient gain * dy (proved:
         H(g) = H_base(gain g)), so that it goes along the base's eigen directions too."""
         product = self._c.product(names[0])
@@ -77,7 +78,7 @@ class NumericAffine(_layer.NumericLayer):
             return None
         return value if kind == "transpose" else gain * value
 
-    def bound(self, epsilon: Any, gain: Any) -> Any:
+    def bound(self, epsilon: ArrayLike, gain: ArrayLike) -> np.ndarray:
         """The derived bound on ||diag(gain) J||_2 over all inputs: max|gain| times the base's bound."""
         array = _validate.parameter(gain, "gain", ())
         largest = np.max(np.abs(array), axis=-1)

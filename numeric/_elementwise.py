@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from numpy.typing import ArrayLike
 
 from derivations import formula, quantities
 from derivations.derive import scaling
@@ -78,7 +79,7 @@ class NumericElementwise:
         """The public function names, in registry order."""
         return (*self._rows, "eigenvalues")
 
-    def epsilon_root(self, alpha: Any) -> Any:
+    def epsilon_root(self, alpha: ArrayLike) -> np.ndarray:
         """The length scale the scalar in epsilon's place sets: 1/|alpha| (inf at alpha = 0)."""
         with np.errstate(divide="ignore"):
             return 1 / np.abs(self._parameter(alpha))
@@ -214,7 +215,7 @@ class NumericElementwise:
 
         return jacobian
 
-    def eigenvalues(self, x: Any, alpha: Any, *parameters: Any, **named: Any) -> Any:
+    def eigenvalues(self, x: ArrayLike, alpha: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         """The n eigenvalues of the diagonal Jacobian, ascending: the derived J_kk."""
         array, a, _, params, dtype = self._inputs(x, alpha, parameters, named)
         entry = self._compile(diagonal(self.definition), "x", *self.parameter_names)

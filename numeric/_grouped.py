@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from derivations import quantities
 from derivations.derive.grouped import Grouped
@@ -119,13 +120,13 @@ class NumericGrouped(_layer.NumericLayer):
 
     # --- the functions --------------------------------------------------------
 
-    def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def forward(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         """The base layer applied to each block of x."""
         self._no_parameters(parameters)
         value, shape = self._call(self.base.forward, x, epsilon, (), named)
         return self._unblock(value, shape)
 
-    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         """Groups: the block-diagonal (..., C, C).  A batch: (features, B, B), one coupling matrix per feature."""
         self._no_parameters(parameters)
         blocks, _shape = self._call(self.base.jacobian, x, epsilon, (), named)
@@ -140,7 +141,7 @@ class NumericGrouped(_layer.NumericLayer):
 
     jacobian_from_entry = jacobian
 
-    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+    def products(self, names: list[str], x: ArrayLike, epsilon: ArrayLike, *args: Any, **named: Any) -> list[Any]:
         vectors = args[: len(self._c.product(names[0]).vectors)]
         self._no_parameters(args[len(vectors) :])
 
@@ -164,7 +165,7 @@ class NumericGrouped(_layer.NumericLayer):
         if given:
             raise TypeError(f"{self.key} takes no parameters besides x and epsilon; got {len(given)} more")
 
-    def eigenvalues(self, x: Any, epsilon: Any, **named: Any) -> Any:
+    def eigenvalues(self, x: ArrayLike, epsilon: ArrayLike, **named: Any) -> np.ndarray:
         """Every eigenvalue of the block-diagonal J: each block's, together, ascending."""
         value, _ = self._call(self.base.eigenvalues, x, epsilon, (), named)
         if self.definition.argument is None:

@@ -208,7 +208,7 @@ class _Function:
         self.__name__ = self.__qualname__ = numeric
         self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified."
 
-    def __call__(self, *args: Any, **named: Any) -> Any:
+    def __call__(self, *args: ArrayLike, **named: Any) -> np.ndarray:
         wanted = _ARGUMENTS[self._strategy]
         if len(args) != len(wanted):
             raise TypeError(f"{self.__name__}() takes ({', '.join(wanted)}); got {len(args)} arguments")
@@ -245,7 +245,9 @@ class _Backward:
         returned = f"; returns ({numeric}, {', '.join(self._with)}), those summed over the batch" if self._with else ""
         self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified: (x, epsilon, {takes}){returned}."
 
-    def __call__(self, x: Any, epsilon: Any, *args: Any, **named: Any) -> Any:
+    def __call__(
+        self, x: ArrayLike, epsilon: ArrayLike, *args: ArrayLike, **named: Any
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
         found = self._layer.products([self._name, *self._with], x, epsilon, *args, **named)
         return tuple(found) if self._with else found[0]
 

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from derivations import quantities
 from derivations.derive import regimes
@@ -41,26 +42,26 @@ class NumericRegimes(_layer.NumericLayer):
         found = super().function(numeric)
         return None if found is None else _Checked(self, found)
 
-    def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def forward(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return super().forward(x, epsilon, *parameters, **named)
 
-    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return self._checked(super().jacobian(x, epsilon, *parameters, **named), "x")
 
-    def eigenvalues(self, x: Any, epsilon: Any) -> Any:
+    def eigenvalues(self, x: ArrayLike, epsilon: ArrayLike) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return self._checked(super().eigenvalues(x, epsilon), "x")
 
-    def eigen_by_direction(self, x: Any, epsilon: Any, **named: Any) -> dict[str, np.ndarray]:
+    def eigen_by_direction(self, x: ArrayLike, epsilon: ArrayLike, **named: Any) -> dict[str, np.ndarray]:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             found = super().eigen_by_direction(x, epsilon, **named)
         for value in found.values():
             self._checked(value, "x")
         return found
 
-    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+    def products(self, names: list[str], x: ArrayLike, epsilon: ArrayLike, *args: Any, **named: Any) -> list[Any]:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             found = super().products(names, x, epsilon, *args, **named)
         return [self._checked(value, "x") for value in found]
@@ -142,20 +143,20 @@ class NumericScaled(NumericRegimes):
         value = np.asarray(base_value, dtype=np.float64) * float(self._factor(what)(gain))
         return _validate.output(value, _validate.result_dtype(*given))
 
-    def forward(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def forward(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         gain, given = self._gain(parameters, named)
         return self._scaled(self._row("applied"), self.base.forward(x, epsilon), gain, x, epsilon, given)
 
-    def jacobian(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         gain, given = self._gain(parameters, named)
         return self._scaled(self._row("entrywise"), self.base.jacobian(x, epsilon), gain, x, epsilon, given)
 
-    def jacobian_from_entry(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def jacobian_from_entry(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         gain, given = self._gain(parameters, named)
         value = self.base.jacobian_from_entry(x, epsilon)
         return self._scaled(self._row("entrywise"), value, gain, x, epsilon, given)
 
-    def eigenvalues(self, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+    def eigenvalues(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         gain, given = self._gain(parameters, named)
         factors = {float(self._factor(name)(gain)) for name in self._eigen_names()}
         if len(factors) != 1:
@@ -184,7 +185,7 @@ class NumericScaled(NumericRegimes):
         under = self.base.function(numeric)
         return None if under is None else _GainScaled(self, name, under)
 
-    def products(self, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+    def products(self, names: list[str], x: ArrayLike, epsilon: ArrayLike, *args: Any, **named: Any) -> list[Any]:
         (name,) = names
         takes = self.base._c.product(name).vectors
         gain, given = self._gain(args[len(takes) :], named)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from numpy.typing import ArrayLike
 
 from derivations import quantities
 from derivations.derive.reparametrized import Reparametrized
@@ -90,7 +91,7 @@ class NumericReparametrized:
         function.__doc__ = f"{getattr(self.base, name).__doc__} At the parameters {self.definition.values}."
         return function
 
-    def bound(self, epsilon: Any, *stored: Any, **named: Any) -> Any:
+    def bound(self, epsilon: ArrayLike, *stored: ArrayLike, **named: Any) -> np.ndarray:
         """The derived bound on ||J||_2 over all inputs, at the gain the stored parameter gives."""
         named = {**dict(zip(self._stored, stored, strict=False)), **named}
         size = np.shape(named.get(self._stored[0], ()))[-1:] or (0,)

@@ -98,7 +98,7 @@ def at_scale(
     )
 
 
-def forward(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+def forward(layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
     """The layer applied along the last axis of x, shape (..., n).
 
     One fused program (`Compiled.fused_output`) takes the statistics and
@@ -201,7 +201,7 @@ def fused(
     return results
 
 
-def jacobian(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+def jacobian(layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
     """d forward(x)_i / d x_k, shape (..., n, n).
 
     A symmetric Jacobian is assembled from the derived eigenstructure
@@ -232,7 +232,9 @@ def jacobian(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **name
     return _validate.output(total, dtype)
 
 
-def jacobian_from_entry(layer: NumericLayer, x: Any, epsilon: Any, *parameters: Any, **named: Any) -> Any:
+def jacobian_from_entry(
+    layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any
+) -> np.ndarray:
     """The Jacobian from the derived entry J_ik directly (the route for non-symmetric layers)."""
     array, e, dtype, _ = _rescale.validated(x, epsilon)
     params = layer._parameters(array, parameters, named)
@@ -247,7 +249,9 @@ def jacobian_from_entry(layer: NumericLayer, x: Any, epsilon: Any, *parameters: 
     return _validate.output(entries, dtype)
 
 
-def products(layer: NumericLayer, names: list[str], x: Any, epsilon: Any, *args: Any, **named: Any) -> list[Any]:
+def products(
+    layer: NumericLayer, names: list[str], x: ArrayLike, epsilon: ArrayLike, *args: ArrayLike, **named: Any
+) -> list[Any]:
     """The backward products ``names`` at x: the first of shape (..., n), each further
     one (a parameter's gradient) summed over every leading axis, shape (n,).
 
@@ -459,7 +463,7 @@ def eigen_values(layer: NumericLayer, array: np.ndarray, e: np.ndarray, paramete
     )
 
 
-def eigenvalues(layer: NumericLayer, x: Any, epsilon: Any) -> Any:
+def eigenvalues(layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike) -> np.ndarray:
     """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
     if not layer._c.symmetric:
         raise ValueError(f"{layer.key} has a non-symmetric Jacobian: its eigenvalues are not derived")

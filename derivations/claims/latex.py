@@ -6,7 +6,7 @@ per grammar rule; that text then goes through the one whitelisted parser, with
 the same bounds as any claim.  Nothing is evaluated here.
 
 >>> to_claim(r"\|J\|_2 \le \frac{1}{\sqrt{\varepsilon}}")
-'norm(J, 2) <= (1)/(sqrt(epsilon))'
+'norm(J, 2) <= 1 / sqrt(epsilon)'
 """
 
 from __future__ import annotations

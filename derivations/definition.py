@@ -362,7 +362,7 @@ def _statistic(field: str, name: str, text: str, earlier: dict[str, sp.Symbol]) 
         if x[j] not in summand.atoms(sp.Indexed):
             raise DefinitionError(f"{field}: the mean's summand must use x[j]")
         return Statistic(_symbol(name, summand), summand, f"mean of {summand} over the entries")
-    if "x" in _names_in(text) or "x[" in text.replace(" ", ""):
+    if "x" in _names_in(text):  # x or x[j] outside a mean
         raise DefinitionError(
             f"{field}: x enters a statistic through a mean over its entries: write x[j] inside mean(...), "
             'as in mean(x[j]**2); a statistic that is not a mean is a function of earlier ones, as in "sqrt(q)"'

@@ -489,3 +489,60 @@ def test_a_diagonal_matrix_from_a_vector(text, verdict):
             assert not np.allclose(jacobian @ c, c @ jacobian)
         else:
             assert not np.allclose(np.diag(x) @ x, x)
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "assume", "verdict"),
+    [
+        # The scaling law LN_eps(a x) = LN_{eps/a^2}(x) for a > 0, and its epsilon-free form.
+        ("layernorm", "layernorm(a*x, epsilon) == layernorm(x, epsilon/a**2)", ["a > 0"], "proved"),
+        ("rmsnorm", "y(a*x, a**2*epsilon) == y", ["a > 0"], "proved"),
+        ("layernorm_std_eps", "y(a*x, a*epsilon) == y", ["a > 0"], "proved"),  # epsilon beside the root
+        ("layernorm_std_eps", "y(a*x, a**2*epsilon) == y", ["a > 0"], "refuted"),
+        ("layernorm", "y(a*x, a**2*epsilon) == y", [], "refuted"),  # a < 0 flips the sign
+        # Invariance under x -> a x + b 1 (Ba et al.) holds only at epsilon = 0 ...
+        ("layernorm", "layernorm(a*x + b*ones) == y", ["a > 0", "epsilon == 0"], "proved"),
+        ("layernorm", "layernorm(a*x + b*ones) == y", ["a > 0"], "refuted"),
+        ("layernorm", "layernorm(a*x + b*ones) == -y", ["a < 0", "epsilon == 0"], "proved"),
+        # ... and RMSNorm does not re-center (Zhang & Sennrich).
+        ("rmsnorm", "rmsnorm(x + b*ones) == y", [], "refuted"),
+        ("layernorm", "y(x + b*ones) == y", [], "proved"),
+        ("layernorm_affine", "y(a*x, a**2*epsilon) == y", ["a > 0"], "proved"),
+        ("prmsnorm", "y(x + b*ones) == y", [], "refuted"),
+        ("l2norm_clamped", "y(-x) == -y", [], "proved"),
+        ("layernorm", "mean(y(a*x + b*ones)) == 0", [], "proved"),
+        ("layernorm", "norm(layernorm(x + b*ones)) <= sqrt(n)", [], "proved"),
+    ],
+)
+def test_a_layer_applied_at_another_input_or_epsilon(layer, text, assume, verdict):
+    """``layernorm(z, e)`` and ``y(z, e)``: the layer at an input built from x and at another
+    epsilon, for symbolic n.  A refutation is re-checked here with the layer's lambdified forward
+    pass at a x + b 1, at the counterexample's a and b."""
+    found = check(Claim(text, layer, tuple(assume)))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        example = found.counterexample
+        x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
+        a, b = float(example.get("a", 1.0)), float(example.get("b", 0.0))
+        module = getattr(numeric, layer)
+        other = getattr(numeric, "layernorm" if "layernorm(" in text else layer)
+        moved = eps / a**2 if "epsilon/a**2" in text else a**2 * eps if "a**2*epsilon" in text else eps
+        lhs = other.forward(a * x + b * np.ones_like(x), moved)
+        rhs = module.forward(x, eps) * (-1 if "-y" in text else 1)
+        assert not np.allclose(lhs, rhs)
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "message"),
+    [
+        ("layernorm", "layernorm(2) == y", "the input is a vector"),
+        ("layernorm", "layernorm(x, x) == y", "epsilon is a scalar"),
+        ("layernorm", "layernorm(x, epsilon, 1) == y", "takes (input) or (input, epsilon)"),
+        ("dyt", "y(x, 2) == y", "dyt has no epsilon"),
+        ("groupnorm", "y(2*x) == y", "not a block's"),
+    ],
+)
+def test_a_layer_called_wrongly_says_what_it_takes(layer, text, message):
+    found = check(Claim(text, layer))
+    assert found.verdict == "error"
+    assert message in found.detail

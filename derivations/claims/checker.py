@@ -24,7 +24,7 @@ from derivations import LAYERS, quantities
 from derivations.catalog import CORE
 from derivations.claims import audit, bounded, sampling, solver
 from derivations.claims.domain import Domain, Vacuous, build_domain, settle
-from derivations.claims.language import ClaimError, Relation
+from derivations.claims.language import FREE_SCALARS, ClaimError, Relation
 from derivations.claims.proof import prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, build, mean_statistic
 from derivations.core.proof import is_zero
@@ -271,6 +271,8 @@ def _audit_ranges(domain: Domain | None, claimed: audit.Claimed) -> dict[str, An
     for layer in domain.layers:
         for _, symbol in layer.scalars:
             out[str(symbol)] = _audit_values(domain, symbol, _AUDIT_SCALARS)
+    for name in claimed.free:
+        out[name] = _audit_values(domain, FREE_SCALARS[name], _AUDIT_SCALARS)
     if domain.pinned and not claimed.pattern:
         out["x"] = [_pinned_input(domain)]
     return out
@@ -550,10 +552,19 @@ def _explicit_points(domain: Domain, symbols: list[sp.Basic], claim: Claim):
                 full = {**point, **statistics, n: sp.Integer(inputs.size)}
                 if inputs.gain:
                     full[domain.symbol(gamma_max)] = max(abs(value) for value in inputs.gain)
-                if _gain_consistent(full, domain) and all(sampling._holds(c, full) for c in domain.conditions):
+                if _gain_consistent(full, domain) and all(
+                    sampling._holds(_sums_at(c, inputs), full) for c in domain.conditions
+                ):
                     yield full, inputs
             if seen >= budget:
                 break
+
+
+def _sums_at(condition: sp.Basic, inputs: sampling.Explicit) -> sp.Basic:
+    """A condition with its sums over the entries (of a layer at another input) taken at ``inputs``."""
+    if not condition.has(PowerSum):
+        return condition
+    return condition.replace(lambda e: isinstance(e, PowerSum), lambda e: sampling.at(e, {}, inputs))
 
 
 def _sampled_scalars(domain: Domain, symbols: list[sp.Basic]) -> list[sp.Basic]:
@@ -713,10 +724,10 @@ def _witness(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> a
     _witness_input(witness, named, inputs, domain)
     if witness.gain is None and any(layer.parameters for layer in domain.layers):
         _witness_gains(witness, named, entries, domain)
-    for layer in domain.layers:
-        for _, symbol in layer.scalars:
-            if str(symbol) in named:
-                witness.scalars[str(symbol)] = named[str(symbol)]
+    scalars = [str(symbol) for layer in domain.layers for _, symbol in layer.scalars]
+    for name in [*scalars, *(name for name in domain.usage.scalars if name in FREE_SCALARS)]:
+        if name in named:
+            witness.scalars[name] = named[name]
     return witness
 
 

@@ -19,7 +19,7 @@ import sympy as sp
 
 from derivations import LAYERS, quantities
 from derivations.claims import Claim
-from derivations.claims.language import parse_expression
+from derivations.claims.language import FREE_SCALARS, parse_expression
 from derivations.symbols import epsilon as eps_symbol
 from numeric import NumericLayer, facade, lambdified
 
@@ -161,6 +161,8 @@ class _Evaluator:
             return float(np.max(np.abs(np.asarray(self.example["gain"], dtype=np.float64))))
         if identifier in {str(symbol) for _, symbol in definition.scalars} and identifier in self.example:
             return float(self.example[identifier])
+        if identifier in FREE_SCALARS and identifier in self.example:
+            return float(self.example[identifier])
         raise _Unsupported(f"no numeric value for {identifier}")
 
     def vector(self, identifier: str, key: str, layer: NumericLayer) -> np.ndarray:
@@ -175,6 +177,14 @@ class _Evaluator:
             self.how.append(f"numeric.{key}.jacobian")
             return np.asarray(layer.jacobian(x, second, *self.parameters(layer), **self.scalars(layer.definition)))
         return x
+
+    def layer_call(self, key: str, arguments: list[ast.expr]) -> np.ndarray:
+        """``layernorm(z, e)``: the layer's forward function at the input z and epsilon e."""
+        layer = self.layer(key)
+        inputs = np.asarray(self.build(arguments[0]), dtype=np.float64)
+        second = float(self.build(arguments[1])) if len(arguments) == 2 else self.second(layer.definition)[0]
+        self.how.append(f"numeric.{key}.forward")
+        return np.asarray(layer.forward(inputs, second, *self.parameters(layer), **self.scalars(layer.definition)))
 
     def need_x(self) -> np.ndarray:
         if self.x is None:
@@ -201,6 +211,8 @@ class _Evaluator:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id == "limit":
                 raise _Unsupported("a limit has no numeric value at one input")
+            if node.func.id in LAYERS or node.func.id == "y":
+                return self.layer_call(self.key if node.func.id == "y" else node.func.id, node.args)
             values = [self.build(argument) for argument in node.args]
             return _CALLS[node.func.id](*values)
         raise _Unsupported(f"cannot evaluate {type(node).__name__}")

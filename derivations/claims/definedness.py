@@ -43,6 +43,10 @@ class Requirement:
 
     condition: sp.Basic
     origin: str
+    # A layer at another input z: stand-ins for z's statistics (with the statistics' properties,
+    # which hold at every input) and their values in x's.  A condition the stand-ins' properties
+    # settle is judged so; any other is put in x's statistics first.
+    stand_ins: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()
 
 
 def requirements(expr: sp.Basic, origin: str) -> list[Requirement]:

@@ -554,7 +554,8 @@ def settle(domain: Domain, sides: list[Any], found: list[Requirement]) -> list[A
     domain.rename = renamed(domain, symbols)
     # The exclusions were judged in the first symbols: each now in the final one of its name
     # (q != 0 is then true of a positive q, as it should be).
-    final = {new: domain.symbol(old) for old, new in first.items()}
+    final = {first.get(old, old): domain.symbol(old) for old in symbols if first.get(old, old) != domain.symbol(old)}
+    excluded = {str(s) for e in domain.exclusions for s in _leaves(e.condition)}
     domain.exclusions = [dataclasses.replace(e, condition=e.condition.xreplace(final)) for e in domain.exclusions]
     domain.conditions = [domain.apply(c) for c in domain.conditions]
     satisfiable(domain)
@@ -565,7 +566,7 @@ def settle(domain: Domain, sides: list[Any], found: list[Requirement]) -> list[A
     }
     out = [_limits_taken(domain, domain.apply(side)) for side in sides]
     named = {str(s) for side in out for s in _leaves_of(side)}
-    domain.free = sorted(named | {str(s) for e in domain.exclusions for s in _leaves(e.condition)})
+    domain.free = sorted(named | excluded)
     return out
 
 
@@ -637,6 +638,10 @@ def undefined(domain: Domain, found: list[Requirement]) -> None:
         condition = domain.apply(requirement.condition)
         if condition is sp.true:
             continue
+        if requirement.stand_ins:
+            if condition is not sp.false and _always(_plain(condition, domain), domain):
+                continue
+            condition = domain.apply(requirement.condition.xreplace(dict(requirement.stand_ins)))
         if condition is sp.false:
             raise ClaimError(f"the claim is undefined everywhere in its domain: {requirement.origin}")
         condition = _plain(condition, domain)

@@ -45,6 +45,10 @@ RELATIONS: dict[type[ast.cmpop], Callable[[sp.Expr, sp.Expr], sp.Basic]] = {
 }
 _SYMBOLS = {ast.Eq: "==", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
 
+# Scalars a claim may name freely, each for every real number unless assumed otherwise: the
+# factor and shift of an input a x + b 1 the layer is applied at (``layernorm(a*x + b*ones)``).
+FREE_SCALARS = {"a": sp.Symbol("a", real=True), "b": sp.Symbol("b", real=True)}
+
 FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {
     "sqrt": sp.sqrt,
     "abs": sp.Abs,

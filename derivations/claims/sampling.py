@@ -83,6 +83,10 @@ def _by_properties(symbol: sp.Basic) -> tuple[sp.Expr, ...]:
     return GRIDS["real"]
 
 
+# How far the combinations of simple values move on per seed (`points`).
+SEED_BLOCK = 6
+
+
 def points(
     symbols: Sequence[sp.Basic],
     conditions: Sequence[sp.Basic],
@@ -91,12 +95,16 @@ def points(
 ) -> Iterator[dict]:
     """Points over the symbols' grids: every combination of the first few values of
     each, then seeded random combinations of all, up to MAX_POINTS, those meeting
-    ``conditions`` only.  ``ranges`` are the symbols' ranges in the claim's domain."""
+    ``conditions`` only.  ``ranges`` are the symbols' ranges in the claim's domain.  The
+    combinations start at the ``seed``-th block of `SEED_BLOCK`: the few points taken beside
+    each explicit input (seeded by its number) go through them all, not only the first."""
     grids = [grid(symbol, (ranges or {}).get(symbol)) for symbol in symbols]
     if any(not values for values in grids):
         return
     seen: set[tuple[Any, ...]] = set()
-    nice = itertools.product(*(values[:4] for values in grids))
+    combinations = list(itertools.product(*(values[:4] for values in grids)))
+    start = seed * SEED_BLOCK % len(combinations)
+    nice = combinations[start:] + combinations[:start]
     rng = random.Random(seed)
     spread = (tuple(rng.choice(values) for values in grids) for _ in range(4 * MAX_POINTS))
     count = 0

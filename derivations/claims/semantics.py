@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sympy as sp
@@ -24,6 +24,7 @@ from derivations import Layer, NotApplicable, quantities
 from derivations.catalog import CORE, LAYERS
 from derivations.claims.definedness import Requirement, at_node, gaps, requirements
 from derivations.claims.language import (
+    FREE_SCALARS,
     MAX_EXPONENT,
     RIGHT,
     Built,
@@ -37,8 +38,9 @@ from derivations.claims.language import (
 from derivations.core.layer import Pattern
 from derivations.derive import eigen, jacobian, scaling
 from derivations.derive.elementwise import Largest, apart
+from derivations.derive.grouped import is_grouped
 from derivations.derive.regimes import is_regimes
-from derivations.derive.sums import over_entries, reduce_sums
+from derivations.derive.sums import PowerSum, over_entries, reduce_sums
 from derivations.symbols import epsilon, i, j, k, n, s, t, x
 
 g = sp.IndexedBase("g", real=True)
@@ -219,7 +221,7 @@ class Builder(_Builder):
             output = output.xreplace(values)
         # A condition on one entry x_i (none of the catalog's layers has one) is left to the audit.
         found = requirements(output, f"{layer.key}'s definition")
-        self.usage.require([r for r in found if not any(e.base == x for e in r.condition.atoms(sp.Indexed))])
+        self.usage.require([r for r in found if not _on_entries(r.condition)])
 
     def _scalars_in(self, value: sp.Expr, layer: Layer) -> None:
         """A layer's scalar inputs a value depends on (ScaleNorm's g_s, Dynamic Tanh's alpha) are
@@ -237,6 +239,9 @@ class Builder(_Builder):
                 names["s"] = old
         names.update(layer.named_symbols)
         value = names.get(identifier)
+        if value is None and identifier in FREE_SCALARS:
+            self.usage.scalars.add(identifier)
+            return FREE_SCALARS[identifier]
         if value is None:
             return None
         if identifier == "epsilon":
@@ -255,6 +260,7 @@ class Builder(_Builder):
     def known(self, layer: Layer) -> list[str]:
         out = [name for name, (q, _) in quantities.names(layer).items() if q.claim]
         out += ["x", "ones", "I", "y", "J", "g", "v", "t", "epsilon", "n", "d", "oo", *layer.named_symbols]
+        out += [*FREE_SCALARS, *(f"{key}(x, epsilon)" for key in LAYERS)]
         out += [str(stat.symbol) for stat in layer.statistics]
         if scaling.translation_invariant(layer):
             out.append("c")
@@ -377,6 +383,8 @@ class Builder(_Builder):
 
     def call(self, node: ast.Call) -> Value:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
+        if name in LAYERS or name == "y":
+            return self.layer_call(self.key if name == "y" else name, node)
         if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det", "diag"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
@@ -396,6 +404,56 @@ class Builder(_Builder):
                     raise ClaimError(f"exp() of a number beyond 10**4 in magnitude at {_where(node)}")
             node = ast.Call(func=node.func, args=[Built(a) for a in arguments], keywords=[])
         return super().call(node)
+
+    def layer_call(self, key: str, node: ast.Call) -> Value:
+        """``layernorm(z, e)``: the layer's output at the input z (a vector built from x) and at
+        epsilon e (epsilon where not given), written in the statistics of x.  ``y(z, e)`` is the
+        claim's own layer there.  Each statistic of z is its summand at z_j, summed over j for
+        symbolic n and written in x's statistics; a quantity of the layer at z is not."""
+        layer, name = LAYERS[key], f"{getattr(node.func, 'id', key)}() at {_where(node)}"
+        if node.keywords or not 1 <= len(node.args) <= 2 or any(isinstance(a, ast.Starred) for a in node.args):
+            raise ClaimError(f"{name} takes (input) or (input, epsilon)")
+        arguments = [self.build(a) for a in node.args]
+        if not isinstance(arguments[0], Vector):
+            raise ClaimError(f"{name}: the input is a vector, such as a*x + b*ones")
+        if len(arguments) == 2 and not _is_scalar(arguments[1]):
+            raise ClaimError(f"{name}: epsilon is a scalar")
+        if len(arguments) == 2 and not layer.has_epsilon:
+            raise ClaimError(f"{name}: {key} has no epsilon to give")
+        if is_grouped(layer, None):
+            raise ClaimError(
+                f"{name}: {key} at another input is derived for layers with one set of statistics over "
+                "all entries (not a block's)"
+            )
+        self.usage.layers.add(key)
+        self.usage.general = True
+        self.usage.gains = self.usage.gains or bool(layer.parameters)
+        self._scalars_in(layer.output, layer)
+        self.defined(layer)
+        entry = arguments[0].entry
+        values = self._statistics_at(layer, entry, name)
+        changed: dict[sp.Basic, sp.Expr] = {x[i]: entry}
+        if len(arguments) == 2:
+            changed[epsilon] = arguments[1]
+        # Where the layer is defined at z: read with the statistics as symbols, whose properties
+        # (q >= 0) hold at every real input, z too; then written in x's statistics.
+        stand_ins = {stat: sp.Symbol(f"{stat}_z", **stat.assumptions0) for stat in values}
+        found = requirements(layer.output.xreplace({**changed, **stand_ins}), f"{key} at {ast.unparse(node.args[0])}")
+        pairs = tuple((stand_ins[stat], value) for stat, value in values.items())
+        self.usage.require([replace(r, stand_ins=pairs) for r in found if not _on_entries(r.condition)])
+        return Vector(layer.output.xreplace({**changed, **values}))
+
+    def _statistics_at(self, layer: Layer, entry: sp.Expr, name: str) -> dict[sp.Basic, sp.Expr]:
+        """Each statistic of ``layer`` at the input whose entry at i is ``entry``, in x's statistics."""
+        values: dict[sp.Basic, sp.Expr] = {}
+        for stat in layer.statistics:
+            summand = stat.summand.xreplace({x[j]: entry.xreplace({i: j}), **values})
+            value = self.reduce(summand.xreplace({j: i}), i) / n if stat.mean else summand
+            # A sum the statistics do not fix (sum x_j for RMSNorm) stays, to be taken at explicit inputs.
+            if any(e.base == x for e in value.replace(PowerSum, lambda *_: sp.Integer(0)).atoms(sp.Indexed)):
+                raise ClaimError(f"{name}: the statistic {stat.symbol} of the input is not a sum over its entries")
+            values[stat.symbol] = value
+        return values
 
     def vector_call(self, name: str, arguments: list[Value], node: ast.AST) -> Value:
         value = self._reduction(name, arguments)
@@ -490,6 +548,11 @@ class Builder(_Builder):
                 raise ClaimError(f"limit() at {_where(node)}: epsilon tends to 0 from above only (epsilon > 0)")
             value = Lim(*value.args[:3], RIGHT)
         return value
+
+
+def _on_entries(condition: sp.Basic) -> bool:
+    """Whether a condition is on an entry x_i (left to the audit: no layer of the catalog has one)."""
+    return any(e.base == x for e in condition.atoms(sp.Indexed))
 
 
 def _spectral_norm_name(layer: Layer) -> str:

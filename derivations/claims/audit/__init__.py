@@ -45,7 +45,7 @@ from derivations import LAYERS, quantities
 from derivations.claims.audit.definition import number
 from derivations.claims.audit.evaluate import Evaluator, Point
 from derivations.claims.audit.numbers import Undefined, agree, is_zero, negative
-from derivations.claims.language import parse_expression
+from derivations.claims.language import FREE_SCALARS, ClaimError, parse_expression
 
 __all__ = ["Claimed", "Finding", "Point", "Report", "admitted", "at_counterexample", "precision", "run"]
 
@@ -96,6 +96,8 @@ class Claimed:
         self.excluded = tuple(excluded)
         self.tree = parse_expression(text, {}, {})
         self.pattern = _pattern_of(self.tree, key)
+        # The free scalars (a, b) the claim or its assumptions name: each takes values at the points.
+        self.free = set().union(*(_free_names(text) for text in (text, *self.assumptions)))
         self.near = False  # set by `in_domain`
 
     def in_domain(self, point: Point, epsilon_zero: bool) -> bool | None:
@@ -191,7 +193,8 @@ def points(claimed: Claimed, ranges: dict[str, Any], seed: int = 0) -> Iterator[
     sizes = [len(claimed.pattern.values)] if claimed.pattern is not None else ranges["n"]
     epsilons = ranges["epsilon"]
     ts = ranges["t"]
-    scalars = {name: ranges.get(name, [1, -1, 0, sp.Rational(1, 2), 3]) for _, name in _scalar_names(layer)}
+    names = [name for _, name in _scalar_names(layer)] + sorted(claimed.free)
+    scalars = {name: ranges.get(name, [1, -1, 0, sp.Rational(1, 2), 3]) for name in names}
     for count, size in enumerate(itertools.cycle(sizes)):
         if count >= MAX_POINTS:
             return
@@ -211,6 +214,15 @@ def points(claimed: Claimed, ranges: dict[str, Any], seed: int = 0) -> Iterator[
             scalars={name: values[kind % len(values)] for name, values in scalars.items() if values},
         )
         yield point
+
+
+def _free_names(text: str) -> set[str]:
+    """The free scalars (`FREE_SCALARS`) a claim or an assumption names."""
+    try:
+        tree = parse_expression(text, {}, {})
+    except ClaimError:  # an assumption in words ("x is not constant")
+        return set()
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id in FREE_SCALARS}
 
 
 def _scalar_names(layer: Any) -> list[tuple[str, str]]:

@@ -63,7 +63,7 @@ from derivations.claims.audit.numbers import (
     short,
     total,
 )
-from derivations.claims.language import NOT_CONSTANT, parse_expression, phrase
+from derivations.claims.language import FREE_SCALARS, NOT_CONSTANT, parse_expression, phrase
 
 # A fixed vector, with no special structure, projected onto a complement to give one of its vectors.
 _START = (3, -1, 4, -1, 5, -9, 2, 6, -5, 3, 5, -8, 9, -7, 9, 3, 2, -3, 8, 4, -6, 2, 6, 4)
@@ -134,10 +134,10 @@ class Evaluator:
     def rigorous(self, value: bool) -> None:
         self._rigorous = self._rigorous and value
 
-    def layer_at(self, key: str, inputs: list[Jet]) -> LayerAt:
-        """A layer at another input than the point's (the pattern at another t), kept so that
-        how it was evaluated counts in ``rigorous``."""
-        at = LayerAt(key, inputs, self.values())
+    def layer_at(self, key: str, inputs: list[Jet], values: dict[str, Any] | None = None) -> LayerAt:
+        """A layer at another input than the point's (the pattern at another t), or at other
+        ``values`` (epsilon), kept so that how it was evaluated counts in ``rigorous``."""
+        at = LayerAt(key, inputs, self.values() if values is None else values)
         self._layers[f"{key}:{len(self._layers)}"] = at
         return at
 
@@ -215,8 +215,20 @@ class Evaluator:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id == "limit":
                 return self.limit(node)
+            if node.func.id in LAYERS or node.func.id == "y":
+                return self.layer_call(self.key if node.func.id == "y" else node.func.id, node)
             return _call(node.func.id, [self.value(a) for a in node.args])
         raise Unknown(type(node).__name__)
+
+    def layer_call(self, key: str, node: ast.Call) -> list[Num]:
+        """``layernorm(z, e)``: the layer's definition evaluated at the input z and epsilon e."""
+        inputs = self.value(node.args[0])
+        if not isinstance(inputs, list) or len(inputs) != self.point.n:
+            raise Unknown("a layer's input that is not a vector of n entries")
+        values = self.values()
+        if len(node.args) == 2:
+            values["epsilon"] = Jet(self.value(node.args[1]))
+        return self.layer_at(key, [Jet(value) for value in inputs], values).y()
 
     def limit(self, node: ast.Call) -> Any:
         """A limit, by values at points tending to it: not rigorous."""
@@ -261,6 +273,10 @@ class Evaluator:
             return number(_needed(point.epsilon, "epsilon"))
         if identifier in ("n", "d"):
             return exact(point.n)
+        if identifier in FREE_SCALARS and identifier not in LAYERS[key].named_symbols:
+            if identifier not in point.scalars:
+                raise Unknown(f"the point gives no {identifier}")
+            return number(point.scalars[identifier])
         known = quantities.names(LAYERS[key])
         if identifier in known and known[identifier][0].claim:
             quantity, item = known[identifier]

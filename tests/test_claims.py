@@ -546,3 +546,54 @@ def test_a_layer_called_wrongly_says_what_it_takes(layer, text, message):
     found = check(Claim(text, layer))
     assert found.verdict == "error"
     assert message in found.detail
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "verdict"),
+    [
+        # |y_i| <= sqrt(n - 1) for every i (Samuelson's inequality on the centered entries).
+        ("layernorm", "all(abs(y) <= sqrt(n - 1))", "proved"),
+        ("layernorm", "max(abs(y)) <= sqrt(n - 1)", "proved"),
+        ("layernorm", "norm(y, oo) <= sqrt(n - 1)", "proved"),
+        ("layernorm", "all(abs(y) <= sqrt(n - 2))", "refuted"),
+        ("layernorm", "norm(y, oo) <= 1", "refuted"),
+        ("rmsnorm", "all(abs(y) <= sqrt(n))", "proved"),
+        ("rmsnorm", "norm(y, oo) <= sqrt(n - 1)", "refuted"),
+        ("layernorm", "all(y <= 1)", "refuted"),
+        ("layernorm", "norm(y, 1) <= norm(y)", "refuted"),
+        ("layernorm", "norm(y, 1) <= sqrt(n) * norm(y)", "supported"),  # a sum of |y_i| for symbolic n
+    ],
+)
+def test_entrywise_statements_and_the_one_and_infinity_norms(layer, text, verdict):
+    """all(...) relates the entries one by one; max(v), norm(v, oo) and norm(v, 1) are the largest
+    entry, the largest |entry| and the sum of |entries|.  A refutation is re-checked here with
+    NumPy on the lambdified forward pass."""
+    found = check(Claim(text, layer))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        example = found.counterexample
+        x, eps, size = np.array(example["x"], dtype=float), float(example["epsilon"]), len(example["x"])
+        y = getattr(numeric, layer).forward(x, eps)
+        holds = {
+            "all(abs(y) <= sqrt(n - 2))": np.all(np.abs(y) <= np.sqrt(size - 2)),
+            "norm(y, oo) <= 1": np.max(np.abs(y)) <= 1,
+            "norm(y, oo) <= sqrt(n - 1)": np.max(np.abs(y)) <= np.sqrt(size - 1),
+            "all(y <= 1)": np.all(y <= 1),
+            "norm(y, 1) <= norm(y)": np.sum(np.abs(y)) <= np.linalg.norm(y),
+        }[text]
+        assert not holds
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("all(J <= 1)", "one side at least is a vector"),
+        ("all(1 <= 2)", "one side at least is a vector"),
+        ("all(y <= 1, y >= -1)", "all() takes one relation"),
+        ("all(y)", "all() takes one relation"),
+    ],
+)
+def test_an_entrywise_claim_written_wrongly_says_what_all_takes(text, message):
+    found = check(Claim(text))
+    assert found.verdict == "error"
+    assert message in found.detail

@@ -23,13 +23,14 @@ import sympy as sp
 from derivations import LAYERS, quantities
 from derivations.catalog import CORE
 from derivations.claims import audit, bounded, sampling, solver
-from derivations.claims.domain import Domain, Vacuous, build_domain, settle
+from derivations.claims.domain import Domain, Vacuous, build_domain, entry_facts, settle
 from derivations.claims.language import FREE_SCALARS, ClaimError, Relation
 from derivations.claims.proof import prove
 from derivations.claims.semantics import Matrix, OpaqueNorm, Vector, build, mean_statistic
 from derivations.core.proof import is_zero
+from derivations.derive.elementwise import Largest
 from derivations.derive.sums import Indicator, PowerSum
-from derivations.symbols import epsilon, gamma, gamma_max, k, n, t
+from derivations.symbols import epsilon, gamma, gamma_max, i, k, n, t
 
 VERDICTS = ("proved", "refuted", "supported", "vacuous", "error")
 
@@ -389,6 +390,9 @@ def _gain_entries(expr: sp.Expr) -> set[sp.Basic]:
 
 def _prove(domain: Domain, sides: _Sides) -> str | None:
     lhs, rhs = sides.lhs, sides.rhs
+    entrywise = _entrywise(sides)
+    if entrywise is not None:
+        return _prove_entrywise(domain, *entrywise, sides.op)
     if isinstance(lhs, (Vector, Matrix)):
         how = is_zero(lhs.entry - rhs.entry)
         return None if how is None else f"entry by entry for symbolic n: {how}(lhs - rhs) = 0"
@@ -404,6 +408,37 @@ def _prove(domain: Domain, sides: _Sides) -> str | None:
         bound = sp.Abs(entries[0]) + sp.Dummy("u", nonnegative=True)
         lhs, rhs = lhs.xreplace({largest: bound}), rhs.xreplace({largest: bound})
     return prove(Relation(lhs, sides.op, rhs), domain.n_set, domain.conditions)
+
+
+def _entrywise(sides: _Sides) -> tuple[sp.Expr, sp.Expr] | None:
+    """The two sides at one entry i where the claim holds exactly when it holds at every entry:
+    an entrywise relation (all(...)), or max_k f_k below a bound (max_k f_k <= b: f_i <= b for
+    every i) and its mirror; None otherwise."""
+    lhs, rhs, op = sides.lhs, sides.rhs, sides.op
+    if isinstance(lhs, Vector) and isinstance(rhs, Vector):
+        return (lhs.entry, rhs.entry) if op != "==" else None
+    if not (isinstance(lhs, sp.Expr) and isinstance(rhs, sp.Expr)):
+        return None
+    for largest, other, below in ((lhs, rhs, ("<", "<=")), (rhs, lhs, (">", ">="))):
+        if isinstance(largest, Largest) and op in below and not other.has(Largest):
+            entry = largest.over(i)
+            return (entry, other) if largest is lhs else (other, entry)
+    return None
+
+
+def _prove_entrywise(domain: Domain, lhs: sp.Expr, rhs: sp.Expr, op: str) -> str | None:
+    """An entrywise relation at one entry x_i, by z3, with what any entry satisfies
+    (`entry_facts`): true at every entry of every input of the domain where it is unsat."""
+    ranges = [sp.Contains(n, domain.n_set)] if n not in domain.fixed else []
+    facts = entry_facts(domain)
+    try:
+        answer = solver.holds_everywhere(lhs, op, rhs, [*domain.conditions, *facts, *ranges])
+    except solver.Outside:
+        return None
+    if answer.status != "unsat":
+        return None
+    used = f", with {', '.join(sp.sstr(f) for f in facts)} for any entry" if facts else ""
+    return f"at every entry x_i, decided by z3's nonlinear real arithmetic{used}"
 
 
 # --- sampling -----------------------------------------------------------------------

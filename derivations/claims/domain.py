@@ -38,11 +38,11 @@ from derivations.claims import limits, sampling, solver
 from derivations.claims.definedness import Requirement
 from derivations.claims.language import NOT_CONSTANT, ClaimError, Lim, Relation, parse_expression, phrase
 from derivations.claims.proof import describe_n
-from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build
+from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
 from derivations.core.layer import Layer, Pattern
 from derivations.derive import scaling
 from derivations.derive.sums import PowerSum
-from derivations.symbols import epsilon, gamma_max, gemma_max, mu, n, q, x
+from derivations.symbols import epsilon, gamma_max, gemma_max, i, j, mu, n, q, x
 
 # The largest of |gain_i|: nonnegative, and 0 exactly where the whole gain is.
 LARGEST_GAINS = {gamma_max: "gamma", gemma_max: "1 + w"}
@@ -885,6 +885,26 @@ def _assumptions_shown(domain: Domain) -> str:
 
 def _assumed(domain: Domain) -> list[sp.Basic]:
     return [a.relation for a in domain.assumptions]
+
+
+def entry_facts(domain: Domain) -> list[sp.Basic]:
+    """What one entry x_i satisfies, whatever the others: each of its terms in a mean of
+    nonnegative terms is at most n times the mean (s(x_i) <= n m), and a centered square at
+    most n - 1 times its mean ((x_i - mu)**2 <= (n - 1) q: the other entries' deviations sum to
+    -(x_i - mu), and their squares to n q - (x_i - mu)**2, so Cauchy-Schwarz gives it).  In
+    the domain's symbols: true at every point of it, for an entrywise proof."""
+    out: list[sp.Basic] = []
+    for layer in domain.layers:
+        mean = mean_statistic(layer)
+        for stat in layer.statistics:
+            others = {e for e in stat.summand.atoms(sp.Indexed) if e != x[j]}
+            if not stat.mean or others or not stat.summand.is_nonnegative:
+                continue
+            term = stat.summand.xreplace({x[j]: x[i]})
+            out.append(sp.Le(term, n * stat.symbol))
+            if mean is not None and sp.expand(stat.summand - (x[j] - mean) ** 2) == 0:
+                out.append(sp.Le(term, (n - 1) * stat.symbol))
+    return [domain.apply(fact) for fact in out]
 
 
 def needs_vectors(lhs: Any, rhs: Any) -> bool:

@@ -371,7 +371,7 @@ def decide(lhs: Any, op: str, rhs: Any, point: Mapping) -> bool | None:
     or no precision up to 240 digits separates a near tie (never a violation then)."""
     if isinstance(lhs, list):
         pairs = list(zip(_flat(lhs), _flat(rhs), strict=True))
-        results = [decide(a, "==", b, point) for a, b in pairs]
+        results = [decide(a, op, b, point) for a, b in pairs]  # entry by entry (all(...) for <, <=, ...)
         if any(r is False for r in results):
             return False
         return None if any(r is None for r in results) else True

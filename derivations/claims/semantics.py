@@ -260,7 +260,7 @@ class Builder(_Builder):
     def known(self, layer: Layer) -> list[str]:
         out = [name for name, (q, _) in quantities.names(layer).items() if q.claim]
         out += ["x", "ones", "I", "y", "J", "g", "v", "t", "epsilon", "n", "d", "oo", *layer.named_symbols]
-        out += [*FREE_SCALARS, *(f"{key}(x, epsilon)" for key in LAYERS)]
+        out += [*FREE_SCALARS, "y(v, e)", "<layer>(v, e)"]
         out += [str(stat.symbol) for stat in layer.statistics]
         if scaling.translation_invariant(layer):
             out.append("c")
@@ -392,8 +392,13 @@ class Builder(_Builder):
             return self.vector_call(name, arguments, node)
         if name in ("sqrt", "abs", "exp", "max", "min"):
             arguments = [self.build(a) for a in node.args]
+            if name in ("abs", "max", "min") and len(arguments) == 1 and isinstance(arguments[0], Vector):
+                return _entrywise(name, arguments[0])
             if not all(_is_scalar(a) for a in arguments):
-                raise ClaimError(f"{name}() at {_where(node)} takes scalars; use norm() for vectors")
+                raise ClaimError(
+                    f"{name}() at {_where(node)} takes scalars (abs, max and min one vector too); "
+                    "use norm() for vectors"
+                )
             if name == "sqrt" and len(arguments) == 1:
                 self.usage.require(
                     at_node(sp.Pow(arguments[0], sp.S.Half, evaluate=False), f"sqrt() at {_where(node)}")
@@ -486,6 +491,10 @@ class Builder(_Builder):
             return self.reduce(arguments[0].entry * arguments[1].entry, i)
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] in ([], [2]):
             return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))  # the Euclidean norm; norm(v, 2) too
+        if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [1]:
+            return self.reduce(sp.Abs(arguments[0].entry), i)
+        if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [sp.oo]:
+            return _entrywise("max", _entrywise("abs", arguments[0]))
         return None
 
     def _determinant(self, matrix: Matrix, node: ast.AST) -> sp.Expr:
@@ -555,6 +564,14 @@ def _on_entries(condition: sp.Basic) -> bool:
     return any(e.base == x for e in condition.atoms(sp.Indexed))
 
 
+def _entrywise(name: str, vector: Vector) -> Value:
+    """abs(v), entry by entry; max(v) and min(v), the largest and smallest entry (one number)."""
+    if name == "abs":
+        return Vector(sp.Abs(vector.entry))
+    sign = 1 if name == "max" else -1
+    return sign * apart(Largest(sign * vector.entry.xreplace({i: k}), k))
+
+
 def _spectral_norm_name(layer: Layer) -> str:
     (name,) = [name for name, (q, _) in quantities.names(layer).items() if q.reference == "norm2_of_jacobian"]
     return name
@@ -595,6 +612,12 @@ def build(text: str, key: str) -> tuple[Value, str, Value, Usage]:
     if key not in LAYERS:
         raise ClaimError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     body = parse_expression(text, {}, {})
+    # all(u <= v): a relation entry by entry, between vectors or a vector and a scalar.
+    entrywise = isinstance(body, ast.Call) and getattr(body.func, "id", "") == "all"
+    if isinstance(body, ast.Call) and entrywise:
+        if len(body.args) != 1 or body.keywords or not isinstance(body.args[0], ast.Compare):
+            raise ClaimError("all() takes one relation, such as all(abs(y) <= sqrt(n - 1))")
+        body = body.args[0]
     if not isinstance(body, ast.Compare):
         raise ClaimError("a claim is a relation: use ==, <=, <, >= or > between two expressions")
     if len(body.ops) != 1:
@@ -617,6 +640,13 @@ def build(text: str, key: str) -> tuple[Value, str, Value, Usage]:
     lhs, rhs = _zero_as(lhs, rhs), _zero_as(rhs, lhs)
     if isinstance(lhs, Row) or isinstance(rhs, Row):
         lhs, rhs = (Vector(side.entry) if isinstance(side, Row) else side for side in (lhs, rhs))
+    if entrywise:
+        if not any(isinstance(side, Vector) for side in (lhs, rhs)) or any(
+            isinstance(side, Matrix) for side in (lhs, rhs)
+        ):
+            raise ClaimError("all() relates the entries of a vector: one side at least is a vector")
+        lhs, rhs = (side if isinstance(side, Vector) else Vector(side) for side in (lhs, rhs))
+        return lhs, symbol, rhs, usage
     if not (_is_scalar(lhs) and _is_scalar(rhs)):
         if type(lhs) is not type(rhs):
             raise ClaimError(f"cannot compare a {_kind(lhs)} with a {_kind(rhs)}")

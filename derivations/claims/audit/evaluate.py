@@ -182,6 +182,8 @@ class Evaluator:
         return self.decide(parse_expression(text, {}, {}))
 
     def decide(self, node: ast.AST) -> bool | None:
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "all" and len(node.args) == 1:
+            return self.decide(node.args[0])  # an entrywise relation: relate compares entry by entry
         if isinstance(node, ast.BoolOp):
             parts = [self.decide(v) for v in node.values]
             if isinstance(node.op, ast.And):
@@ -472,11 +474,15 @@ def _call(name: str, arguments: list[Any]) -> Any:
         return _of_vectors(name, arguments)
     if name == "sqrt":
         return _root(arguments[0])
+    if name == "abs" and isinstance(arguments[0], list):
+        return [abs(_finite(e)) for e in arguments[0]]  # entry by entry
     if name == "abs":
         return Inf(1) if isinstance(arguments[0], Inf) else abs(_finite(arguments[0]))
     if name == "exp":
         value = _finite(arguments[0])
         return ONE if is_zero(value) else ball(value).exp()
+    if name in ("max", "min") and len(arguments) == 1 and isinstance(arguments[0], list):
+        return _extreme(name, arguments[0])  # over the entries of one vector
     if name in ("max", "min"):
         return _extreme(name, arguments)
     raise Unknown(f"{name}()")
@@ -525,9 +531,14 @@ def _norm(arguments: list[Any]) -> Any:
     target = arguments[0]
     order = arguments[1] if len(arguments) > 1 else exact(2)
     if isinstance(target, (list, Row)):
-        if isinstance(order, Inf) or order != 2:
-            raise Unknown("a vector norm other than 2")
-        return _root(total([e * e for e in _vector(target)]))
+        entries = _vector(target)
+        if isinstance(order, Inf):
+            return _extreme("max", [abs(e) for e in entries])
+        if order == 1:
+            return total([abs(e) for e in entries])
+        if order != 2:
+            raise Unknown("a vector norm other than 1, 2 and oo")
+        return _root(total([e * e for e in entries]))
     if isinstance(target, Matrix):
         if isinstance(order, Inf):
             best: Num = ZERO
@@ -674,7 +685,9 @@ def relate(left: Any, op: str, right: Any) -> bool | None:
         return _relate_bound(left, op, right)
     if not _scalar(left) or not _scalar(right):
         if op not in ("==", "!="):
-            raise Unknown("vectors compare with == and != only")
+            # Entry by entry (all(...)): a scalar side stands for each entry.
+            results = [compare(a, op, b) for a, b in zip(_entries(left, right), _entries(right, left), strict=True)]
+            return False if False in results else (None if None in results else True)
         results = [compare(a, "==", b) for a, b in zip(_entries(left, right), _entries(right, left), strict=True)]
         equal = False if False in results else (None if None in results else True)
         return equal if op == "==" or equal is None else not equal

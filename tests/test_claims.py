@@ -597,3 +597,53 @@ def test_an_entrywise_claim_written_wrongly_says_what_all_takes(text, message):
     found = check(Claim(text))
     assert found.verdict == "error"
     assert message in found.detail
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "verdict"),
+    [
+        # J is positive semidefinite: its proved eigenvalues are >= 0 and J is symmetric.
+        ("layernorm", "dot(v, J @ v) >= 0", "proved"),
+        ("layernorm", "v.T @ J @ v >= 0", "proved"),
+        ("rmsnorm", "dot(v, J @ v) >= epsilon*norm(v)**2/s**3", "proved"),
+        ("layernorm", "dot(v, J @ v) <= norm(v)**2/s", "proved"),
+        ("layernorm", "dot(v, J @ v) >= norm(v)**2/s", "refuted"),
+        ("rmsnorm", "dot(v, J @ v) >= norm(v)**2/s", "refuted"),
+        # |J v| <= ||J||_2 |v|, and ||diag(gamma) J||_2 <= gamma_max ||J||_2.
+        ("layernorm", "norm(J @ v) <= norm(v)/s", "proved"),
+        ("layernorm", "norm(J @ v) <= norm(v)/(2*s)", "refuted"),
+        ("layernorm_affine", "norm(J, 2) <= gamma_max/s", "proved"),
+        ("rmsnorm_affine", "norm(J, 2) <= gamma_max/sqrt(epsilon)", "proved"),
+        ("layernorm_affine", "norm(J, 2) <= gamma_max/(2*s)", "refuted"),
+        # u v^T: a column times a row.
+        ("layernorm", "outer(x, x) == x @ x.T", "proved"),
+        ("layernorm", "x @ ones.T == outer(ones, x)", "refuted"),
+    ],
+)
+def test_bounds_from_the_derived_eigenvalues_and_spectral_norm(layer, text, verdict):
+    """A quadratic form, |J v| and the norm of a gain times J, proved by z3 from what the
+    derivations give (the eigenvalues of a symmetric J, its spectral norm, submultiplicativity)
+    with each sum a variable of its own.  A refutation is re-checked here with NumPy on the
+    lambdified Jacobian."""
+    found = check(Claim(text, layer))
+    assert found.verdict == verdict, found.detail
+    if verdict != "refuted":
+        return
+    example = found.counterexample
+    x = np.array(example["x"], dtype=float)
+    module, size = getattr(numeric, layer), len(x)
+    if text.startswith("x @"):
+        assert not np.allclose(np.outer(x, np.ones(size)), np.outer(np.ones(size), x))
+        return
+    eps = float(example["epsilon"])
+    if layer.endswith("affine"):
+        gain, bias = np.array(example["gain"]), np.array(example["bias"])
+        scale = np.sqrt(np.var(x) + eps)
+        assert np.linalg.norm(module.jacobian(x, eps, gain, bias), 2) > np.max(np.abs(gain)) / (2 * scale)
+        return
+    v, jacobian = np.array(example["v"], dtype=float), module.jacobian(x, eps)
+    scale = np.sqrt((np.var(x) if layer == "layernorm" else np.mean(x**2)) + eps)
+    if text.startswith("norm"):
+        assert np.linalg.norm(jacobian @ v) > np.linalg.norm(v) / (2 * scale)
+    else:
+        assert v @ jacobian @ v < v @ v / scale

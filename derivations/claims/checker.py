@@ -306,8 +306,10 @@ def _pinned_input(domain: Domain) -> Callable[[int, int], list[sp.Expr]]:
 def _decide(domain: Domain, sides: _Sides, found: Verdict) -> tuple[Verdict | None, dict | None]:
     """The claim as a sentence of real arithmetic, decided by z3 where it is one: a proof, or a
     candidate violation (z3's point, to be decided again exactly); (None, None) otherwise."""
-    if not (isinstance(sides.lhs, sp.Expr) and isinstance(sides.rhs, sp.Expr)) or domain.inputs:
+    if not (isinstance(sides.lhs, sp.Expr) and isinstance(sides.rhs, sp.Expr)):
         return None, None
+    if domain.inputs:
+        return _decide_with_facts(domain, sides, found), None
     ranges = [sp.Contains(n, domain.n_set)] if n not in domain.fixed else []
     try:
         answer = solver.holds_everywhere(sides.lhs, sides.op, sides.rhs, [*domain.conditions, *ranges])
@@ -317,6 +319,27 @@ def _decide(domain: Domain, sides: _Sides, found: Verdict) -> tuple[Verdict | No
         how = "decided by z3's nonlinear real arithmetic: no point of the domain violates it"
         return dataclasses.replace(found, verdict="proved", detail=f"proved {found.quantifier}. {how}"), None
     return None, answer.point if answer.status == "sat" else None
+
+
+def _decide_with_facts(domain: Domain, sides: _Sides, found: Verdict) -> Verdict | None:
+    """A claim on sums over the entries (|J v|, v^T J v, norm(M, 2)) proved by z3 from the facts
+    the derived results give about them (`Usage.facts`), each sum and matrix norm a variable of
+    its own: a proof where no values of them meet the facts and violate the claim."""
+    if not domain.usage.facts:
+        return None
+    facts = [domain.apply(fact) for fact, _ in domain.usage.facts]
+    ranges = [sp.Contains(n, domain.n_set)] if n not in domain.fixed else []
+    try:
+        answer = solver.holds_everywhere(
+            sides.lhs, sides.op, sides.rhs, [*domain.conditions, *facts, *ranges], opaque=(PowerSum, OpaqueNorm)
+        )
+    except solver.Outside:
+        return None
+    if answer.status != "unsat":
+        return None
+    used = "; ".join(dict.fromkeys(text for _, text in domain.usage.facts))
+    how = f"decided by z3's nonlinear real arithmetic from the derived bounds {used}, each sum a variable"
+    return dataclasses.replace(found, verdict="proved", detail=f"proved {found.quantifier}. {how}")
 
 
 def _refuted_at(

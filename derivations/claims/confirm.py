@@ -199,7 +199,9 @@ class _Evaluator:
         if isinstance(node, ast.Attribute):
             if node.attr == "T":
                 value = self.build(node.value)
-                return value if np.ndim(value) < 2 else np.swapaxes(value, -1, -2)
+                if isinstance(value, _Row):
+                    return value.entries
+                return _Row(value) if np.ndim(value) == 1 else np.swapaxes(value, -1, -2)
             assert isinstance(node.value, ast.Name)
             return self.name(node.attr, node.value.id)
         if isinstance(node, ast.UnaryOp):
@@ -218,10 +220,27 @@ class _Evaluator:
         raise _Unsupported(f"cannot evaluate {type(node).__name__}")
 
 
+class _Row:
+    """A transposed vector v^T: a column times it is an outer product, it times a column a number."""
+
+    def __init__(self, entries: np.ndarray) -> None:
+        self.entries = entries
+
+
+def _matmul(a: Any, b: Any) -> Any:
+    if isinstance(b, _Row):
+        if isinstance(a, _Row) or np.ndim(a) != 1:
+            raise _Unsupported("a transposed vector on the right of a row or a matrix")
+        return np.outer(a, b.entries)
+    if isinstance(a, _Row):
+        return np.matmul(a.entries, b)  # v^T u, or the row v^T M (compared as a vector)
+    return np.matmul(a, b)
+
+
 def _multiply(a: Any, b: Any) -> Any:
-    """Juxtaposition, as the claims read it: J v and 1^T y are products of arrays; else elementwise."""
-    if np.ndim(a) >= 1 and np.ndim(b) >= 1:
-        return np.matmul(a, b)
+    """Juxtaposition, as the claims read it: J v, 1^T y and u v^T are products of arrays; else elementwise."""
+    if isinstance(a, _Row) or isinstance(b, _Row) or (np.ndim(a) >= 1 and np.ndim(b) >= 1):
+        return _matmul(a, b)
     return np.multiply(a, b)
 
 
@@ -231,7 +250,7 @@ _BINARY: dict[type[ast.operator], Any] = {
     ast.Mult: _multiply,
     ast.Div: np.divide,
     ast.Pow: np.power,
-    ast.MatMult: np.matmul,
+    ast.MatMult: _matmul,
 }
 
 

@@ -41,7 +41,7 @@ from derivations.derive.elementwise import Largest, apart
 from derivations.derive.grouped import is_grouped
 from derivations.derive.regimes import is_regimes
 from derivations.derive.sums import PowerSum, over_entries, reduce_sums
-from derivations.symbols import epsilon, i, j, k, n, s, t, x
+from derivations.symbols import epsilon, gamma_max, i, j, k, n, s, t, x
 
 g = sp.IndexedBase("g", real=True)
 v = sp.IndexedBase("v", real=True)
@@ -50,9 +50,10 @@ MAX_TERMS = 1_000  # terms a power of a sum may expand to
 
 @dataclass(frozen=True)
 class Vector:
-    """An n-vector, by its entry at index i."""
+    """An n-vector, by its entry at index i; ``applied`` is (M, w) where it is M @ w."""
 
     entry: sp.Expr
+    applied: tuple[Any, Any] | None = field(default=None, compare=False)
 
     def at(self, index: sp.Symbol) -> sp.Expr:
         return self.entry.xreplace({i: index})
@@ -60,9 +61,11 @@ class Vector:
 
 @dataclass(frozen=True)
 class Row:
-    """A transposed vector u^T, by its entry at index i: u^T v is a scalar, u^T M a row."""
+    """A transposed vector u^T, by its entry at index i: u^T v is a scalar, u^T M a row;
+    ``applied`` is (M, u) where it is u^T M."""
 
     entry: sp.Expr
+    applied: tuple[Any, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Usage:
     matrices: dict[str, Matrix] = field(default_factory=dict)  # held by OpaqueNorm
     # Where each term the claim names or forms is defined (`derivations.claims.definedness`).
     requirements: list[Requirement] = field(default_factory=list)
+    # Relations the derived results give between terms the claim forms, true at every input:
+    # |M w| <= ||M||_2 |w|, lambda_min |w|^2 <= w^T J w <= lambda_max |w|^2 (`Builder.facts_of`).
+    facts: list[tuple[sp.Basic, str]] = field(default_factory=list)  # (relation, what it is)
 
     def require(self, found: list[Requirement]) -> None:
         """Record requirements (`derivations.claims.definedness`), each once."""
@@ -358,16 +364,23 @@ class Builder(_Builder):
 
     def matmul(self, left: Value, right: Value, node: ast.AST) -> Value:
         if isinstance(left, Matrix) and isinstance(right, Vector):
-            return Vector(self.reduce(left.entry * right.at(k), k))
+            return Vector(self.reduce(left.entry * right.at(k), k), applied=(left, right))
         if isinstance(left, Matrix) and isinstance(right, Matrix):
             inner = sp.Symbol("j_inner", integer=True, nonnegative=True)
             product = left.entry.xreplace({k: inner}) * right.entry.xreplace({i: inner})
             return Matrix(self.reduce(product, inner))
+        if isinstance(left, Vector) and isinstance(right, Row):
+            return Matrix(left.entry * right.entry.xreplace({i: k}))  # a column times a row: u v^T, entry u_i v_k
+        if isinstance(left, Row) and left.applied is not None and left.applied[1].entry == right.entry:
+            # u^T M u, read as u . (M u): the same number, with the facts of M u (M symmetric there).
+            matrix = left.applied[0]
+            transposed = Matrix(matrix.entry.xreplace({i: k, k: i}), matrix.jacobian_of)
+            return self._inner(right.entry, Vector(left.entry, applied=(transposed, right)))
         if isinstance(left, (Vector, Row)) and isinstance(right, Vector):
-            return self.reduce(left.entry * right.entry, i)
+            return self._inner(left.entry, right)
         if isinstance(left, (Vector, Row)) and isinstance(right, Matrix):
             row = self.reduce(left.entry * right.entry, i).xreplace({k: i})
-            return Row(row) if isinstance(left, Row) else Vector(row)
+            return Row(row, applied=(right, Vector(left.entry))) if isinstance(left, Row) else Vector(row)
         raise ClaimError(f"'@' of a {_kind(left)} and a {_kind(right)} at {_where(node)}")
 
     def reduce(self, summand: sp.Expr, index: sp.Symbol) -> sp.Expr:
@@ -488,14 +501,74 @@ class Builder(_Builder):
         if name == "mean" and len(arguments) == 1 and isinstance(arguments[0], Vector):
             return self.reduce(arguments[0].entry, i) / n
         if name == "dot" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
-            return self.reduce(arguments[0].entry * arguments[1].entry, i)
+            return self._inner(arguments[0].entry, arguments[1])
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] in ([], [2]):
-            return sp.sqrt(self.reduce(arguments[0].entry ** 2, i))  # the Euclidean norm; norm(v, 2) too
+            return sp.sqrt(self._squared_norm(arguments[0]))  # the Euclidean norm; norm(v, 2) too
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [1]:
             return self.reduce(sp.Abs(arguments[0].entry), i)
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [sp.oo]:
             return _entrywise("max", _entrywise("abs", arguments[0]))
         return None
+
+    # --- facts from the derived results -------------------------------------------------
+
+    def _squared_norm(self, vector: Vector) -> sp.Expr:
+        """|w|^2 reduced; for w = M @ u with a bound on ||M||_2, the fact |M u|^2 <= ||M||_2^2 |u|^2."""
+        value = self.reduce(vector.entry**2, i)
+        if vector.applied is not None:
+            matrix, inner = vector.applied
+            bound = self.operator_bound(matrix)
+            if bound is not None:
+                fact = sp.Le(value, bound**2 * self.reduce(inner.entry**2, i))
+                self.usage.facts.append((fact, "|M w| <= ||M||_2 |w|"))
+        return value
+
+    def _inner(self, left: sp.Expr, right: Vector) -> sp.Expr:
+        """u . w reduced; for w = J @ u with J symmetric and its eigenvalues proved, the fact
+        lambda_min |u|^2 <= u^T J u <= lambda_max |u|^2 (each over every eigenvalue listed)."""
+        value = self.reduce(left * right.entry, i)
+        if right.applied is None or right.applied[1].entry != left:
+            return value
+        eigenvalues = self.eigenvalues_of(right.applied[0])
+        if eigenvalues:
+            length = self.reduce(left**2, i)
+            text = "lambda_min |w|^2 <= w^T J w <= lambda_max |w|^2"
+            self.usage.facts += [
+                (sp.Le(0, length), "|w|^2 >= 0"),
+                (sp.Le(sp.Min(*eigenvalues) * length, value), text),
+                (sp.Le(value, sp.Max(*eigenvalues) * length), text),
+            ]
+        return value
+
+    def jacobian_layer(self, matrix: Matrix) -> Layer | None:
+        """The layer whose Jacobian ``matrix`` is, itself or transposed, where it is symmetric."""
+        layer = LAYERS.get(matrix.jacobian_of or "")
+        if layer is None or is_regimes(layer) or not jacobian.is_symmetric(layer):
+            return None
+        entry = jacobian.entry(layer)
+        return layer if matrix.entry in (entry, entry.xreplace({i: k, k: i})) else None
+
+    def operator_bound(self, matrix: Matrix) -> sp.Expr | None:
+        """An upper bound on ||M||_2 the derivations give: the spectral norm of a symmetric
+        Jacobian, and gamma_max times the base's for a gain times one (submultiplicativity)."""
+        layer = self.jacobian_layer(matrix)
+        if layer is not None:
+            return apart(quantities.value(layer, _spectral_norm_name(layer)))
+        affine = LAYERS.get(matrix.jacobian_of or "")
+        base = getattr(affine, "base", None)
+        if affine is None or base is None or matrix.entry != jacobian.entry(affine):
+            return None
+        inner = self.operator_bound(Matrix(jacobian.entry(base), jacobian_of=base.key))
+        return None if inner is None else gamma_max * inner
+
+    def eigenvalues_of(self, matrix: Matrix) -> list[sp.Expr]:
+        layer = self.jacobian_layer(matrix)
+        if layer is None:
+            return []
+        try:
+            return [pair.value for pair in eigen.complete(layer)]
+        except eigen.Incomplete:
+            return []
 
     def _determinant(self, matrix: Matrix, node: ast.AST) -> sp.Expr:
         """det(J) of a smooth layer whose eigen-decomposition is proved: the product of its
@@ -526,7 +599,12 @@ class Builder(_Builder):
             held = sp.Symbol(f"M{len(self.usage.matrices)}")
             self.usage.matrices[str(held)] = matrix
             self.usage.general = True
-            return OpaqueNorm(held, order)
+            value = OpaqueNorm(held, order)
+            bound = self.operator_bound(matrix) if order == 2 else None
+            self.usage.facts.append((sp.Le(0, value), "||M||_2 >= 0"))
+            if bound is not None:
+                self.usage.facts.append((sp.Le(value, bound), "||diag(gamma) J||_2 <= gamma_max ||J||_2"))
+            return value
         return None
 
     def limit(self, node: ast.Call) -> sp.Expr:

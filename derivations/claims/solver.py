@@ -45,10 +45,13 @@ class Answer:
 class _Translation:
     """SymPy terms as z3 terms, with the side conditions their new variables carry."""
 
-    def __init__(self) -> None:
+    def __init__(self, opaque: tuple[type, ...] = ()) -> None:
         import z3
 
         self.z3 = z3
+        # Terms read as real variables of their own (a sum over the entries, a matrix norm): an
+        # over-approximation, so that unsat is still a proof and sat says nothing.
+        self.opaque = opaque
         self.variables: dict[sp.Basic, Any] = {}
         self.extra: list[Any] = []
         self.roots: dict[tuple[sp.Basic, int], Any] = {}
@@ -77,6 +80,8 @@ class _Translation:
         z3 = self.z3
         if expr.is_Rational:
             return z3.RealVal(f"{expr.p}/{expr.q}")
+        if self.opaque and isinstance(expr, self.opaque):
+            return self.variable(expr)
         if expr.is_Symbol or isinstance(expr, sp.Indexed):
             if not expr.is_real and not isinstance(expr, sp.Indexed):
                 raise Outside(f"{expr} is not known to be real")
@@ -219,12 +224,18 @@ def _rational(value: Any) -> sp.Rational:
 
 
 def holds_everywhere(
-    lhs: sp.Expr, op: str, rhs: sp.Expr, conditions: Iterable[sp.Basic], timeout_ms: int = TIMEOUT_MS
+    lhs: sp.Expr,
+    op: str,
+    rhs: sp.Expr,
+    conditions: Iterable[sp.Basic],
+    timeout_ms: int = TIMEOUT_MS,
+    opaque: tuple[type, ...] = (),
 ) -> Answer:
     """Whether ``lhs op rhs`` holds at every point that meets ``conditions``: "unsat" (it does:
     no violation exists), "sat" with a candidate violation, or "unknown".  `Outside` where a
-    term is not in the fragment."""
-    translation = _Translation()
+    term is not in the fragment.  Terms of the ``opaque`` types are variables of their own
+    (`_Translation`): then only "unsat" means anything."""
+    translation = _Translation(opaque)
     claim = translation.relation(_relation(lhs, op, rhs))
     domain = [translation.relation(c) for c in conditions]
     return _solve([*domain, translation.z3.Not(claim)], translation, timeout_ms)

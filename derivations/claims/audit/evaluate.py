@@ -664,6 +664,8 @@ def _root(value: Any) -> Any:
 
 
 def _matmul(left: Any, right: Any) -> Any:
+    if isinstance(left, list) and isinstance(right, Row):  # a column times a row: u v^T
+        return Matrix([[a * b for b in right.entries] for a in left])
     if isinstance(left, Matrix) and isinstance(right, list):
         return [total([a * b for a, b in zip(row, right, strict=True)]) for row in left.rows]
     if isinstance(left, Matrix) and isinstance(right, Matrix):

@@ -647,3 +647,17 @@ def test_bounds_from_the_derived_eigenvalues_and_spectral_norm(layer, text, verd
         assert np.linalg.norm(jacobian @ v) > np.linalg.norm(v) / (2 * scale)
     else:
         assert v @ jacobian @ v < v @ v / scale
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "part"),
+    [
+        ("layernorm", "exp(-slope_at_zero) < 1", "exp"),
+        ("layernorm", "norm(y, 1) <= sqrt(n) * norm(y)", "sums over the entries"),
+        ("prmsnorm", "norm(J, 2) <= norm_bound", "norm(M, 2) of a matrix with no closed form"),
+    ],
+)
+def test_a_supported_verdict_names_the_part_outside_the_fragment_z3_decides(layer, text, part):
+    found = check(Claim(text, layer))
+    assert found.verdict == "supported", found.detail
+    assert f"outside the algebraic fragment z3 decides: {part}" in found.detail

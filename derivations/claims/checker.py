@@ -313,7 +313,8 @@ def _decide(domain: Domain, sides: _Sides, found: Verdict) -> tuple[Verdict | No
     ranges = [sp.Contains(n, domain.n_set)] if n not in domain.fixed else []
     try:
         answer = solver.holds_everywhere(sides.lhs, sides.op, sides.rhs, [*domain.conditions, *ranges])
-    except solver.Outside:
+    except solver.Outside as outside:
+        domain.outside = str(outside)
         return None, None
     if answer.status == "unsat":
         how = "decided by z3's nonlinear real arithmetic: no point of the domain violates it"
@@ -325,6 +326,12 @@ def _decide_with_facts(domain: Domain, sides: _Sides, found: Verdict) -> Verdict
     """A claim on sums over the entries (|J v|, v^T J v, norm(M, 2)) proved by z3 from the facts
     the derived results give about them (`Usage.facts`), each sum and matrix norm a variable of
     its own: a proof where no values of them meet the facts and violate the claim."""
+    opaque = any(side.has(OpaqueNorm) for side in (sides.lhs, sides.rhs))
+    domain.outside = (
+        "norm(M, 2) of a matrix with no closed form"
+        if opaque
+        else "sums over the entries that the statistics do not fix"
+    )
     if not domain.usage.facts:
         return None
     facts = [domain.apply(fact) for fact, _ in domain.usage.facts]
@@ -520,11 +527,12 @@ def _sample(claim: Claim, domain: Domain, sides: _Sides, found: Verdict, confirm
         if domain.inputs
         else "0, tiny and huge values, 1e-300 .. 1e300, included"
     )
+    outside = f"; outside the algebraic fragment z3 decides: {domain.outside}" if domain.outside else ""
     return dataclasses.replace(
         found,
         verdict="supported",
         detail=f"not proved; no violation at {checked} sampled points {quantifier} ({sampled}; "
-        "each decided exactly or at up to 240 digits)",
+        f"each decided exactly or at up to 240 digits){outside}",
     )
 
 

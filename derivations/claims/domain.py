@@ -90,6 +90,7 @@ class Domain:
     named: set[sp.Basic] = field(default_factory=set)  # the symbols the claim's sides name
     vectors: bool = False  # whether a side needs explicit vectors (a sum the statistics do not fix)
     free: list[str] = field(default_factory=list)  # the symbols left free once settled
+    outside: str = ""  # why z3 cannot decide the claim: the part outside the algebraic fragment
     undecided: bool = False  # whether it is unknown if the assumptions admit any input
     assumed: dict[sp.Basic, sp.Set] = field(default_factory=dict)  # the ranges before any exclusion
 

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation
+.PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation review
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,10 @@ accuracy: $(STAMP)
 # the score, and every survivor not listed in tests/mutation/equivalent.txt.
 mutation: $(STAMP)
 	$(PY) tests/mutation/run.py --sample 100 --seed 15
+
+# Review the example paper: every relation read, classified and checked (examples/paper/review.md).
+review: $(STAMP)
+	$(PY) -m derivations review examples/paper/main.tex
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py

@@ -21,7 +21,7 @@ def _prog() -> str:
     command = sys.argv[1:2]
     return (
         " ".join(["python -m derivations", *command])
-        if command in (["check"], ["codegen"])
+        if command in (["check"], ["codegen"], ["review"], ["identify"])
         else "python -m derivations"
     )
 
@@ -317,8 +317,92 @@ def _codegen(argv: list[str]) -> int:
     return 0
 
 
+def _review(argv: list[str]) -> int:
+    from derivations.catalog import LAYERS
+
+    parser = OneLineParser(
+        prog="python -m derivations review",
+        description="Read every relation of a LaTeX paper, check it, and write review.md and review.json. "
+        "Exit status: 0 when every checked relation is proved or supported, 1 when one is refuted, "
+        "2 on an error verdict, bad input or usage.",
+    )
+    parser.add_argument("paper", type=Path, help="the paper's main .tex file (\\input files are followed)")
+    parser.add_argument("--layer", choices=list(LAYERS), help="check every relation about this layer")
+    parser.add_argument(
+        "--notation", action="append", default=[], metavar="SYMBOL=LATEX", help="the paper's spelling, e.g. n=H"
+    )
+    parser.add_argument("--out", type=Path, help="folder of the report (default: the paper's folder)")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
+    )
+    parser.add_cache_option()
+    args = parser.parse_args(argv)
+    if not 0 < args.timeout <= 3600:
+        parser.error("--timeout must be between 0 and 3600 seconds")
+    from derivations.review import classify, document, report
+    from derivations.review.notation import Notation
+
+    try:
+        paper = document.read(args.paper)
+        notation = Notation.parse([*paper.notation, *args.notation])
+    except (document.DocumentError, ValueError) as error:
+        parser.error(str(error))
+    context = classify.Context(notation, args.layer, args.timeout, args.layer or "layernorm")
+    entries = classify.review(paper, context, _progress(len(paper.relations)))
+    title = args.paper.name
+    folder = args.out if args.out is not None else args.paper.resolve().parent
+    report.write(folder, {"review.md": report.markdown(entries, title), "review.json": report.as_json(entries, title)})
+    counts = report.summary(entries)
+    described = ", ".join(f"{n} {name}" for name, n in {**counts["classes"], **counts["verdicts"]}.items() if n)
+    sys.stdout.write(f"{title}: {len(entries)} relations ({described}); wrote {folder / 'review.md'}\n")
+    return report.status(entries)
+
+
+def _progress(total: int) -> Callable[[int], Any] | None:
+    """A progress bar on stderr for more than a handful of relations, where stderr is a terminal."""
+    if total <= 5 or sys.stderr is None or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="relation", file=sys.stderr, leave=False)
+    return bar.update
+
+
+def _identify(argv: list[str]) -> int:
+    parser = OneLineParser(
+        prog="python -m derivations identify",
+        description="Name the catalog layer a written definition equals, checked against every layer.",
+    )
+    parser.add_argument("--latex", metavar="TEXT", help=r"the definition, e.g. 'y = \frac{x - \mu}{\sigma + \epsilon}'")
+    parser.add_argument("--definition", type=Path, metavar="FILE", help="a file holding the LaTeX definition")
+    parser.add_argument("--notation", action="append", default=[], metavar="SYMBOL=LATEX", help="e.g. n=H")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per layer")
+    parser.add_cache_option()
+    args = parser.parse_args(argv)
+    if (args.latex is None) == (args.definition is None):
+        parser.error("give --latex TEXT or --definition FILE")
+    if not 0 < args.timeout <= 3600:
+        parser.error("--timeout must be between 0 and 3600 seconds")
+    from derivations.claims import ClaimError
+    from derivations.files import Unreadable, read_capped
+    from derivations.review.identify import describe, identify
+    from derivations.review.notation import Notation
+
+    try:
+        text = args.latex if args.latex is not None else read_capped(args.definition, 100_000).decode()
+        found = identify(" ".join(text.split()), Notation.parse(args.notation), args.timeout)
+    except (ClaimError, ValueError, Unreadable) as error:
+        parser.error(" ".join(str(error).split()))
+    sys.stdout.write(f"read as: y == {found.expression}\n{describe(found)}\n")
+    return 0 if found.key is not None else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["review"]:
+        return _review(argv[1:])
+    if argv[:1] == ["identify"]:
+        return _identify(argv[1:])
     if argv[:1] == ["check"]:
         return _check(argv[1:])
     if argv[:1] == ["codegen"]:

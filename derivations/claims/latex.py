@@ -42,6 +42,8 @@ KNOWN = {
         "mathrm",
         "text",
         "mathit",
+        "tanh",
+        "sum",
     ],
     *[
         "infty",
@@ -62,6 +64,7 @@ KNOWN = {
         "Vert",
         "lvert",
         "rvert",
+        "odot",
     ],
     *["varepsilon", "epsilon", "mu", "sigma", "gamma", "beta", "alpha", "quad"],
 }
@@ -71,6 +74,9 @@ _GREEK = {"\\varepsilon": "epsilon", "\\epsilon": "epsilon", "\\mu": "mu", "\\si
 _GREEK.update({"\\gamma": "gamma", "\\beta": "beta", "\\alpha": "alpha"})
 # What a paper writes for a vector or matrix name, in the claim language.
 _LETTERS = {"d": "n"}
+# The functions a named call may be (any other name juxtaposed with a parenthesis is a product);
+# the claim language checks the call itself.
+CALLS = {"mean", "sum", "norm", "dot", "outer", "diag", "trace", "det", "abs", "y", "sqrt", "exp", "max", "min"}
 
 
 class ToClaim(Transformer[Token, str]):
@@ -159,6 +165,18 @@ class ToClaim(Transformer[Token, str]):
     def min(self, items: list[str]) -> str:
         return f"min({', '.join(items)})"
 
+    def tanh(self, items: list[str]) -> str:
+        return f"tanh({items[0]})"
+
+    def sum(self, items: list[str]) -> str:
+        return f"sum({items[0]})"
+
+    def call(self, items: list[Token | str]) -> str:
+        name, arguments = str(items[1]).replace("\\_", "_"), [str(item) for item in items[2:]]
+        if name in CALLS or name in _call_names():
+            return f"{name}({', '.join(arguments)})"
+        return f"({name}) * ({', '.join(arguments)})" if len(arguments) == 1 else f"{name}({', '.join(arguments)})"
+
     def ones(self, items: list[str]) -> str:
         return "ones"
 
@@ -167,6 +185,14 @@ class ToClaim(Transformer[Token, str]):
 
     def minus_infinity(self, items: list[str]) -> str:
         return "-oo"
+
+
+@cache
+def _call_names() -> frozenset[str]:
+    """The layer keys, which a claim calls as functions (``rmsnorm(x)``)."""
+    from derivations.catalog import LAYERS
+
+    return frozenset(LAYERS)
 
 
 @cache

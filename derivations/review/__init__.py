@@ -1,0 +1,1 @@
+"""Reviewing a whole paper: its LaTeX read, its notation, the layer a definition is, the report."""

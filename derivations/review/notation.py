@@ -1,0 +1,560 @@
+r"""A paper's notation (``d``, ``\sigma^2``, ``\mathbb{E}``, ``\mathrm{LN}(x)``) in the claim language."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from derivations.claims import ClaimError
+from derivations.claims import latex as claim_latex
+
+# What a paper calls a layer, and the catalog key it means unless the paper defines it otherwise.
+LAYER_NAMES = {
+    "LN": "layernorm",
+    "LayerNorm": "layernorm",
+    "layernorm": "layernorm",
+    "RMSNorm": "rmsnorm",
+    "RMSnorm": "rmsnorm",
+    "rmsnorm": "rmsnorm",
+    "DyT": "dyt",
+    "GN": "groupnorm",
+    "GroupNorm": "groupnorm",
+    "BN": "batchnorm_train",
+    "BatchNorm": "batchnorm_train",
+    "ScaleNorm": "scalenorm",
+    "pRMSNorm": "prmsnorm",
+}
+RELATIONS = {
+    "=": "==",
+    "<": "<",
+    ">": ">",
+    "\\le": "<=",
+    "\\leq": "<=",
+    "\\leqslant": "<=",
+    "\\ge": ">=",
+    "\\geq": ">=",
+    "\\geqslant": ">=",
+}
+# Relations read but not decided, and the definitions' own signs.
+UNDECIDED = {"\\neq", "\\ne", "\\approx", "\\sim", "\\propto", "\\simeq", "\\ll", "\\gg", "\\cong"}
+DEFINING = {"\\coloneqq", ":=", "\\triangleq", "\\equiv", "\\stackrel{\\text{def}}{=}"}
+# Vectors and matrices by name; entries x_i are read as their vector.
+VECTORS = {"x", "y", "ones", "c", "g", "v"}
+MATRICES = {"J", "I"}
+ENTRIES = {"x", "y", "g", "c", "v", "gamma", "beta"}
+SCALAR_CALLS = {"norm", "sum", "mean", "dot", "trace", "det"}
+MATRIX_CALLS = {"outer", "diag"}
+# Statistics a paper writes, as expressions of x where a layer has no symbol for them.
+STATISTICS = {
+    "mu": "mean(x)",
+    "q": "norm(x - mean(x) * ones) ** 2 / n",
+    "r": "norm(x) ** 2 / n",
+}
+# Commands dropped before reading: spacing and sizing.
+DROPPED = {
+    *("\\displaystyle", "\\textstyle", "\\nonumber", "\\notag", "\\big", "\\Big", "\\bigg", "\\Bigg"),
+    *("\\bigl", "\\bigr", "\\Bigl", "\\Bigr", "\\biggl", "\\biggr", "\\,", "\\;", "\\!", "\\:", "\\ ", "~"),
+    *("\\mathstrut", "\\limits"),
+}
+_TOKEN = re.compile(r"\\[A-Za-z]+\*?|\\.|\s+|.", re.S)
+
+
+def tokens(text: str) -> list[str]:
+    return [token for token in _TOKEN.findall(text) if not token.isspace()]
+
+
+@dataclass
+class Notation:
+    """The paper's spellings: ``overrides`` (paper LaTeX -> the symbol, from --notation and the
+    source's comments) and ``layers`` (a paper's name for a layer -> catalog key)."""
+
+    overrides: dict[str, str] = field(default_factory=dict)
+    layers: dict[str, str] = field(default_factory=lambda: dict(LAYER_NAMES))
+
+    @classmethod
+    def parse(cls, entries: list[str]) -> Notation:
+        """``SYMBOL=LATEX`` entries (``n=H``, ``q=\\nu``, ``layernorm=\\mathrm{Norm}``); ValueError names a bad one."""
+        from derivations.catalog import LAYERS
+
+        notation = cls()
+        for entry in entries:
+            symbol, equals, written = (part.strip() for part in entry.partition("="))
+            if not equals or not symbol or not written:
+                raise ValueError(f"notation {entry!r}: write SYMBOL=LATEX, e.g. n=H")
+            if symbol in LAYERS:
+                notation.layers[_word(written)] = symbol
+            elif re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", symbol):
+                notation.overrides[" ".join(tokens(written))] = symbol
+            else:
+                raise ValueError(f"notation {entry!r}: {symbol!r} is not a symbol of the claim language")
+        return notation
+
+
+def _word(written: str) -> str:
+    """``\\mathrm{Norm}`` or ``Norm``: the name inside."""
+    match = re.fullmatch(r"\\(?:mathrm|operatorname|text|mathit)\{(.*)\}", written.strip())
+    return match.group(1) if match else written.strip().lstrip("\\")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One relation of a chain: LaTeX sides and the relation between them."""
+
+    lhs: str
+    relation: str
+    rhs: str
+
+
+def split(latex: str) -> list[Link]:
+    """The links of a chain ``a = b \\le c``: relations at brace depth 0 split it; each side as written."""
+    text = _tail(latex)
+    cuts: list[tuple[int, int, str]] = []
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        depth += {"{": 1, "}": -1}.get(token, 0)
+        if depth != 0:
+            continue
+        if token == "=" and cuts and cuts[-1][1] == match.start() and cuts[-1][2] == ":":
+            cuts[-1] = (cuts[-1][0], match.end(), ":=")
+        elif token in RELATIONS or token in UNDECIDED or token in DEFINING or token == ":":
+            cuts.append((match.start(), match.end(), token))
+    cuts = [cut for cut in cuts if cut[2] != ":"]
+    bounds = [0, *[point for start, end, _ in cuts for point in (start, end)], len(text)]
+    sides = [text[bounds[k] : bounds[k + 1]].strip() for k in range(0, len(bounds), 2)]
+    return [Link(sides[k], cuts[k][2], sides[k + 1]) for k in range(len(cuts))]
+
+
+def _tail(latex: str) -> str:
+    """``latex`` without what follows the relation: a condition after ``\\quad``, ``\\text``, a
+    comma at depth 0, and the closing full stop."""
+    cut = re.split(r"\\q?quad|\\text\{\s*(?:for|where|if|as|when)|\\forall|\\text\{\s*,", latex, maxsplit=1)[0]
+    depth, end = 0, len(cut)
+    for match in _TOKEN.finditer(cut):
+        token = match.group()
+        depth += {"{": 1, "}": -1, "(": 1, ")": -1, "\\left": 1, "\\right": -1}.get(token, 0)
+        if depth == 0 and token == ",":
+            end = match.start()
+            break
+    return cut[:end].rstrip().rstrip(".,;").rstrip()
+
+
+def _group(items: list[str], index: int) -> tuple[list[str], int]:
+    """The tokens of the argument at ``index`` (a braced group or one token), and the index after it."""
+    if index >= len(items):
+        return [], index
+    if items[index] != "{":
+        return [items[index]], index + 1
+    depth = 0
+    for end in range(index, len(items)):
+        depth += {"{": 1, "}": -1}.get(items[end], 0)
+        if depth == 0:
+            return items[index + 1 : end], end + 1
+    return items[index + 1 :], len(items)
+
+
+def _bracket(items: list[str], index: int) -> tuple[list[str], int] | None:
+    """The tokens inside a bracket ``[..]``, ``(..)`` or ``\\left[..\\right]`` at ``index``."""
+    if index < len(items) and items[index] == "\\left":
+        index += 1
+    if index >= len(items) or items[index] not in ("[", "("):
+        return None
+    depth = 0
+    for end in range(index, len(items)):
+        depth += 1 if items[end] in ("[", "(") else -1 if items[end] in ("]", ")") else 0
+        if depth == 0:
+            inner = items[index + 1 : end]
+            if inner and inner[-1] == "\\right":
+                inner = inner[:-1]
+            return inner, end + 1
+    return None
+
+
+def _flat(items: list[str]) -> str:
+    return "".join(items)
+
+
+_HATS = ("\\hat", "\\widehat", "\\tilde")
+_BOLD = ("\\mathbf", "\\boldsymbol", "\\bm", "\\vec", "\\mathbold")
+_WORDS = ("\\mathrm", "\\operatorname", "\\text", "\\mathit", "\\textrm")
+_OUTPUT = {"y", "\\hat{x}", "yhat", "z"}
+
+
+def canonical(latex: str, notation: Notation) -> str:
+    """The LaTeX the claim grammar reads, for one side of a relation in the paper's notation."""
+    items = _replace_overrides(tokens(latex), notation)
+    out: list[str] = []
+    index = 0
+    while index < len(items):
+        token = items[index]
+        index, written = _rewrite(items, index, notation)
+        if written is None:
+            if token not in DROPPED:
+                out.append(token)
+            index += 1
+        else:
+            out.extend(written)
+    text = re.sub(r"\\(left|right)\s+(?=\\[|lrvV]|[()|.])", r"\\\1", " ".join(out))
+    return re.sub(r"\\(?:left|right)(?=\\[lr]?[vV]ert)", "", text)
+
+
+def _replace_overrides(items: list[str], notation: Notation) -> list[str]:
+    """The paper's own spellings (--notation, the source's comments) replaced by the symbol's."""
+    for written, symbol in sorted(notation.overrides.items(), key=lambda pair: -len(pair[0])):
+        pattern = written.split()
+        width = len(pattern)
+        index, out = 0, []
+        while index < len(items):
+            if items[index] in _WORDS:  # a word's letters are not symbols: \mathrm{LN} keeps its N
+                _, end = _group(items, index + 1)
+                out.extend(items[index:end])
+                index = end
+            elif items[index : index + width] == pattern:
+                out.extend(["\\operatorname", "{", symbol, "}"] if len(symbol) > 1 else [symbol])
+                index += width
+            else:
+                out.append(items[index])
+                index += 1
+        items = out
+    return items
+
+
+def _operator(name: str) -> list[str]:
+    return ["\\operatorname", "{", name.replace("_", "\\_"), "}"]
+
+
+def _rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, list[str] | None]:
+    """One rewrite at ``index``: (the index after it, the tokens written), or (index, None)."""
+    token = items[index]
+    following = items[index + 1] if index + 1 < len(items) else ""
+    if token in _HATS:
+        inner, end = _group(items, index + 1)
+        if _flat([t for t in inner if t not in _BOLD and t not in "{}"]) == "x":
+            return _entry(items, end, "y")
+    if token in _BOLD:
+        inner, end = _group(items, index + 1)
+        if _flat(inner) == "1":
+            return end, ["\\mathbf", "{", "1", "}"]
+        if len(inner) == 1 and re.fullmatch(r"[A-Za-z]", inner[0]):
+            return _entry(items, end, inner[0])
+    if token == "\\bar" or token == "\\overline":
+        inner, end = _group(items, index + 1)
+        if _flat(inner) == "x":
+            return end, ["\\mu"]
+    if token == "\\frac" and "\\partial" in items[index + 1 : index + 4]:
+        return _derivative(items, index)
+    if token == "\\nabla":
+        return _nabla(items, index)
+    if token == "\\mathbb" and following == "{" and items[index + 2 : index + 4] == ["E", "}"]:
+        return _expectation(items, index + 4)
+    if token == "\\sigma":
+        return _sigma(items, index)
+    if token == "\\mu" and following == "_":
+        _, end = _group(items, index + 2)  # \mu_B, \mu_g: the mean of a batch or group
+        return end, ["\\mu"]
+    if token in _WORDS:
+        return _word_rewrite(items, index, notation)
+    if token == "\\sum":
+        return _sum(items, index)
+    if token == "\\langle":
+        return _angle(items, index)
+    if token in ("\\det", "\\operatorname{tr}"):
+        return index + 1, _operator("det")
+    if (token == "^" and following in ("T", "\\intercal", "\\mathsf", "\\top")) or (token == "^" and following == "{"):
+        return _transpose(items, index)
+    if token in ("[", "]"):
+        return index + 1, ["(" if token == "[" else ")"]
+    if token == "H" and following != "_":
+        return index + 1, ["n"]
+    if re.fullmatch(r"[A-Za-z]", token) and following == "_":
+        return _subscript(items, index, token)
+    if token in ("\\gamma", "\\beta") and following == "_":
+        _, end = _group(items, index + 2)
+        return end, [token]
+    return index, None
+
+
+def _entry(items: list[str], index: int, letter: str) -> tuple[int, list[str]]:
+    """``letter``, or its entry ``letter_i`` where an index subscript follows."""
+    if index < len(items) and items[index] == "_":
+        sub, end = _group(items, index + 1)
+        if _flat(sub) in ("i", "j", "k"):
+            return end, _operator(f"{letter}_i")
+    return index, [letter]
+
+
+def _subscript(items: list[str], index: int, letter: str) -> tuple[int, list[str] | None]:
+    sub, end = _group(items, index + 2)
+    flat = _flat(sub)
+    if letter in ENTRIES and flat in ("i", "j", "k"):
+        return end, _operator(f"{letter}_i")
+    if letter == "J" and flat:  # J_{\mathrm{LN}}, the Jacobian of the layer named
+        return end, ["J"]
+    if letter == "r" and flat == "k":
+        return end, _operator("r_k")
+    return index, None  # W_Q, d_k: left for the grammar to refuse, named as foreign
+
+
+def _derivative(items: list[str], index: int) -> tuple[int, list[str] | None]:
+    top, middle = _group(items, index + 1)
+    bottom, end = _group(items, middle)
+    numerator, denominator = _flat(top).replace("\\partial", ""), _flat(bottom).replace("\\partial", "")
+    denominator = re.sub(r"\\(mathbf|boldsymbol|bm)\{(\w)\}", r"\2", denominator)
+    if denominator not in ("x", "{x}"):
+        if numerator in ("\\mathcal{L}", "L", "\\ell") and denominator in ("y", "\\hat{x}"):
+            return end, ["g"]
+        return index, None
+    if numerator in ("\\mathcal{L}", "L", "\\ell"):
+        return end, ["(", "J", "^", "\\top", "g", ")"]
+    return end, ["J"]
+
+
+def _nabla(items: list[str], index: int) -> tuple[int, list[str] | None]:
+    end = index + 1
+    if end < len(items) and items[end] == "_":
+        _, end = _group(items, end + 1)
+    target, after = _group(items, end)
+    if _flat(target) in ("\\mathcal", "L", "\\ell"):
+        if _flat(target) == "\\mathcal":
+            _, after = _group(items, after)
+        return after, ["(", "J", "^", "\\top", "g", ")"]
+    return end, ["J"]
+
+
+def _expectation(items: list[str], index: int) -> tuple[int, list[str] | None]:
+    if index < len(items) and items[index] == "_":
+        _, index = _group(items, index + 1)
+    found = _bracket(items, index)
+    if found is None:
+        return index, None
+    inner, end = found
+    if _flat(inner) in ("x", "x_i", "x_{i}"):
+        return end, ["\\mu"]
+    return end, [*_operator("mean"), "(", *inner, ")"]
+
+
+def _sigma(items: list[str], index: int) -> tuple[int, list[str]]:
+    end = index + 1
+    if end < len(items) and items[end] == "_":
+        _, end = _group(items, end + 1)  # \sigma_B, \sigma_g
+    if items[end : end + 2] == ["^", "2"] or items[end : end + 4] == ["^", "{", "2", "}"]:
+        return end + (2 if items[end + 1] == "2" else 4), _operator("q")
+    return end, ["\\sqrt", "{", *_operator("q"), "}"]
+
+
+def _word_rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, list[str] | None]:
+    inner, end = _group(items, index + 1)
+    word = _flat(inner).replace("\\_", "_")
+    if word in notation.layers:
+        return end, _operator(notation.layers[word])
+    if word in ("Var", "var", "Var}"):
+        found = _bracket(items, end)
+        return (found[1] if found else end), _operator("q")
+    if word == "RMS":
+        found = _bracket(items, end)
+        return (found[1] if found else end), ["\\sqrt", "{", *_operator("r"), "}"]
+    if word in ("tr", "Tr", "trace"):
+        return end, _operator("trace")
+    if word == "diag":
+        return end, _operator("diag")
+    if word in ("mean", "E"):
+        found = _bracket(items, end)
+        if found is not None:
+            return found[1], [*_operator("mean"), "(", *found[0], ")"]
+    return index, None
+
+
+def _sum(items: list[str], index: int) -> tuple[int, list[str]]:
+    end = index + 1
+    upper = ""
+    while end < len(items) and items[end] in ("_", "^", "\\limits"):
+        script, after = _group(items, end + 1) if items[end] != "\\limits" else ([], end + 1)
+        if items[end] == "^":
+            upper = _flat(script)
+        end = after
+    if upper == "k":
+        return end, ["\\sum", *_operator("partial")]
+    return end, ["\\sum"]
+
+
+def _angle(items: list[str], index: int) -> tuple[int, list[str] | None]:
+    if "\\rangle" not in items[index:]:
+        return index, None
+    close = items.index("\\rangle", index)
+    return close + 1, [*_operator("dot"), "(", *items[index + 1 : close], ")"]
+
+
+def _transpose(items: list[str], index: int) -> tuple[int, list[str] | None]:
+    script, end = _group(items, index + 1)
+    flat = _flat(script)
+    if flat in ("T", "\\top", "\\intercal", "\\mathsf{T}", "\\mathsf{\\top}", "\\mathrm{T}") or (
+        items[index + 1] == "\\mathsf" and _flat(_group(items, index + 2)[0]) == "T"
+    ):
+        if items[index + 1] == "\\mathsf":
+            end = _group(items, index + 2)[1]
+        return end, ["^", "\\top"]
+    return index, None
+
+
+# Commands a relation may hold after `canonical`; any other is a symbol outside the vocabulary.
+KNOWN = set(claim_latex.KNOWN) | {"partial"}
+
+
+def foreign(latex: str) -> list[str]:
+    """The symbols of canonical LaTeX outside the claim language: unknown commands, words and subscripts."""
+    found: list[str] = []
+    items = tokens(latex)
+    for index, token in enumerate(items):
+        if token.startswith("\\") and token[1:].isalpha() and token[1:] not in KNOWN:
+            found.append(token + (_flat(_group(items, index + 1)[0]) if token in ("\\mathcal", "\\mathbb") else ""))
+        if token in _WORDS:
+            word = _flat(_group(items, index + 1)[0]).replace("\\_", "_")
+            if not _claim_word(word):
+                found.append(f"{token}{{{word}}}")
+        if re.fullmatch(r"[A-Za-z]", token) and index + 1 < len(items) and items[index + 1] == "_":
+            found.append(f"{token}_{_flat(_group(items, index + 2)[0])}")
+    return list(dict.fromkeys(found))
+
+
+def _claim_word(word: str) -> bool:
+    from derivations.catalog import LAYERS
+
+    return (
+        word in LAYERS
+        or word in claim_latex.CALLS
+        or word in {"q", "r", "r_k", "partial", "mu", "s"}
+        or (word.endswith("_i") and word[:-2] in ENTRIES)
+        or (re.fullmatch(r"[a-z_]+", word) is not None and "_" in word)
+    )
+
+
+def read(lhs: str, rhs: str, relation: str, notation: Notation) -> str:
+    """The claim (in the claim language, before it is fitted to a layer) that a link states; ClaimError says why not."""
+    op = RELATIONS.get(relation, "==" if relation in DEFINING else None)
+    if op is None:
+        raise ClaimError(f"the relation {relation} is not one the checker decides (==, <=, <, >=, >)")
+    left, right = canonical(lhs, notation), canonical(rhs, notation)
+    if not left or not right:
+        raise ClaimError("a side of the relation is empty")
+    symbol = {"==": "=", "<=": "\\le", ">=": "\\ge"}.get(op, op)
+    return claim_latex.to_claim(f"{left} {symbol} {right}")
+
+
+def fit(claim: str, key: str, names: set[str]) -> str:
+    """``claim`` fitted to layer ``key``: entries read as vectors, scalars added to vectors as
+    multiples of ones, products of matrices and vectors as @, sums of entries as norms and dot
+    products, statistics the layer has no symbol for as expressions of x, and a vector
+    inequality entrywise.  ``names``: the names the layer's vocabulary has."""
+    from derivations.claims.language import parse_expression
+
+    tree = parse_expression(claim, {}, {})
+    if not isinstance(tree, ast.Compare) or len(tree.ops) != 1:
+        raise ClaimError("a claim is one relation")
+    fitter = _Fitter(key, names)
+    left, left_kind = fitter.visit(tree.left)
+    right, right_kind = fitter.visit(tree.comparators[0])
+    out: ast.expr = ast.Compare(left, tree.ops, [right])
+    vector = "v" in (left_kind, right_kind)
+    if vector and not isinstance(tree.ops[0], ast.Eq):
+        out = ast.Call(ast.Name("all"), [out], [])
+    return ast.unparse(out)
+
+
+class _Fitter:
+    def __init__(self, key: str, names: set[str]) -> None:
+        self.key, self.names = key, names
+
+    def visit(self, node: ast.expr) -> tuple[ast.expr, str]:
+        if isinstance(node, ast.Name):
+            return self._name(node.id)
+        if isinstance(node, ast.Constant):
+            return node, "s"
+        if isinstance(node, ast.UnaryOp):
+            operand, kind = self.visit(node.operand)
+            return ast.UnaryOp(node.op, operand), kind
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            value, kind = self.visit(node.value)
+            return ast.Attribute(value, "T"), {"v": "r", "r": "v"}.get(kind, kind)
+        if isinstance(node, ast.BinOp):
+            return self._binary(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return self._call(node.func.id, node.args)
+        return node, "s"
+
+    def _name(self, name: str) -> tuple[ast.expr, str]:
+        if name.endswith("_i") and name[:-2] in ENTRIES:
+            base = name[:-2]
+            return ast.Name(base), "v" if base in VECTORS else "s"
+        if name in STATISTICS and name not in self.names:
+            return ast.parse(STATISTICS[name], mode="eval").body, "s"
+        if name == "partial":
+            return ast.Name("partial"), "s"
+        return ast.Name(name), "v" if name in VECTORS else "m" if name in MATRICES else "s"
+
+    def _binary(self, node: ast.BinOp) -> tuple[ast.expr, str]:
+        left, a = self.visit(node.left)
+        right, b = self.visit(node.right)
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            if a == "v" and b == "s":
+                right = ast.BinOp(right, ast.Mult(), ast.Name("ones"))
+            elif a == "s" and b == "v":
+                left = ast.BinOp(left, ast.Mult(), ast.Name("ones"))
+            return ast.BinOp(left, node.op, right), "v" if "v" in (a, b) else a if a != "s" else b
+        if isinstance(node.op, ast.Mult):
+            if (a, b) in (("m", "v"), ("m", "m"), ("r", "v"), ("r", "m")):
+                return ast.BinOp(left, ast.MatMult(), right), {"v": "s" if a == "r" else "v", "m": "m"}[
+                    b
+                ] if a != "r" or b != "m" else "r"
+            if (a, b) == ("v", "r"):
+                column = right.value if isinstance(right, ast.Attribute) else ast.Attribute(right, "T")
+                return ast.Call(ast.Name("outer"), [left, column], []), "m"
+            return ast.BinOp(left, node.op, right), a if a != "s" else b
+        if isinstance(node.op, ast.MatMult):
+            return ast.BinOp(left, node.op, right), "s" if (a, b) == ("r", "v") else b if a == "m" else a
+        return ast.BinOp(left, node.op, right), a
+
+    def _call(self, name: str, arguments: list[ast.expr]) -> tuple[ast.expr, str]:
+        from derivations.catalog import LAYERS
+
+        if name == "sum" and len(arguments) == 1 and _partial(arguments[0]):
+            return ast.Name("r_k"), "s"
+        if name in ("sum", "mean") and len(arguments) == 1:
+            return self._reduce(name, arguments[0])
+        visited = [self.visit(argument) for argument in arguments]
+        nodes = [node for node, _ in visited]
+        if name in LAYERS or name == "y":
+            if name == self.key and len(nodes) == 1 and ast.unparse(nodes[0]) == "x":
+                return ast.Name("y"), "v"
+            return ast.Call(ast.Name(name), nodes, []), "v"
+        if name == "norm" and len(visited) == 2 and visited[0][1] == "v" and ast.unparse(nodes[1]) == "2":
+            nodes = nodes[:1]
+        if name in SCALAR_CALLS:
+            return ast.Call(ast.Name(name), nodes, []), "s"
+        if name in MATRIX_CALLS:
+            return ast.Call(ast.Name(name), nodes, []), "m"
+        kinds = [kind for _, kind in visited]
+        kind = "s" if name in ("max", "min") and len(nodes) == 1 else kinds[0] if kinds else "s"
+        return ast.Call(ast.Name(name), nodes, []), kind
+
+    def _reduce(self, name: str, argument: ast.expr) -> tuple[ast.expr, str]:
+        """sum or mean over the entries: a square is a squared norm, a product a dot product."""
+        divide = (lambda e: ast.BinOp(e, ast.Div(), ast.Name("n"))) if name == "mean" else (lambda e: e)
+        if isinstance(argument, ast.BinOp) and isinstance(argument.op, ast.Pow) and ast.unparse(argument.right) == "2":
+            base, kind = self.visit(argument.left)
+            if kind == "v":
+                return divide(ast.BinOp(ast.Call(ast.Name("norm"), [base], []), ast.Pow(), ast.Constant(2))), "s"
+        if isinstance(argument, ast.BinOp) and isinstance(argument.op, ast.Mult):
+            left, a = self.visit(argument.left)
+            right, b = self.visit(argument.right)
+            if a == b == "v":
+                return divide(ast.Call(ast.Name("dot"), [left, right], [])), "s"
+        body, kind = self.visit(argument)
+        if kind == "s":  # a sum of a constant over the n entries
+            return (body if name == "mean" else ast.BinOp(ast.Name("n"), ast.Mult(), body)), "s"
+        return ast.Call(ast.Name(name), [body], []), "s"
+
+
+def _partial(node: ast.expr) -> bool:
+    """A partial sum (up to k) of squares: the paper's k r_k, read as r_k by the caller's 1/k."""
+    return isinstance(node, ast.BinOp) and "partial" in ast.unparse(node)

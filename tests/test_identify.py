@@ -1,0 +1,118 @@
+"""identify: the written definition of every catalog layer, in two notations, names that layer; a
+refutation it reports is re-checked in NumPy on the layer's numeric forward."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from grids import tiered
+
+import numeric
+from derivations.review.identify import identify
+from derivations.review.notation import Notation
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Each layer's definition as papers write it, in two notations (d with sigma^2, n with Var and E).
+WRITTEN = {
+    "layernorm": (
+        r"y = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}",
+        r"\hat{x} = \frac{x - \mathbb{E}[x]}{\sqrt{\mathrm{Var}[x] + \varepsilon}}",
+    ),
+    "layernorm_affine": (
+        r"y = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta",
+        r"y = \gamma \odot \frac{x - \frac{1}{d}\sum_{i=1}^{d} x_i}{\sqrt{\mathrm{Var}[x] + \varepsilon}} + \beta",
+    ),
+    "layernorm_std_eps": (
+        r"y = \frac{x - \mu}{\sqrt{\frac{d}{d - 1}\sigma^2} + \epsilon}",
+        r"y = \frac{x - \mu}{\sqrt{\frac{1}{n - 1}\sum_{i=1}^{n} (x_i - \mu)^2} + \varepsilon}",
+    ),
+    "layernorm_std_eps_biased": (
+        r"y = \frac{x - \mu}{\sigma + \epsilon}",
+        r"y = \frac{x - \mathbb{E}[x]}{\sqrt{\mathrm{Var}[x]} + \varepsilon}",
+    ),
+    "rmsnorm": (
+        r"y = \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \epsilon}}",
+        r"y = \frac{x}{\sqrt{\frac{1}{n}\|x\|_2^2 + \varepsilon}}",
+    ),
+    "rmsnorm_affine": (
+        r"y = \gamma \odot \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \epsilon}}",
+        r"y = \frac{x}{\sqrt{\frac{1}{n}\|x\|^2 + \varepsilon}} \odot \gamma + \beta",
+    ),
+    "rmsnorm_eps_outside": (
+        r"y = \frac{x}{\mathrm{RMS}(x) + \epsilon}",
+        r"y = \frac{x}{\sqrt{\frac{1}{n}\sum_{i=1}^{n} x_i^2} + \varepsilon}",
+    ),
+    "rmsnorm_gemma": (
+        r"y = \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \epsilon}} \odot (1 + w)",
+        r"y = (1 + w) \odot \frac{x}{\sqrt{\frac{1}{n}\|x\|^2 + \varepsilon}}",
+    ),
+    "prmsnorm": (
+        r"y = \frac{x}{\sqrt{r_k + \epsilon}}",
+        r"y = \frac{x}{\sqrt{r_{k} + \varepsilon}}",
+    ),
+    "groupnorm": (
+        r"y = \frac{x - \mu_g}{\sqrt{\sigma_g^2 + \epsilon}}",
+        r"y = \frac{x - \mu_{G}}{\sqrt{\sigma_{G}^{2} + \varepsilon}}",
+    ),
+    "batchnorm_train": (
+        r"y = \frac{x - \mu_{\mathcal{B}}}{\sqrt{\sigma_{\mathcal{B}}^2 + \epsilon}}",
+        r"y = \frac{x - \mu_B}{\sqrt{\sigma_B^2 + \varepsilon}}",
+    ),
+    "l2norm_clamped": (
+        r"y = \frac{x}{\max(\|x\|_2, \epsilon)}",
+        r"y = \frac{x}{\max(\lVert x \rVert, \varepsilon)}",
+    ),
+    "scalenorm": (
+        r"y = g \frac{x}{\max(\|x\|_2, \epsilon)}",
+        r"y = g \cdot \frac{x}{\max(\lVert x \rVert, \varepsilon)}",
+    ),
+    "dyt": (
+        r"y = \gamma \odot \tanh(\alpha x) + \beta",
+        r"\mathrm{DyT}(x) = \gamma \tanh(\alpha x) + \beta",
+    ),
+}
+CASES = tiered([(key, written) for key, pair in WRITTEN.items() for written in pair], fast=2)
+
+
+@pytest.mark.parametrize(("key", "written"), CASES)
+def test_identify_names_the_layer_of_its_written_definition(key, written):
+    assert identify(written, Notation()).key == key
+
+
+def test_every_catalog_layer_has_a_written_definition():
+    from derivations.catalog import BUILT_IN
+
+    assert set(WRITTEN) == set(BUILT_IN)
+
+
+def test_a_definition_of_another_layer_is_refuted_and_the_counterexample_holds_in_numpy():
+    """TensorFlow-style sigma + epsilon differs from layernorm: the counterexample re-checked."""
+    found = identify(r"y = \frac{x - \mu}{\sigma + \epsilon}", Notation())
+    assert found.key == "layernorm_std_eps_biased"
+    (against,) = [c for c in found.comparisons if c.key == "layernorm"]
+    assert against.outcome.verdict == "refuted"
+    example = against.outcome.counterexample
+    x, epsilon = np.array(example["x"], dtype=float), float(example["epsilon"])
+    written = (x - x.mean()) / (np.sqrt(np.mean((x - x.mean()) ** 2)) + epsilon)
+    assert not np.allclose(numeric.layernorm.forward(x, epsilon), written)
+
+
+def test_a_definition_of_no_layer_matches_none():
+    assert identify(r"y = \frac{x}{\sigma^2 + \epsilon}", Notation()).key is None
+
+
+def test_the_command_prints_the_match_and_its_library():
+    done = subprocess.run(
+        [sys.executable, "-m", "derivations", "identify", "--latex", r"y = \frac{x - \mu}{\sigma + \epsilon}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "equals `layernorm_std_eps_biased`" in done.stdout
+    assert "differs from `layernorm` at" in done.stdout

@@ -147,6 +147,17 @@ TABLE = [
     ("norm(J, 2) > 0", "layernorm_affine", (), "refuted"),  # J = 0 at gamma = 0
     ("limit(response, t, oo) == gamma + beta", "dyt", ("alpha > 0",), "proved"),
     ("limit(response, t, oo) == gamma + beta", "dyt", (), "refuted"),  # alpha <= 0
+    # --- the layer at another input or epsilon; entrywise; bounds from the derived results --
+    ("layernorm(a*x + b*ones) == y", "layernorm", ("a > 0", "epsilon == 0"), "proved"),
+    ("layernorm(a*x + b*ones) == y", "layernorm", ("a > 0",), "refuted"),
+    ("rmsnorm(x + b*ones) == y", "rmsnorm", (), "refuted"),
+    ("y(a*x, a*epsilon) == y", "rmsnorm_eps_outside", ("a > 0",), "proved"),
+    ("y(a*x, a**2*epsilon) == y", "layernorm", (), "refuted"),  # a < 0 flips the sign
+    ("all(abs(y) <= sqrt(n - 1))", "layernorm", (), "proved"),
+    ("norm(y, oo) <= 1", "layernorm", (), "refuted"),
+    ("dot(v, J @ v) >= 0", "rmsnorm", (), "proved"),
+    ("norm(J, 2) <= gamma_max/sqrt(epsilon)", "rmsnorm_affine", (), "proved"),
+    ("norm(J, 2) <= 1/sqrt(epsilon)", "layernorm_affine", (), "refuted"),
 ]
 
 

@@ -368,7 +368,7 @@ def test_a_limit_in_epsilon_is_pointwise_in_t():
         (("epsilon == 1", "epsilon == 2"), ["epsilon == 1", "epsilon == 2"]),
         (("epsilon < 0",), ["epsilon < 0", "epsilon > 0"]),
         (("q < 0",), ["q < 0", "q >= 0", "q does not appear in the claim"]),
-        (("n == 1",), ["n == 1", "n is an integer >= 2"]),
+        (("n == 0",), ["n == 0", "n is an integer >= 2"]),
         (("q > 3*epsilon", "q < epsilon"), ["q > 3*epsilon", "q < epsilon", "z3"]),
     ],
 )

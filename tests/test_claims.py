@@ -661,3 +661,19 @@ def test_a_supported_verdict_names_the_part_outside_the_fragment_z3_decides(laye
     found = check(Claim(text, layer))
     assert found.verdict == "supported", found.detail
     assert f"outside the algebraic fragment z3 decides: {part}" in found.detail
+
+
+@pytest.mark.parametrize(
+    ("layer", "assumption", "shown"),
+    [
+        ("layernorm", "n == 1", "layernorm is y_0 = 0"),
+        ("layernorm", "d <= 1", "layernorm is y_0 = 0"),
+        ("rmsnorm", "n == 1", "rmsnorm is y_0 = x_0/sqrt(epsilon + x_0**2)"),
+    ],
+)
+def test_one_feature_is_refused_in_one_line_that_names_n_equal_one(layer, assumption, shown):
+    found = check(Claim("norm(y) <= sqrt(n)", layer, (assumption,)))
+    assert found.verdict == "error"
+    assert "n = 1 is outside what the derivations cover, which is n >= 2" in found.detail
+    assert shown in found.detail
+    assert "\n" not in found.detail

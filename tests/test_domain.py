@@ -57,9 +57,10 @@ def test_two_fixed_values_that_differ_leave_no_input():
         )
 
 
-def test_a_fixed_value_outside_its_range_leaves_no_input():
+def test_one_feature_is_outside_what_is_derived_not_vacuous():
     domain, _ = _domain("slope_at_zero == 1")
-    with pytest.raises(Vacuous, match=r"n == 1, but n is an integer >= 2"):
+    # The layer exists at n = 1 (LayerNorm is 0 there): a refusal that names it, not "no input".
+    with pytest.raises(ClaimError, match=r"n == 1: n = 1 is outside what the derivations cover"):
         fixed_values(domain, [Assumption("n == 1", sp.Eq(n, 1))])
 
 

@@ -292,12 +292,28 @@ def fixed_values(domain: Domain, assumptions: list[Assumption]) -> tuple[dict, l
         symbol, value = found
         if symbol in fixed and sp.simplify(fixed[symbol] - value) != 0:
             raise Vacuous(f"{source[symbol]} and {assumption.text} contradict each other")
+        if symbol == n and value == 1:
+            _one_feature(domain, assumption.text)
         if natural_range(domain, symbol).contains(value) is not sp.true:
             raise Vacuous(f"{assumption.text}, but {_range_text(domain, symbol)}")
         fixed[symbol], source[symbol] = value, assumption.text
     for symbol, value in fixed.items():
         domain.ranges[symbol] = sp.FiniteSet(value)
     return fixed, rest
+
+
+def _one_feature(domain: Domain, text: str) -> None:
+    """A claim at n = 1: refused in one line that says what the layer is there."""
+    shown = []
+    for layer in domain.layers:
+        try:
+            shown.append(
+                f"{layer.key} is y_0 = {sp.sstr(layer.explicit_entry(1, 0).xreplace({x[0]: sp.Symbol('x_0')}))}"
+            )
+        except Exception:  # a layer that needs two entries (a partial mean of one) shows nothing
+            continue
+    there = f" (there {'; '.join(shown)})" if shown else ""
+    raise ClaimError(f"{text}: n = 1 is outside what the derivations cover, which is n >= 2{there}")
 
 
 def _fixes(relation: sp.Basic) -> tuple[sp.Basic, sp.Expr] | None:
@@ -338,6 +354,8 @@ def _narrow_one(domain: Domain, symbol: sp.Basic, relation: sp.Basic, texts: lis
     if symbol == n:
         admitted = admitted.intersect(sp.S.Integers)
     narrowed = natural_range(domain, symbol).intersect(admitted)
+    if symbol == n and len(texts) == 1 and admitted.intersect(sp.Interval(1, sp.oo)) == sp.FiniteSet(1):
+        _one_feature(domain, texts[0])
     if narrowed == sp.EmptySet or (symbol == n and _no_integer(narrowed)):
         why = " and ".join(texts)
         unused = "" if symbol in _claim_symbols(domain) else f"; {symbol} does not appear in the claim"

@@ -677,3 +677,40 @@ def test_one_feature_is_refused_in_one_line_that_names_n_equal_one(layer, assump
     assert "n = 1 is outside what the derivations cover, which is n >= 2" in found.detail
     assert shown in found.detail
     assert "\n" not in found.detail
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "assume", "verdict"),
+    [
+        ("layernorm", "rank(J) == n - 1", (), "proved"),
+        ("layernorm", "rank(J) == n", (), "refuted"),
+        ("rmsnorm", "rank(J) == n", (), "proved"),
+        # At epsilon = 0 the epsilon/s**3 direction is a kernel: rank n - 1.
+        ("rmsnorm", "rank(J) == n - 1", ("epsilon == 0",), "proved"),
+        # "The eigenvalue 1/s has multiplicity n - 2": only where x is not constant, since at a
+        # constant input epsilon/s**3 = 1/s as well.
+        ("layernorm", "multiplicity(1/s, J) == n - 2", ("q > 0",), "proved"),
+        ("layernorm", "multiplicity(1/s, J) == n - 2", (), "refuted"),
+        ("layernorm", "multiplicity(0, J) == 1", (), "proved"),
+        ("layernorm", "max(eigenvalues(J)) == 1/s", ("n >= 3",), "proved"),
+        ("layernorm", "max(eigenvalues(J)) == 1/s", (), "refuted"),  # n = 2: epsilon/s**3
+        ("layernorm", "min(eigenvalues(J)) == 0", (), "proved"),
+    ],
+)
+def test_rank_multiplicity_and_eigenvalues_from_the_proved_eigenstructure(layer, text, assume, verdict):
+    """rank(J), multiplicity(lambda, J) and eigenvalues(J) from the proved decomposition; a
+    refutation is re-checked here with NumPy's rank and eigenvalues of the lambdified Jacobian."""
+    found = check(Claim(text, layer, assume))
+    assert found.verdict == verdict, found.detail
+    if verdict != "refuted":
+        return
+    example = found.counterexample
+    x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
+    jacobian, size = getattr(numeric, layer).jacobian(x, eps), len(x)
+    scale = np.sqrt(np.var(x) + eps)
+    if text.startswith("rank"):
+        assert np.linalg.matrix_rank(jacobian) != size
+    elif text.startswith("multiplicity"):
+        assert size - np.linalg.matrix_rank(jacobian - np.eye(size) / scale) != size - 2
+    else:
+        assert np.max(np.linalg.eigvalsh(jacobian)) != pytest.approx(1 / scale)

@@ -220,7 +220,8 @@ def _audited(claim: Claim, verdict: Verdict, domain: Domain | None) -> Verdict:
             verdict,
             verdict="error",
             detail=f"{internal}undecided: the independent audit finds it {finding.why} at {_shown(finding.point)}, "
-            f"by a step that is not rigorous (a limit or a derivative evaluated numerically); {report.text()}",
+            "by a step that is not rigorous (a limit, a derivative or an eigenvalue evaluated numerically); "
+            f"{report.text()}",
         )
     return dataclasses.replace(
         verdict,
@@ -547,6 +548,9 @@ def _points(domain: Domain, sides: _Sides, claim: Claim):
     for missing in domain.missing:
         symbols |= _sampled(missing.where)
     symbols.discard(sp.Symbol("i", integer=True, nonnegative=True))
+    if epsilon not in domain.fixed and any(name.endswith("(J)") for _, name in domain.usage.quantities):
+        # rank(J) is n - 1 whatever epsilon > 0 is, but the audit evaluates J at one.
+        symbols.add(domain.symbol(epsilon))
     symbols -= {sp.Symbol(name) for name in domain.usage.matrices}  # held matrices, not numbers
     if domain.usage.general and domain.pattern is None:
         # A statistic an assumption bounds is sampled even where the sides no longer name it:

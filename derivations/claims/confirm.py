@@ -274,6 +274,10 @@ _CALLS: dict[str, Any] = {
     "outer": np.outer,
     "det": np.linalg.det,
     "diag": np.diag,
+    "rank": np.linalg.matrix_rank,
+    "eigenvalues": lambda matrix: np.real(np.linalg.eigvals(matrix)),
+    # The dimension of the eigenspace of lam: n minus the rank of J - lam I.
+    "multiplicity": lambda lam, matrix: len(matrix) - np.linalg.matrix_rank(matrix - lam * np.eye(len(matrix))),
 }
 
 

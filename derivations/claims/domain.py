@@ -38,7 +38,7 @@ from derivations.claims import limits, sampling, solver
 from derivations.claims.definedness import Requirement
 from derivations.claims.language import NOT_CONSTANT, ClaimError, Lim, Relation, parse_expression, phrase
 from derivations.claims.proof import describe_n
-from derivations.claims.semantics import Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
+from derivations.claims.semantics import Equal, Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
 from derivations.core.layer import Layer, Pattern
 from derivations.derive import scaling
 from derivations.derive.sums import PowerSum
@@ -354,8 +354,9 @@ def _narrow_one(domain: Domain, symbol: sp.Basic, relation: sp.Basic, texts: lis
     if symbol == n:
         admitted = admitted.intersect(sp.S.Integers)
     narrowed = natural_range(domain, symbol).intersect(admitted)
-    if symbol == n and len(texts) == 1 and admitted.intersect(sp.Interval(1, sp.oo)) == sp.FiniteSet(1):
-        _one_feature(domain, texts[0])
+    if symbol == n and len(texts) == 1 and admitted.contains(1) is sp.true:
+        if admitted.intersect(sp.Interval(2, sp.oo)).is_empty:
+            _one_feature(domain, texts[0])
     if narrowed == sp.EmptySet or (symbol == n and _no_integer(narrowed)):
         why = " and ".join(texts)
         unused = "" if symbol in _claim_symbols(domain) else f"; {symbol} does not appear in the claim"
@@ -583,10 +584,17 @@ def settle(domain: Domain, sides: list[Any], found: list[Requirement]) -> list[A
         name: dataclasses.replace(matrix, entry=domain.apply(matrix.entry))
         for name, matrix in domain.usage.matrices.items()
     }
-    out = [_limits_taken(domain, domain.apply(side)) for side in sides]
+    out = [_limits_taken(domain, _cases(domain.apply(side))) for side in sides]
     named = {str(s) for side in out for s in _leaves_of(side)}
     domain.free = sorted(named | excluded)
     return out
+
+
+def _cases(side: Any) -> Any:
+    """Each `Equal` as a case, now that the symbols have the properties the domain gives them."""
+    if isinstance(side, sp.Expr) and side.has(Equal):
+        return side.replace(lambda e: isinstance(e, Equal), lambda e: e.as_case())
+    return side
 
 
 def couple_gains(domain: Domain) -> None:

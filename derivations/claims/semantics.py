@@ -398,6 +398,8 @@ class Builder(_Builder):
         name = node.func.id if isinstance(node.func, ast.Name) else ""
         if name in LAYERS or name == "y":
             return self.layer_call(self.key if name == "y" else name, node)
+        if name in ("rank", "multiplicity", "eigenvalues"):
+            return self.spectral(name, node)
         if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det", "diag"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
@@ -405,6 +407,8 @@ class Builder(_Builder):
             return self.vector_call(name, arguments, node)
         if name in ("sqrt", "abs", "exp", "max", "min"):
             arguments = [self.build(a) for a in node.args]
+            if name in ("max", "min") and len(arguments) == 1 and isinstance(arguments[0], Spectrum):
+                return arguments[0].extreme(name)
             if name in ("abs", "max", "min") and len(arguments) == 1 and isinstance(arguments[0], Vector):
                 return _entrywise(name, arguments[0])
             if not all(_is_scalar(a) for a in arguments):
@@ -570,23 +574,47 @@ class Builder(_Builder):
         except eigen.Incomplete:
             return []
 
-    def _determinant(self, matrix: Matrix, node: ast.AST) -> sp.Expr:
-        """det(J) of a smooth layer whose eigen-decomposition is proved: the product of its
-        eigenvalues, each to its multiplicity (`derivations.derive.eigen.complete`)."""
-        layer = LAYERS.get(matrix.jacobian_of or "")
+    def _eigenpairs(self, name: str, matrix: Value, node: ast.AST) -> tuple[Any, ...]:
+        """The proved eigen-decomposition of a smooth layer's J, for det, rank and the like."""
+        layer = LAYERS.get(getattr(matrix, "jacobian_of", None) or "")
         if layer is None or matrix.entry != jacobian.entry(layer) or is_regimes(layer):
             raise ClaimError(
-                f"det() at {_where(node)}: det(J) is derived from the eigenstructure of a smooth layer's J; "
+                f"{name}() at {_where(node)}: {name}(J) is derived from the eigenstructure of a smooth layer's J; "
                 "state it for J itself"
             )
         try:
             pairs = eigen.complete(layer)
         except eigen.Incomplete as error:
             raise ClaimError(
-                f"det() at {_where(node)}: {layer.key}'s eigen-decomposition is not proved ({error})"
+                f"{name}() at {_where(node)}: {layer.key}'s eigen-decomposition is not proved ({error})"
             ) from None
-        self.usage.quantities.append((layer.key, "det(J)"))
+        self.usage.quantities.append((layer.key, f"{name}(J)"))
+        return pairs
+
+    def _determinant(self, matrix: Matrix, node: ast.AST) -> sp.Expr:
+        """det(J) of a smooth layer whose eigen-decomposition is proved: the product of its
+        eigenvalues, each to its multiplicity (`derivations.derive.eigen.complete`)."""
+        pairs = self._eigenpairs("det", matrix, node)
         return sp.Mul(*(pair.value**pair.multiplicity for pair in pairs))
+
+    def spectral(self, name: str, node: ast.Call) -> Value:
+        """rank(J), multiplicity(lambda, J) and eigenvalues(J) (for max() and min()), from the
+        proved eigen-decomposition: J is diagonalizable, so its rank is the number of nonzero
+        eigenvalues and the multiplicity of lambda the dimension of its eigenspace, each eigenspace
+        counted with its multiplicity (which may be 0: n - 2 at n = 2)."""
+        arity = 2 if name == "multiplicity" else 1
+        if len(node.args) != arity or node.keywords:
+            shown = "(lambda, J)" if arity == 2 else "(J)"
+            raise ClaimError(f"{name}() at {_where(node)} takes {shown}")
+        arguments = [self.build(a) for a in node.args]
+        pairs = self._eigenpairs(name, arguments[-1], node)
+        if name == "eigenvalues":
+            return Spectrum(tuple((pair.value, pair.multiplicity) for pair in pairs))
+        if name == "rank":
+            return sp.Add(*(m * (1 - Equal(value, 0)) for value, m in _pairs(pairs)))
+        if not _is_scalar(arguments[0]):
+            raise ClaimError(f"multiplicity() at {_where(node)}: lambda is a scalar")
+        return sp.Add(*(m * Equal(value, arguments[0]) for value, m in _pairs(pairs)))
 
     def _matrix_norm(self, matrix: Matrix, order: Value) -> sp.Expr | None:
         """norm(M, 2) (in closed form for a symmetric Jacobian) or norm(M, oo); None for another order."""
@@ -640,6 +668,43 @@ class Builder(_Builder):
 def _on_entries(condition: sp.Basic) -> bool:
     """Whether a condition is on an entry x_i (left to the audit: no layer of the catalog has one)."""
     return any(e.base == x for e in condition.atoms(sp.Indexed))
+
+
+class Equal(sp.Function):
+    """1 where its two arguments are equal, else 0.  Left as it is until both are numbers, or
+    until the domain's symbols are in (`derivations.claims.domain.settle` writes it as a case):
+    whether epsilon/s**3 is 0 depends on whether the domain admits epsilon = 0."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a: sp.Expr, b: sp.Expr) -> sp.Expr | None:
+        difference = a - b
+        if not difference.is_number:
+            return None
+        equal = difference.equals(0)
+        return None if equal is None else sp.Integer(int(equal))
+
+    def as_case(self) -> sp.Expr:
+        return sp.Piecewise((1, sp.Eq(*self.args)), (0, True))
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """eigenvalues(J): each proved eigenvalue with its multiplicity, for max() and min()."""
+
+    pairs: tuple[tuple[sp.Expr, sp.Expr], ...]
+
+    def extreme(self, name: str) -> sp.Expr:
+        """The largest or smallest eigenvalue that J has: one of multiplicity 0 (the complement's
+        at n = 2) stands in for one that is always there, so it changes nothing."""
+        (present, _) = next((value, m) for value, m in self.pairs if m == 1)
+        values = [value if m == 1 else sp.Piecewise((value, m > 0), (present, True)) for value, m in self.pairs]
+        return (sp.Max if name == "max" else sp.Min)(*values)
+
+
+def _pairs(pairs: tuple[Any, ...]) -> list[tuple[sp.Expr, sp.Expr]]:
+    return [(pair.value, pair.multiplicity) for pair in pairs]
 
 
 def _entrywise(name: str, vector: Vector) -> Value:

@@ -310,7 +310,7 @@ def _at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tu
         return True, "the two sides agree there to 54 digits, and the checker found them equal exactly" + near
     if holds is None:
         return None, "the audit cannot decide the claim at the counterexample"
-    return True, why + ("" if rigorous else "; a limit or a derivative evaluated numerically") + near
+    return True, why + ("" if rigorous else "; a limit, a derivative or an eigenvalue evaluated numerically") + near
 
 
 def admitted(claimed: Claimed, ranges: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,10 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import mpmath
 import sympy as sp
 from flint import arb, fmpq
 
-from derivations import LAYERS, quantities
+from derivations import LAYERS, quantities, symbols
 from derivations.claims.audit.definition import (
     LayerAt,
     compiled,
@@ -219,6 +220,8 @@ class Evaluator:
                 return self.limit(node)
             if node.func.id in LAYERS or node.func.id == "y":
                 return self.layer_call(self.key if node.func.id == "y" else node.func.id, node)
+            if node.func.id in ("rank", "multiplicity", "eigenvalues"):
+                return self.spectral(node.func.id, node)
             return _call(node.func.id, [self.value(a) for a in node.args])
         raise Unknown(type(node).__name__)
 
@@ -231,6 +234,25 @@ class Evaluator:
         if len(node.args) == 2:
             values["epsilon"] = Jet(self.value(node.args[1]))
         return self.layer_at(key, [Jet(value) for value in inputs], values).y()
+
+    def spectral(self, name: str, node: ast.Call) -> Any:
+        """rank(J) exactly, from J differentiated exactly out of the definition at the point;
+        multiplicity(lambda, J) as n minus the rank of J - lambda I (`numeric_rank`) and
+        eigenvalues(J) at 60 digits, both numerically (not rigorous)."""
+        target = node.args[-1]
+        key = target.value.id if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) else self.key
+        if getattr(target, "id", getattr(target, "attr", "")) != "J":
+            raise Unknown(f"{name}() of anything but J")
+        matrix = exact_jacobian(key, self.point)
+        if name == "rank":
+            return exact(int(matrix.rank(simplify=True)))
+        self.rigorous = False
+        if name == "eigenvalues":
+            return [arb(str(value), "1e-40") for value in numeric_eigenvalues(matrix)]
+        level = self.value(node.args[0])
+        if not _scalar(level) or isinstance(level, Inf):
+            raise Unknown("multiplicity() of a value that is not a number")
+        return exact(matrix.shape[0] - numeric_rank(matrix, ball(_finite(level)).mid().str(120, radius=False)))
 
     def limit(self, node: ast.Call) -> Any:
         """A limit, by values at points tending to it: not rigorous."""
@@ -467,6 +489,56 @@ def _largest(a: Num, b: Num) -> Num:
 
 
 # --- operations ---------------------------------------------------------------------------
+
+
+def exact_jacobian(key: str, point: Point) -> sp.Matrix:
+    """J at the point in exact numbers: the definition's output entries at n explicit entries,
+    differentiated by SymPy and evaluated at the point's rationals (no derived result used)."""
+    layer, size = LAYERS[key], point.n
+    if point.x is None or (layer.has_epsilon and point.epsilon is None):
+        raise Unknown("the point gives no input x or epsilon")
+    entries = [layer.explicit_entry(size, row) for row in range(size)]
+    values: dict[sp.Basic, sp.Expr] = {symbols.x[m]: _rational(value) for m, value in enumerate(point.x)}
+    if point.epsilon is not None:
+        values[symbols.epsilon] = _rational(point.epsilon)
+    for base, given in ((symbols.gamma, point.gain), (symbols.beta, point.bias)):
+        values.update({base[m]: _rational(value) for m, value in enumerate(given or [])})
+    values.update(
+        {symbol: _rational(point.scalars[str(symbol)]) for _, symbol in layer.scalars if str(symbol) in point.scalars}
+    )
+    matrix = sp.Matrix(size, size, lambda row, column: sp.diff(entries[row], symbols.x[column]).xreplace(values))
+    if matrix.free_symbols:
+        raise Unknown(f"J at the point still has {sorted(map(str, matrix.free_symbols))}")
+    return matrix
+
+
+def _rational(value: Any) -> sp.Expr:
+    return value if isinstance(value, sp.Basic) else sp.Rational(str(value))
+
+
+def numeric_eigenvalues(matrix: sp.Matrix) -> list[Any]:
+    """J's eigenvalues at 60 digits (J is symmetric where the checker derives them), each as often
+    as its multiplicity."""
+    with mpmath.workdps(60):
+        values = mpmath.eig(mpmath.matrix(matrix.evalf(70).tolist()), left=False, right=False)
+        return [mpmath.nstr(mpmath.re(value), 50) for value in values]
+
+
+def numeric_rank(matrix: sp.Matrix, level: str) -> int:
+    """The rank of J - level I: its singular values above 1e-50 times the largest at 100 digits,
+    and above 1e-100 at 200; where the two counts differ (a singular value between), `Unknown`."""
+    counts = []
+    for digits in (100, 200):
+        with mpmath.workdps(digits):
+            shifted = mpmath.matrix(matrix.evalf(digits + 10).tolist()) - mpmath.mpf(level) * mpmath.eye(
+                matrix.shape[0]
+            )
+            singular = mpmath.svd_r(shifted, compute_uv=False)
+            largest = max([abs(value) for value in singular] + [mpmath.mpf(1)])
+            counts.append(sum(1 for value in singular if abs(value) > largest * mpmath.mpf(10) ** (-digits // 2)))
+    if counts[0] != counts[1]:
+        raise Unknown("a singular value of J - lambda I too small to tell from 0 at 200 digits")
+    return counts[0]
 
 
 def _call(name: str, arguments: list[Any]) -> Any:

@@ -714,3 +714,45 @@ def test_rank_multiplicity_and_eigenvalues_from_the_proved_eigenstructure(layer,
         assert size - np.linalg.matrix_rank(jacobian - np.eye(size) / scale) != size - 2
     else:
         assert np.max(np.linalg.eigvalsh(jacobian)) != pytest.approx(1 / scale)
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "verdict"),
+    [
+        # Xu et al. 2019 differentiate LayerNorm through its mean and variance.
+        ("layernorm", "diff(y, mu) == -ones/s", "proved"),
+        ("layernorm", "diff(y, mu) == -ones/sqrt(q)", "refuted"),
+        ("layernorm", "diff(y, q) == -y/(2*s**2)", "proved"),
+        ("layernorm", "diff(y, q) == -y/s**2", "refuted"),
+        ("layernorm", "diff(norm(y)**2, epsilon) <= 0", "proved"),
+        ("layernorm_std_eps", "diff(y, sigma_u) == -y/(sigma_u + epsilon)", "proved"),
+        # sigma_u is a function of q: diff in q goes through it.
+        ("layernorm_std_eps", "diff(y, q) == -y/(sigma_u + epsilon)", "refuted"),
+        ("rmsnorm", "diff(y, r) == -y/(2*(r + epsilon))", "proved"),
+    ],
+)
+def test_a_derivative_with_respect_to_a_statistic_holds_the_others(layer, text, verdict):
+    """diff(e, v) for a statistic v (the others and x_i held), epsilon or t.  A refutation is
+    re-checked here by a central difference of the layer's output written with the statistic
+    moved: for LayerNorm y = (x - mu)/sqrt(q + epsilon)."""
+    found = check(Claim(text, layer))
+    assert found.verdict == verdict, found.detail
+    if verdict != "refuted":
+        return
+    example = found.counterexample
+    x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])
+    mu, q, h = x.mean(), np.var(x), 1e-6
+    if layer == "layernorm" and "mu" in text:
+        moved = ((x - (mu + h)) - (x - (mu - h))) / (2 * h) / np.sqrt(q + eps)
+        assert not np.allclose(moved, -1 / np.sqrt(q))
+    elif layer == "layernorm":
+        moved = ((x - mu) / np.sqrt(q + h + eps) - (x - mu) / np.sqrt(q - h + eps)) / (2 * h)
+        assert not np.allclose(moved, -(x - mu) / np.sqrt(q + eps) ** 3)
+    else:
+        size = len(x)
+
+        def y(variance):
+            return (x - mu) / (np.sqrt(size * variance / (size - 1)) + eps)
+
+        sigma = np.sqrt(size * q / (size - 1))
+        assert not np.allclose((y(q + h) - y(q - h)) / (2 * h), -y(q) / (sigma + eps))

@@ -400,6 +400,8 @@ class Builder(_Builder):
             return self.layer_call(self.key if name == "y" else name, node)
         if name in ("rank", "multiplicity", "eigenvalues"):
             return self.spectral(name, node)
+        if name == "diff":
+            return self.derivative(node)
         if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det", "diag"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
@@ -573,6 +575,34 @@ class Builder(_Builder):
             return [pair.value for pair in eigen.complete(layer)]
         except eigen.Incomplete:
             return []
+
+    def derivative(self, node: ast.Call) -> Value:
+        """``diff(e, v)``: the derivative of a scalar or a vector (entry by entry) with respect to
+        a statistic of the layer, epsilon or t, every other symbol held fixed (the mean, x_i).  A
+        statistic derived from another (sigma_u from q) is first written in it, unless it is v."""
+        layer = LAYERS[self.key]
+        statistics = {str(stat.symbol): stat.symbol for stat in layer.statistics}
+        variables = {**statistics, "epsilon": epsilon, "t": t}
+        variable = node.args[1] if len(node.args) == 2 and not node.keywords else None
+        if not isinstance(variable, ast.Name) or variable.id not in variables:
+            raise ClaimError(f"diff() at {_where(node)} takes (expression, v) with v one of {', '.join(variables)}")
+        symbol = variables[variable.id]
+        value = self.build(node.args[0])
+        if isinstance(value, (Matrix, Row, Spectrum)):
+            raise ClaimError(f"diff() at {_where(node)} is of a scalar or a vector")
+        derived = {stat.symbol: stat.summand for stat in layer.statistics if not stat.mean and stat.symbol != symbol}
+        if symbol in statistics.values():
+            self.usage.general = True
+            self.usage.layers.add(self.key)
+        if symbol == epsilon:
+            self.usage.epsilon = True
+
+        def of(expr: sp.Expr) -> sp.Expr:
+            for _ in derived:
+                expr = expr.xreplace(derived)
+            return sp.diff(expr, symbol)
+
+        return Vector(of(value.entry)) if isinstance(value, Vector) else of(value)
 
     def _eigenpairs(self, name: str, matrix: Value, node: ast.AST) -> tuple[Any, ...]:
         """The proved eigen-decomposition of a smooth layer's J, for det, rank and the like."""

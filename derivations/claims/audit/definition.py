@@ -164,10 +164,12 @@ class LayerAt:
     and bias vectors (gamma, beta), g, v, and the layer's scalars (alpha, g_s).
     """
 
-    def __init__(self, key: str, x: list[Jet], values: Env) -> None:
+    def __init__(self, key: str, x: list[Jet], values: Env, fixed: dict[str, Num] | None = None) -> None:
         self.layer = LAYERS[key]
         self.x = x
         self.values = values
+        # Statistics held at a value of their own, whatever x gives (a derivative in one of them).
+        self.fixed = fixed or {}
         self.size = len(x)
         self.rigorous = True  # False once a derivative came from difference quotients
         self._cache: dict[str, Any] = {}
@@ -192,6 +194,8 @@ class LayerAt:
                 env[str(stat.symbol)] = out * Jet(divide(ONE, exact(self.size)))
             else:
                 env[str(stat.symbol)] = term(env)
+            if str(stat.symbol) in self.fixed:
+                env[str(stat.symbol)] = Jet(self.fixed[str(stat.symbol)])
         return env
 
     def outputs(self, x: list[Jet]) -> list[Jet]:

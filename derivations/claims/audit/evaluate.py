@@ -119,10 +119,11 @@ class Evaluator:
     """Evaluates a claim's syntax tree at one point about the layer ``key``; ``pattern`` is the
     input pattern its quantities are taken at, if it names one."""
 
-    def __init__(self, key: str, point: Point, pattern: Any = None) -> None:
+    def __init__(self, key: str, point: Point, pattern: Any = None, fixed: dict[str, Num] | None = None) -> None:
         self.key = key
         self.point = point
         self.pattern = pattern
+        self.fixed = fixed or {}  # statistics held at these values (`derivative`)
         self._rigorous = True
         self._layers: dict[str, LayerAt] = {}
 
@@ -138,7 +139,7 @@ class Evaluator:
     def layer_at(self, key: str, inputs: list[Jet], values: dict[str, Any] | None = None) -> LayerAt:
         """A layer at another input than the point's (the pattern at another t), or at other
         ``values`` (epsilon), kept so that how it was evaluated counts in ``rigorous``."""
-        at = LayerAt(key, inputs, self.values() if values is None else values)
+        at = LayerAt(key, inputs, self.values() if values is None else values, self.fixed)
         self._layers[f"{key}:{len(self._layers)}"] = at
         return at
 
@@ -170,7 +171,7 @@ class Evaluator:
 
     def at(self, key: str) -> LayerAt:
         if key not in self._layers:
-            self._layers[key] = LayerAt(key, self.input(), self.values())
+            self._layers[key] = LayerAt(key, self.input(), self.values(), self.fixed)
         return self._layers[key]
 
     # --- relations
@@ -222,6 +223,8 @@ class Evaluator:
                 return self.layer_call(self.key if node.func.id == "y" else node.func.id, node)
             if node.func.id in ("rank", "multiplicity", "eigenvalues"):
                 return self.spectral(node.func.id, node)
+            if node.func.id == "diff":
+                return self.derivative(node)
             return _call(node.func.id, [self.value(a) for a in node.args])
         raise Unknown(type(node).__name__)
 
@@ -234,6 +237,28 @@ class Evaluator:
         if len(node.args) == 2:
             values["epsilon"] = Jet(self.value(node.args[1]))
         return self.layer_at(key, [Jet(value) for value in inputs], values).y()
+
+    def derivative(self, node: ast.Call) -> Any:
+        """``diff(e, v)`` by the limits of difference quotients in v (not rigorous): epsilon or t
+        moved at the point, a statistic held at a moved value while x and the others stay."""
+        body, variable = node.args
+        name = getattr(variable, "id", "")
+        self.rigorous = False
+        if name in ("epsilon", "t"):
+            here = number(_needed(getattr(self.point, name), name))
+
+            def at(value: Num) -> Any:
+                return Evaluator(self.key, replace(self.point, **{name: value}), self.pattern, self.fixed).value(body)
+        else:
+            here = self.at(self.key).statistic(name)
+
+            def at(value: Num) -> Any:
+                return Evaluator(self.key, self.point, self.pattern, {**self.fixed, name: value}).value(body)
+
+        first = at(here)
+        if isinstance(first, list):
+            return [derivative_by_quotients(lambda value, row=row: at(value)[row], here) for row in range(len(first))]
+        return derivative_by_quotients(at, here)
 
     def spectral(self, name: str, node: ast.Call) -> Any:
         """rank(J) exactly, from J differentiated exactly out of the definition at the point;

@@ -354,9 +354,9 @@ def _narrow_one(domain: Domain, symbol: sp.Basic, relation: sp.Basic, texts: lis
     if symbol == n:
         admitted = admitted.intersect(sp.S.Integers)
     narrowed = natural_range(domain, symbol).intersect(admitted)
-    if symbol == n and len(texts) == 1 and admitted.contains(1) is sp.true:
-        if admitted.intersect(sp.Interval(2, sp.oo)).is_empty:
-            _one_feature(domain, texts[0])
+    only_one = admitted.contains(1) is sp.true and admitted.intersect(sp.Interval(2, sp.oo)).is_empty
+    if symbol == n and len(texts) == 1 and only_one:
+        _one_feature(domain, texts[0])
     if narrowed == sp.EmptySet or (symbol == n and _no_integer(narrowed)):
         why = " and ".join(texts)
         unused = "" if symbol in _claim_symbols(domain) else f"; {symbol} does not appear in the claim"

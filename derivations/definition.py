@@ -44,10 +44,10 @@ from derivations import cache as derivation_cache
 from derivations import quantities
 from derivations.claims import bounded
 from derivations.claims.language import TERM_FUNCTIONS, ClaimError, parse_condition, parse_term
-from derivations.core.layer import Direction, Layer, Pattern, Statistic
+from derivations.core.layer import Direction, Layer, Pattern, Statistic, closed
 from derivations.core.proof import DerivationError
 from derivations.derive import eigen, regimes, scaling
-from derivations.derive.sums import mean
+from derivations.derive.sums import mean, opaque, reduce_sums
 from derivations.files import Unreadable, read_capped
 from derivations.layers import layernorm, rmsnorm
 from derivations.symbols import c, c_vec, epsilon, g, i, j, k, mu, n, ones, q, r, s, sigma, sigma_u, t, tau, v, w, x
@@ -86,6 +86,17 @@ _RESERVED = {
 
 
 _T = TypeVar("_T")
+
+# A largest or smallest entry, max(abs(x[j])) say: a statistic that is no mean over the entries.
+_EXTREMUM = re.compile(r"\b(?:max|min)\s*\(")
+_ENTRY_J = re.compile(r"x\s*\[\s*j\s*\]")
+_NOT_A_MEAN = (
+    "a max or min over the entries x[j] is not a mean, and is not derived: its derivative by x_k is "
+    "the indicator of the entry where it is reached, which no sum over the entries fixes, so no row that "
+    "differentiates it (jacobian, eigen, spectral_norm, spectral_bound, vjp, jvp, hvp) could be written "
+    "for symbolic n; a statistic is mean(...) over x[j] or a function of earlier ones (mean(x[j]**8)**(1/8) "
+    "tends to the largest |x[j]| as the power grows); a clamp max(statistic, epsilon) of the output is derived"
+)
 
 
 def shown(text: str) -> str:
@@ -241,26 +252,7 @@ def _layer(table: dict[str, Any]) -> Layer:
     if output.atoms(sp.Max, sp.Min):
         layer: Layer = _clamped(table, key, title, statistics, output)
     else:
-        spread = _spread(table, statistics)
-        center = _center(statistics)
-        layer = Layer(
-            key=key,
-            title=title,
-            statistics=statistics,
-            output=output,
-            patterns=_patterns(table.get("patterns")),
-            directions=(),
-            display=(),
-            spread=spread,
-        )
-        centered = center is not None and scaling.translation_invariant(layer)
-        display = _display(layer, center if centered else None)
-        layer = dataclasses.replace(
-            layer,
-            display=display,
-            directions=_directions(table.get("directions"), symbols, center if centered else None),
-            approach=_approach(layer, center if centered else None),
-        )
+        layer = _smooth(table, key, title, statistics, output)
     results = quantities.names(layer)
     clash = next((str(stat.symbol) for stat in statistics if str(stat.symbol) in results), None)
     if clash is not None:
@@ -270,6 +262,38 @@ def _layer(table: dict[str, Any]) -> Layer:
     layer = dataclasses.replace(layer, stated=stated, notes=notes)
     if table.get("directions") is not None:
         _decomposing(layer)
+    return layer
+
+
+def _smooth(
+    table: Mapping[str, Any], key: str, title: str, statistics: tuple[Statistic, ...], output: sp.Expr
+) -> Layer:
+    """A layer with no clamp, with the statistics its derivations need (`_closed`) and, unless the file
+    gives directions, the default ones, whose complement is orthogonal to what J's terms are (`_complement`)."""
+    spread = _spread(table, statistics)
+    center = _center(statistics)
+    layer = Layer(
+        key=key,
+        title=title,
+        statistics=statistics,
+        output=output,
+        patterns=_patterns(table.get("patterns")),
+        directions=(),
+        display=(),
+        spread=spread,
+    )
+    centered = center is not None and scaling.translation_invariant(layer)
+    display = _display(layer, center if centered else None)
+    symbols = {str(stat.symbol): stat.symbol for stat in statistics}
+    layer = dataclasses.replace(
+        layer,
+        display=display,
+        directions=_directions(table.get("directions"), symbols, center if centered else None),
+        approach=_approach(layer, center if centered else None),
+    )
+    layer = _closed(layer, center)
+    if table.get("directions") is None:
+        layer = dataclasses.replace(layer, directions=_complement(layer))
     return layer
 
 
@@ -300,11 +324,12 @@ def _clamped(
         raise DefinitionError(
             f"{OUTPUT}: the floor of a clamp must be epsilon or a positive multiple of it; got {clamp}"
         )
+    unclamped = Layer(key, title, statistics, output, (), (), (), statistics[-1].symbol)
     try:
         layer = regimes.clamped(
             key=key,
             title=title,
-            statistics=statistics,
+            statistics=_closed(unclamped, None).statistics,
             definition=output,
             patterns=_patterns(table.get("patterns")),
             directions=rmsnorm.RAW_DIRECTIONS,  # x and its complement, as `_directions` gives a layer not centred
@@ -362,6 +387,8 @@ def _statistic(field: str, name: str, text: str, earlier: dict[str, sp.Symbol]) 
         if x[j] not in summand.atoms(sp.Indexed):
             raise DefinitionError(f"{field}: the mean's summand must use x[j]")
         return Statistic(_symbol(name, summand), summand, f"mean of {summand} over the entries")
+    if _extremum_over_entries(text):
+        raise DefinitionError(f"{field}: {_NOT_A_MEAN}")
     if "x" in _names_in(text):  # x or x[j] outside a mean
         raise DefinitionError(
             f"{field}: x enters a statistic through a mean over its entries: write x[j] inside mean(...), "
@@ -377,6 +404,18 @@ def _statistic(field: str, name: str, text: str, earlier: dict[str, sp.Symbol]) 
             f"statistic; it uses {', '.join(sorted(map(str, bases)))}"
         )
     return Statistic(_symbol(name, value), value, f"{value}", mean=False)
+
+
+def _extremum_over_entries(text: str) -> bool:
+    """Whether ``text`` (not a mean) takes a max or min of an expression in x[j]: over the entries."""
+    for found in _EXTREMUM.finditer(text):
+        depth, end = 1, found.end()
+        while end < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        if _ENTRY_J.search(text[found.end() : end]):
+            return True
+    return False
 
 
 def _mean_argument(text: str) -> str | None:
@@ -405,12 +444,104 @@ def _symbol(name: str, definition: sp.Expr) -> sp.Symbol:
 
 
 def _output(text: str, statistics: Mapping[str, sp.Symbol]) -> sp.Expr:
+    if _extremum_over_entries(text):
+        raise DefinitionError(f"{OUTPUT}: {_NOT_A_MEAN}")
     output = _term(OUTPUT, text, {**statistics, "epsilon": epsilon, "n": n}, entries={"x": {"i": x[i]}})
     if x[i] not in output.atoms(sp.Indexed):
         raise DefinitionError(f"{OUTPUT}: must use x[i], the entry it normalizes")
     if epsilon not in output.free_symbols:
         raise DefinitionError(f"{OUTPUT}: must use epsilon")
     return output
+
+
+def _closed(layer: Layer, center: sp.Symbol | None) -> Layer:
+    """``layer`` with the statistics its derivations need besides its own (`derivations.core.layer.closed`):
+    central moments about ``center`` where it centers, power means where it does not."""
+    try:
+        return closed(layer, center, taken=_RESERVED | _CANONICAL.keys())
+    except DerivationError as error:
+        raise DefinitionError(f"statistics: {error}") from None
+
+
+def _complement(layer: Layer) -> tuple[Direction, ...]:
+    """The default directions of ``layer``, their complement orthogonal to J's right factors.
+
+    J_ik = a delta_ik + sum over the means s the output depends on of dy_i/ds * ds/dx_k, that is
+    a I + sum_u u v_u^T, each v_u gathering the gradients ds/dx_k whose dy_i/ds is along u; so J w = a w
+    for every w orthogonal to each v_u.  Those are the default's (orthogonal to x, or to 1 and c) for
+    a built-in layer; a fourth-power mean's is x**3.  A constant part of a v_u is dropped where w is
+    orthogonal to 1 already.  The default is kept where the v_u are not as many as the other directions.
+    """
+    *explicit, complement = layer.directions
+    try:
+        vectors, parts = _right_factors(layer)
+    except DerivationError:
+        return layer.directions
+    at_k = (x[k], c[k])
+    constant = any(not vector.has(*at_k) for vector in vectors)
+    entries: list[sp.Expr] = [sp.Integer(1)] if constant else []
+    for vector in vectors:
+        varying = sp.Add(*(term for term in sp.Add.make_args(vector) if term.has(*at_k))) if constant else vector
+        if varying != 0:
+            entry = sp.factor(varying).as_independent(*at_k, as_Add=False)[1].xreplace(parts)
+            if not any(_proportional(entry, other) for other in entries):
+                entries.append(entry)
+    defaults = [sp.cancel(layer.to_display(constraint) / w[k]) for constraint in complement.constraints]
+    if not complement.complement or len(entries) != len(defaults) or len(entries) != len(explicit):
+        return layer.directions
+    if all(any(_proportional(entry, default) for default in defaults) for entry in entries):
+        return layer.directions
+    shown = " and to ".join(
+        "1" if entry == 1 else f"the vector of entries {entry.xreplace({k: sp.Symbol('k')})}" for entry in entries
+    )
+    constraints = tuple(sp.factor(_undisplayed(layer, entry)) * w[k] for entry in entries)
+    orthogonal = Direction(complement.name, w[k], f"every w orthogonal to {shown}", constraints, True)
+    return (*explicit, orthogonal)
+
+
+def _right_factors(layer: Layer) -> tuple[list[sp.Expr], dict[sp.Dummy, sp.Expr]]:
+    """The v_u of J = a I + sum_u u v_u^T (`_complement`), each at k in display notation (c[k] for a
+    centered layer), none zero; each factor free of x_i named by a dummy (`opaque`), and those names."""
+    output = layer.output
+    for stat in reversed(layer.statistics):  # a function of means written in them
+        if not stat.mean:
+            output = output.xreplace({stat.symbol: stat.summand})
+    groups: dict[sp.Expr, sp.Expr] = {}
+    parts: dict[sp.Dummy, sp.Expr] = {}
+    for stat in sorted(_output_means(layer), key=str):
+        gradient = layer.express(reduce_sums(sp.diff(layer.as_sums(stat), x[k])))
+        shape, named = opaque(layer.to_display(sp.diff(output, stat)), x[i], c[i])
+        parts.update(named)
+        for term in sp.Add.make_args(sp.expand(shape)):
+            scalar, at_i = term.as_independent(x[i], c[i], as_Add=False)
+            groups[at_i] = groups.get(at_i, sp.Integer(0)) + scalar * gradient
+    vectors = (sp.expand(layer.to_display(vector)) for vector in groups.values())
+    return [vector for vector in vectors if vector != 0], parts
+
+
+def _undisplayed(layer: Layer, expr: sp.Expr) -> sp.Expr:
+    """``expr``, written in the display notation (`Layer.to_display`), in x and the statistics again."""
+    for old, new in reversed(layer.display):
+        if isinstance(new, sp.Symbol):  # s for sqrt(q + epsilon)
+            expr = expr.xreplace({new: old})
+        else:  # c[k] + mu for x[k]
+            (centered,) = (atom for atom in new.atoms(sp.Indexed) if atom.base == c)
+            expr = expr.xreplace({centered: old - (new - centered)})
+    return expr
+
+
+def _output_means(layer: Layer) -> set[sp.Symbol]:
+    """The mean statistics the output depends on, directly or through a function of them."""
+    used = set(layer.output.free_symbols)
+    for stat in reversed(layer.statistics):
+        if not stat.mean and stat.symbol in used:
+            used |= stat.summand.free_symbols
+    return {stat.symbol for stat in layer.statistics if stat.mean and stat.symbol in used}
+
+
+def _proportional(one: sp.Expr, other: sp.Expr) -> bool:
+    ratio = sp.cancel(one / other)
+    return not ratio.has(x[k], c[k])
 
 
 def _spread(table: Mapping[str, Any], statistics: tuple[Statistic, ...]) -> sp.Symbol:

@@ -64,8 +64,10 @@ def test_the_minimal_example_derives_and_proves_its_stated_form():
     # J is not symmetric: no spectral norm, and no bound is claimed from eigenvalues.
     assert "spectral_norm" not in found
     assert "spectral_bound" not in found
-    # w orthogonal to x is no eigenvector (J w has x**3 . w in it): the default complement is left out.
-    assert "eigen_complement" not in found
+    # w orthogonal to x is no eigenvector (J w has x**3 . w in it): the complement is taken orthogonal to
+    # the gradient of r, x**3, where J w = w / s.
+    assert "orthogonal to the vector of entries x[k]**3" in found["eigen_complement"].statement
+    assert sp.simplify(quantities.value(layer, "eigen_complement") - (r + epsilon) ** sp.Rational(-1, 4)) == 0
     assert "numeric evaluates at m = max(|x|, epsilon**(1/4))" in found["homogeneity"].statement
 
 

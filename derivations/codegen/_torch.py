@@ -41,7 +41,8 @@ def _printer() -> type[AbstractPythonCodePrinter]:
         def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
             if expr.free_symbols <= {SIZE}:
                 return PythonCodePrinter().doprint(expr)
-            return half_power(self, expr, "torch.sqrt") or super()._print_Pow(expr, rational=rational)
+            # SymPy's TorchPrinter takes no ``rational``: a fourth root (of an L4 layer) reached it with one.
+            return half_power(self, expr, "torch.sqrt") or super()._print_Pow(expr)
 
         def _print_Relational(self, expr: sp.core.relational.Relational) -> str:
             # Operators, not torch.ge: epsilon is a Python float, the statistic a tensor.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
@@ -13,10 +15,22 @@ from sympy.solvers.solveset import NonlinearError
 
 from derivations.core.formula import Formula
 from derivations.core.proof import DerivationError, equal
-from derivations.derive.sums import Indicator, Mean, in_statistics, over_entries, power_sum_values, reduce_sums
+from derivations.derive.sums import (
+    Indicator,
+    Mean,
+    PowerSum,
+    in_statistics,
+    opaque,
+    over_entries,
+    p,
+    power_sum_values,
+    reduce_sums,
+    unfixed,
+)
 from derivations.symbols import epsilon, i, j, k, n, x
 
 R = TypeVar("R", bound="Rewrapped")
+L = TypeVar("L", bound="Layer")
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,6 +47,8 @@ class Statistic:
     summand: sp.Expr
     meaning: str
     mean: bool = True
+    # Why the derivation introduced it (`closed`), where the definition did not name it: empty otherwise.
+    introduced: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,3 +325,107 @@ def _inverse(stat: Statistic, means: tuple[sp.Symbol, ...]) -> dict[sp.Symbol, s
 def _power_sums(layer: Layer, constraints: tuple[sp.Expr, ...]) -> dict[sp.Expr, sp.Expr]:
     zero_sums = [sp.Eq(reduce_sums(over_entries(c, k)), 0) for c in constraints]
     return power_sum_values(layer.relations() + zero_sums)
+
+
+# At most this many statistics are introduced for one layer (`closed`).
+MAX_INTRODUCED = 8
+
+
+def closed(layer: L, center: sp.Symbol | None = None, taken: Iterable[str] = ()) -> L:
+    """``layer`` with a statistic introduced for each power sum that its derivations need and its
+    statistics do not fix: an ordinary mean, after the layer's own, that every consumer of
+    ``layer.statistics`` (numerics, codegen, claims) takes as it takes those.
+
+    The derivations need each statistic's derivative by x_k (the Jacobian, the backward products
+    and, through the chain rule again, the Hessian's) and the mean of the squared output (the
+    second moment) written in the statistics.  A power sum of x**d that they leave free becomes
+    the central moment m_d = mean((x[j] - center)**d) of a layer with a center (the mean of x),
+    else the power mean r_d = mean(x[j]**d); a sum of another summand, its mean (z).  The free
+    power sum of lowest degree is introduced first, then the layer is looked at again, until none
+    is left.  Names are new: not a statistic's, nor one of ``taken``.  Each introduced statistic
+    says why (`Statistic.introduced`): the derived expressions that are written in it.
+
+    >>> from derivations.symbols import epsilon, mu
+    >>> moments = (Statistic(mu, x[j], "mean"), Statistic(sp.Symbol("m4"), (x[j] - mu) ** 4, "4th"))
+    >>> bare = Layer("c4", "C4", moments, (x[i] - mu) / (moments[1].symbol + epsilon) ** sp.Rational(1, 4),
+    ...              (), (), (), moments[1].symbol)
+    >>> for stat in closed(bare, mu).statistics[2:]:
+    ...     print(f"{stat.symbol} = mean({stat.summand}): {stat.introduced}")
+    m2 = mean((-mu + x[j])**2): dm3/dx_k (in the Hessian product), the second moment
+    m3 = mean((-mu + x[j])**3): dm4/dx_k (in J and the backward products)
+    """
+    own = len(layer.statistics)
+    names = {str(stat.symbol) for stat in layer.statistics} | set(taken)
+    while True:
+        needs = _needs(layer)
+        missing = unfixed(layer.relations(), set().union(*(e.atoms(PowerSum) for e in needs.values())))
+        if not missing:
+            return _explained(layer, own, needs)
+        if len(layer.statistics) - own == MAX_INTRODUCED:
+            raise DerivationError(f"its derivations need more than {MAX_INTRODUCED} statistics besides its own")
+        power = min(missing, key=lambda e: (_degree(e.args[0]), sp.default_sort_key(e)))
+        stat = _introduce(power.args[0].xreplace({p: j}), center, names)
+        names.add(str(stat.symbol))
+        layer = dataclasses.replace(layer, statistics=(*layer.statistics, stat))
+
+
+def _needs(layer: Layer) -> dict[str, sp.Expr]:
+    """The reduced sums ``layer``'s derivations write in its statistics, by what they are."""
+    direct = set(layer.output.free_symbols)
+    for stat in reversed(layer.statistics):  # through a statistic that is a function of a mean
+        if not stat.mean and stat.symbol in direct:
+            direct |= stat.summand.free_symbols
+    out: dict[str, sp.Expr] = {}
+    for stat in layer.statistics:
+        where = "J and the backward products" if stat.symbol in direct else "the Hessian product"
+        out[f"d{stat.symbol}/dx_k (in {where})"] = reduce_sums(sp.diff(layer.as_sums(stat.symbol), x[k]))
+    # The power sums of y_i**2 are those of its dependence on x_i: what multiplies that is left whole.
+    shape, _ = opaque(layer.output, x[i])
+    with contextlib.suppress(DerivationError):  # a sum not reduced: the second moment is left out anyway
+        out["the second moment"] = reduce_sums(over_entries(shape**2, i))
+    return out
+
+
+def _explained(layer: L, own: int, needs: Mapping[str, sp.Expr]) -> L:
+    """``layer`` whose statistics after the first ``own`` say which of ``needs`` are written in them."""
+    if len(layer.statistics) == own:
+        return layer
+    written: dict[str, set[sp.Basic]] = {}
+    for label, reduced in needs.items():
+        try:
+            written[label] = sp.expand(layer.express(reduced)).free_symbols
+        except DerivationError:
+            written[label] = set()
+    statistics = list(layer.statistics)
+    for m in range(own, len(statistics)):
+        stat = statistics[m]
+        why = ", ".join(label for label, symbols in written.items() if stat.symbol in symbols)
+        why = why or "the power sums of the other introduced statistics"
+        statistics[m] = dataclasses.replace(stat, introduced=why, meaning=f"{stat.meaning}: {why}")
+    return dataclasses.replace(layer, statistics=tuple(statistics))
+
+
+def _degree(monomial: sp.Expr) -> int:
+    """The degree of a power sum's monomial in x[p]; a large number where it is not a polynomial."""
+    try:
+        return int(sp.degree(monomial, x[p]))
+    except sp.PolynomialError:
+        return 1 << 20
+
+
+def _introduce(monomial: sp.Expr, center: sp.Symbol | None, taken: set[str]) -> Statistic:
+    """The statistic whose mean fixes the power sum of ``monomial`` (in x[j]), with a new name."""
+    base, exponent = monomial.as_base_exp()
+    if base == x[j] and exponent.is_Integer and exponent > 0:
+        degree = int(exponent)
+        summand, stem = ((x[j] - center) ** degree, f"m{degree}") if center is not None else (monomial, f"r{degree}")
+        kind = "central moment" if center is not None else "power mean"
+    else:
+        summand, stem, kind = monomial, "z", "mean"
+    name = next(
+        candidate
+        for candidate in itertools.chain([stem], (f"{stem}_{m}" for m in itertools.count(1)))
+        if candidate not in taken
+    )
+    symbol = sp.Symbol(name, nonnegative=True) if summand.is_nonnegative else sp.Symbol(name, real=True)
+    return Statistic(symbol, summand, f"the {kind} mean({summand}), introduced by the derivation", introduced="yes")

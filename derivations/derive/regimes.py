@@ -168,8 +168,7 @@ def _regime(base: Layer, name: str, condition: sp.Basic, output: sp.Expr, rename
         key=f"{base.key}[{name}]",
         title=f"{base.title}, where {condition}",
         statistics=tuple(
-            Statistic(renamed.get(stat.symbol, stat.symbol), stat.summand, stat.meaning, stat.mean)
-            for stat in base.statistics
+            dataclasses.replace(stat, symbol=renamed.get(stat.symbol, stat.symbol)) for stat in base.statistics
         ),
         output=output.xreplace(renamed),
         patterns=base.patterns,

@@ -110,7 +110,9 @@ def definition_formula(layer: Layer, _: object, name: str) -> Formula:
     """The layer's output as defined, with what each statistic is: the first thing a reader needs."""
     statistics = (
         "; ".join(
-            f"{stat.symbol} = " + (f"mean({stat.summand})" if stat.mean else str(stat.summand))
+            f"{stat.symbol} = "
+            + (f"mean({stat.summand})" if stat.mean else str(stat.summand))
+            + (f" (introduced, not in the definition; written in it: {stat.introduced})" if stat.introduced else "")
             for stat in layer.statistics
         )
         or "none"

@@ -157,13 +157,50 @@ def power_sum_values(equations: Iterable[sp.Eq]) -> dict[sp.Expr, sp.Expr]:
     return dict(zip(unknowns, values, strict=True))
 
 
+class Unfixed(DerivationError):
+    """Power sums that a layer's statistics do not fix, named in ``power_sums``."""
+
+    def __init__(self, power_sums: Iterable[sp.Expr]) -> None:
+        self.power_sums = tuple(sorted(power_sums, key=sp.default_sort_key))
+        super().__init__(f"power sums {sorted(map(str, self.power_sums))} are not fixed by the layer's statistics")
+
+
 def in_statistics(expr: sp.Expr, values: dict[sp.Expr, sp.Expr]) -> sp.Expr:
     """Rewrite the power sums of a reduced expression by their values."""
     rewritten = expr.xreplace(values)
     left = rewritten.atoms(PowerSum)
-    if left:
-        raise DerivationError(f"power sums {sorted(map(str, left))} are not fixed by the layer's statistics")
-    return rewritten
+    if not left:
+        return rewritten
+    # A power sum that the equations leave free, where ``expr`` does not depend on it (a zero-sum
+    # constraint fixes a combination of sums, not each): any value of it gives the same, so 0.
+    free = {power: sp.Dummy() for power in left}
+    plain = rewritten.xreplace(free)
+    if any(sp.cancel(sp.expand(sp.diff(plain, dummy))) != 0 for dummy in free.values()):
+        raise Unfixed(left)
+    return plain.xreplace(dict.fromkeys(free.values(), sp.Integer(0)))
+
+
+def unfixed(equations: Iterable[sp.Eq], wanted: Iterable[sp.Expr] = ()) -> tuple[sp.Expr, ...]:
+    """The power sums, among ``wanted`` and those the ``equations`` hold, that the equations (linear
+    in power sums, as a layer's `relations`) do not determine: each one whose value, solved for,
+    still holds a power sum, in the order of `sp.default_sort_key`.
+
+    >>> from derivations.symbols import mu
+    >>> one, two, three = (PowerSum(x[p] ** d) for d in (1, 2, 3))
+    >>> unfixed([sp.Eq(n * mu, one)], [two, three])
+    (PowerSum(x[p]**2), PowerSum(x[p]**3))
+    >>> unfixed([sp.Eq(n * mu, one), sp.Eq(n * mu**2, two)], [two])
+    ()
+    """
+    equations = list(equations)
+    unknowns = sorted(set(wanted).union(*(e.atoms(PowerSum) for e in equations)), key=sp.default_sort_key)
+    if not unknowns:
+        return ()
+    solutions = sp.linsolve(equations, unknowns) if equations else sp.FiniteSet(tuple(unknowns))
+    if len(solutions) != 1:
+        raise DerivationError(f"the definitions {equations} of the statistics contradict each other")
+    (values,) = solutions
+    return tuple(unknown for unknown, value in zip(unknowns, values, strict=True) if value.atoms(PowerSum))
 
 
 def as_means(expr: sp.Expr) -> sp.Expr:
@@ -185,3 +222,30 @@ def explicit_means(expr: sp.Expr, size: int) -> sp.Expr:
     return expr.replace(
         lambda e: isinstance(e, Mean), lambda e: sp.Add(*(e.args[0].xreplace({p: m}) for m in range(size))) / size
     )
+
+
+def opaque(expr: sp.Expr, *varying: sp.Expr) -> tuple[sp.Expr, dict[sp.Dummy, sp.Expr]]:
+    """``expr`` with each largest part free of every one of ``varying`` named by a `sp.Dummy`, and
+    those names: how ``expr`` depends on ``varying`` (x[i], say), for work that expands it without
+    expanding what multiplies it.
+
+    >>> from derivations.symbols import i
+    >>> shape, parts = opaque(x[i] * sp.exp(-n) / (n + 1) ** 9, x[i])
+    >>> shape.xreplace(parts) == x[i] * sp.exp(-n) / (n + 1) ** 9, len(parts)
+    (True, 1)
+    """
+    names: dict[sp.Expr, sp.Dummy] = {}
+
+    def walk(e: sp.Expr) -> sp.Expr:
+        if not e.has(*varying):
+            return names.setdefault(e, sp.Dummy()) if e.free_symbols or e.has(sp.Indexed) else e
+        if not e.args or e.is_Atom or isinstance(e, sp.Indexed):
+            return e
+        if e.is_Mul or e.is_Add:  # the factors (terms) free of ``varying`` named together
+            fixed = [a for a in e.args if not a.has(*varying)]
+            rest = [walk(a) for a in e.args if a.has(*varying)]
+            return e.func(*([walk(e.func(*fixed))] if fixed else []), *rest)
+        return e.func(*map(walk, e.args))
+
+    shape = walk(expr)
+    return shape, {dummy: part for part, dummy in names.items()}

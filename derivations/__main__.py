@@ -322,7 +322,8 @@ def _review(argv: list[str]) -> int:
 
     parser = OneLineParser(
         prog="python -m derivations review",
-        description="Read every relation of a LaTeX paper, check it, and write review.md and review.json. "
+        description="Read every relation of a LaTeX paper, check it, and write review.md, review.json and "
+        "review.pdf (where pdflatex is on PATH). "
         "Exit status: 0 when every checked relation is proved or supported, 1 when one is refuted, "
         "2 on an error verdict, bad input or usage.",
     )
@@ -351,7 +352,16 @@ def _review(argv: list[str]) -> int:
     entries = classify.review(paper, context, _progress(len(paper.relations)))
     title = args.paper.name
     folder = args.out if args.out is not None else args.paper.resolve().parent
-    report.write(folder, {"review.md": report.markdown(entries, title), "review.json": report.as_json(entries, title)})
+    from derivations.review import pdf
+
+    built = pdf.build(entries, title)
+    outputs: dict[str, str | bytes] = {
+        "review.md": report.markdown(entries, title, (built.note,)),
+        "review.json": report.as_json(entries, title),
+    }
+    if built.pdf is not None:
+        outputs["review.pdf"] = built.pdf
+    report.write(folder, outputs)
     counts = report.summary(entries)
     described = ", ".join(f"{n} {name}" for name, n in {**counts["classes"], **counts["verdicts"]}.items() if n)
     sys.stdout.write(f"{title}: {len(entries)} relations ({described}); wrote {folder / 'review.md'}\n")

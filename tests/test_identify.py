@@ -12,7 +12,7 @@ import pytest
 from grids import tiered
 
 import numeric
-from derivations.review.identify import identify
+from derivations.review.identify import describe, identify
 from derivations.review.notation import Notation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,3 +116,13 @@ def test_the_command_prints_the_match_and_its_library():
     assert done.returncode == 0, done.stderr
     assert "equals `layernorm_std_eps_biased`" in done.stdout
     assert "differs from `layernorm` at" in done.stdout
+
+
+def test_a_definition_without_epsilon_is_the_layer_at_epsilon_0():
+    """Ba et al. and Xiong et al. write LayerNorm without epsilon: it is LayerNorm at epsilon = 0,
+    where it was "matches no layer"; a definition by a layer's name keeps the layer's epsilon."""
+    found = identify(r"N(\mathbf{x}) = \gamma \frac{\mathbf{x} - \mu}{\sigma} + \beta", Notation())
+    assert (found.key, found.epsilon_free) == ("layernorm_affine", True)
+    assert "at epsilon = 0" in describe(found)
+    named = identify(r"\hat{x} = \mathrm{LN}(x)", Notation())
+    assert (named.key, named.epsilon_free) == ("layernorm", False)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import numeric
-from derivations.review import document
-from derivations.review.notation import Notation, canonical, foreign, split
+from derivations.review import classify, document, pdf, report
+from derivations.review.notation import Notation, canonical, fit, foreign, read, segments, split
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "examples" / "paper"
@@ -35,7 +35,12 @@ def reviewed(tmp_path_factory):
 def test_the_committed_report_of_the_example_paper_is_fresh(reviewed):
     done, out = reviewed
     assert done.returncode == 1, done.stderr  # it holds refuted relations
-    assert (out / "review.md").read_text() == (PAPER / "review.md").read_text()
+    assert _without_pdf_note((out / "review.md").read_text()) == _without_pdf_note((PAPER / "review.md").read_text())
+
+
+def _without_pdf_note(text: str) -> str:
+    """review.md without its line on review.pdf, which says whether pdflatex was on PATH where it ran."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith(pdf.NOTE_PREFIX))
 
 
 # Every checked verdict of the example paper, by (file, line, what it was read as).
@@ -50,7 +55,7 @@ def test_every_relation_is_classified_and_every_verdict_is_right(reviewed):
     data = json.loads((out / "review.json").read_text())
     rows = data["relations"]
     assert len(rows) >= 25
-    assert all(row["class"] in ("checked", "definition", "not in the vocabulary", "not read") for row in rows)
+    assert all(row["class"] in ("checked", "defined", "not in the vocabulary", "not read") for row in rows)
     assert data["summary"]["verdicts"] == EXPECTED
     by_claim = {row["read_as"]: row for row in rows}
     assert by_claim["norm(y) == sqrt(n)"]["verdict"] == "refuted"
@@ -99,7 +104,12 @@ def test_the_document_reader_follows_inputs_macros_labels_and_lines(tmp_path):
 def test_the_notation_splits_chains_and_names_foreign_symbols():
     links = split(r"\|J\|_2 = \frac{1}{\sqrt{\sigma^2 + \epsilon}} \le \frac{1}{\sqrt{\epsilon}}.")
     assert [link.relation for link in links] == ["=", "\\le"]
-    assert foreign(canonical(r"\mathrm{softmax}(Q K^\top / \sqrt{d_k})", Notation())) == ["\\mathrm{softmax}", "d_k"]
+    assert foreign(canonical(r"\mathrm{softmax}(Q K^\top / \sqrt{d_k})", Notation())) == [
+        "\\mathrm{softmax}",
+        "Q",
+        "K",
+        "d_k",
+    ]
     assert foreign(canonical(r"\mathrm{LN}(x) = \hat{x}", Notation())) == []
 
 
@@ -136,3 +146,175 @@ def test_a_relation_past_its_budget_is_undecided_and_the_rest_go_on(tmp_path):
     assert rows[0]["verdict"] == "error"
     assert rows[0]["reason"].startswith("undecided within 0.001 s")
     assert rows[1]["class"] == "not in the vocabulary"
+
+
+def test_a_macro_expanding_forever_is_named_with_its_file_and_line(tmp_path):
+    (tmp_path / "main.tex").write_text("\\newcommand{\\a}{\\b}\\newcommand{\\b}{\\a}\nText.\n\\[ \\a = 1 \\]\n")
+    with pytest.raises(document.DocumentError, match=r"^main\.tex:3: macro \\a expands without end"):
+        document.read(tmp_path / "main.tex")
+
+
+# --- the paper's notation: what the hostile review found misread ---------------------------------
+
+
+def _fitted(lhs: str, rhs: str, relation: str = "=", key: str = "layernorm", notation: Notation | None = None) -> str:
+    from derivations.claims import vocabulary
+
+    return fit(read(lhs, rhs, relation, notation or Notation()), key, set(vocabulary(key).names()))
+
+
+def test_letters_and_subscripts_the_vocabulary_lacks_are_named_never_misread():
+    """N(x) was read as the product N * x; \\sigma_\\epsilon as sigma (so sigma_eps = sqrt(sigma^2 + eps)
+    was refuted); \\gamma_{\\max} as the gain vector."""
+    assert foreign(canonical(r"\mathbf{y} = N(\mathbf{x})", Notation())) == ["N"]
+    assert foreign(canonical(r"\sigma_\epsilon = \sqrt{\sigma^2 + \epsilon}", Notation())) == ["\\sigma_\\epsilon"]
+    assert foreign(canonical(r"\mu_1 = x_1", Notation()))[0] == "\\mu_1"
+    assert foreign(canonical(r"\bar{a}_i = 1", Notation())) == ["\\bar{a}"]
+    assert foreign(canonical(r"\sum_{i=1}^{n} \hat{x}_i = \sigma_B^2 + \mu_g + \sigma_u", Notation())) == []
+    assert _fitted(r"\|J\|_2", r"\gamma_{\max}", "\\le", "layernorm_affine") == "norm(J, 2) <= gamma_max"
+
+
+def test_operators_without_parentheses_the_zero_vector_and_expectations_are_read():
+    assert _fitted(r"\det J", "0") == "det(J) == 0"
+    assert _fitted(r"\mathrm{tr}\,J", r"\frac{d-1}{\sigma}") == "trace(J) == (n - 1) / sqrt(q)"
+    assert _fitted(r"J\mathbf{1}", r"\mathbf{0}") == "J @ ones == 0"
+    assert _fitted(r"\mathbb{E}[\mathrm{LN}(x)]", "0") == "sum(y) / n == 0"
+
+
+def test_sums_are_read_term_by_term_and_over_the_whole_product():
+    """A quotient under the sum was an error ('**' of a vector); sum_i y_i g_i summed y_i alone."""
+    assert _fitted(r"\|\mathrm{LN}(x)\|_2^2", r"\sum_{i=1}^{d} \frac{(x_i - \mu)^2}{\sigma^2 + \epsilon}") == (
+        "norm(y) ** 2 == norm(x - mean(x) * ones) ** 2 / (q + epsilon)"
+    )
+    assert _fitted(r"\sum_i \hat{x}_i g_i", "0") == "dot(y, g) == 0"
+    assert _fitted(r"\sum_i (2 \hat{x}_i + 1)", "d") == "2 * sum(y) + n * 1 == n"
+    assert _fitted(r"\max_i |\hat{x}_i|", r"\sqrt{d - 1}", "\\le") == "max(abs(y)) <= sqrt(n - 1)"
+    partial = _fitted(r"\sqrt{\frac{1}{k}\sum_{i=1}^{k} x_i^2}", r"\sqrt{r_k}", key="prmsnorm")
+    assert partial == "sqrt(1 / (kappa * n) * (kappa * n * r_k)) == sqrt(r_k)"
+
+
+def test_a_papers_c_is_a_scalar_shift_never_the_centered_input():
+    assert _fitted(r"\mathrm{LN}(x + c\mathbf{1})", r"\mathrm{LN}(x)") == "layernorm(x + b * ones) == y"
+
+
+def test_relations_side_by_side_in_one_row_are_each_read_and_conditions_are_not():
+    row = r"\mathrm{LN}(v) = \frac{v - \mu}{\sigma}, \quad \text{where } \mu = \frac{1}{d}\sum_k v_k, \ \sigma^2 = 1"
+    assert segments(row) == [
+        r"\mathrm{LN}(v) = \frac{v - \mu}{\sigma}",
+        r"\mu = \frac{1}{d}\sum_k v_k",
+        r"\sigma^2 = 1",
+    ]
+    assert segments(r"y_i = x_i, \quad i = 1, \ldots, n") == ["y_i = x_i"]
+    assert segments(r"f = 1 \quad \text{for } t > 0") == ["f = 1"]
+    assert segments(r"\max(a, b) = 1") == [r"\max(a, b) = 1"]
+
+
+PAPER_SOURCE = r"""\documentclass{article}
+\begin{document}
+\begin{equation}
+\mathrm{LayerNorm}(v) = \frac{v - \mu}{\sqrt{\sigma^2 + \epsilon}}, \quad
+  \text{where } \mu = \frac{1}{d}\sum_{k=1}^{d} v_k
+\end{equation}
+The paper's own sigma,
+$\sigma = \sqrt{\frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2 + \epsilon}$, and then $\sigma \ge \sqrt{\epsilon}$.
+A sum the checker cannot build: $\sum_i J = 0$.
+\end{document}
+"""
+
+
+def test_a_paper_s_input_name_its_own_sigma_and_an_unbuildable_sum_are_classified(tmp_path):
+    """v as the input (the mean of v_k was refuted as the mean of the direction v); a sigma with
+    epsilon inside (refuted as the vocabulary's sigma, and every later sigma misread); a shape the
+    checker refuses (an error verdict and exit status 2, where it is the reading that failed)."""
+    (tmp_path / "main.tex").write_text(PAPER_SOURCE)
+    context = classify.Context(Notation(), None, 30.0)
+    entries = classify.review(document.read(tmp_path / "main.tex"), context)
+    rows = [entry.row() for entry in entries]
+    by_line = [(row["class"], row["verdict"]) for row in rows]
+    assert by_line[0] == ("defined", "equals layernorm")
+    assert by_line[1] == ("checked", "proved"), rows[1]  # mu = (1/d) sum_k v_k, v the input
+    assert by_line[2] == ("defined", "differs from the vocabulary's \\sigma")
+    assert by_line[3][0] == "not in the vocabulary"
+    assert "defined at main.tex:8" in rows[3]["reason"]
+    assert by_line[4][0] == "not read", rows[4]
+    assert report.status(entries) == 0
+
+
+def test_a_paper_without_epsilon_is_checked_at_epsilon_0(tmp_path):
+    """Ba et al. and Xiong et al. define LayerNorm without epsilon: ||y|| = sqrt(d) holds there."""
+    (tmp_path / "main.tex").write_text(
+        "\\[ y = \\frac{x - \\mu}{\\sigma} \\]\nso $\\|y\\|_2 = \\sqrt{d}$ and $\\|y\\|_2 = d$.\n"
+    )
+    context = classify.Context(Notation(), None, 30.0)
+    entries = classify.review(document.read(tmp_path / "main.tex"), context)
+    assert entries[0].identification is not None
+    assert entries[0].identification.epsilon_free
+    assert [e.verdict for e in entries[1:]] == ["proved", "refuted"]
+    assert "epsilon = 0" in entries[1].quantifier
+    (tmp_path / "main.tex").write_text(
+        "\\[ y = \\frac{x - \\mu}{\\sigma} \\]\nso $\\|y\\|_2 = \\sqrt{d}$; with $\\epsilon > 0$ it is less.\n"
+    )
+    context = classify.Context(Notation(), None, 30.0)
+    entries = classify.review(document.read(tmp_path / "main.tex"), context)
+    assert entries[1].verdict == "refuted"  # the paper names epsilon: its sigma may hold it
+
+
+# --- review.pdf ------------------------------------------------------------------------------------
+
+
+def _entries(tmp_path: Path, source: str) -> list[classify.Entry]:
+    (tmp_path / "main.tex").write_text(source)
+    context = classify.Context(Notation(), None, 30.0)
+    return classify.review(document.read(tmp_path / "main.tex"), context)
+
+
+def test_the_pdf_source_typesets_each_row_with_coloured_verdicts(tmp_path):
+    entries = _entries(tmp_path, "\\[ \\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\le 5 \\]\n$Q_k = 1$\n")
+    text = pdf.source(entries, "main_$#.tex")
+    assert "\\begin{equation*}\n\\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\le 5\n\\end{equation*}" in text
+    assert "\\marginpar{\\raggedright\\footnotesize\\textcolor[rgb]{0,0.5,0}{\\textbf{1. proved}}}" in text
+    assert "{\\textbf{2. refuted}}" in text
+    assert "0.8,0,0" in text
+    assert "{\\textbf{not in the vocabulary}}" in text
+    assert "main\\_\\$\\#.tex" in text
+    assert all(line.startswith("\\usepackage{amsmath,amssymb}") or "xcolor" not in line for line in text.splitlines())
+
+
+def test_without_pdflatex_the_pdf_is_skipped_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(pdf.shutil, "which", lambda name: None)
+    built = pdf.build([], "main.tex")
+    assert built.pdf is None
+    assert built.note == "PDF: review.pdf not written: pdflatex is not on PATH"
+    assert built.note in report.markdown([], "main.tex", (built.note,))
+
+
+@pytest.mark.skipif(not pdf.available(), reason="pdflatex is not on PATH")
+def test_the_pdf_compiles_and_an_equation_pdflatex_cannot_typeset_is_shown_as_source(tmp_path):
+    entries = _entries(
+        tmp_path, "\\[ \\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\]\n\\[ \\undefinedmacro{x} = 1 \\]\n"
+    )
+    built = pdf.build(entries, "main.tex")
+    assert built.pdf is not None, built.note
+    assert built.pdf.startswith(b"%PDF")
+    assert "1 shown as source" in built.note
+
+
+@pytest.mark.skipif(not pdf.available(), reason="pdflatex is not on PATH")
+def test_the_review_writes_the_pdf_whole_beside_the_report(tmp_path):
+    (tmp_path / "main.tex").write_text("\\[ \\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\]\n")
+    done = _review(str(tmp_path / "main.tex"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "review.pdf").read_bytes().startswith(b"%PDF")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["main.tex", "review.json", "review.md", "review.pdf"]
+
+
+def test_the_report_files_get_the_users_permissions_not_mkstemps(tmp_path):
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        report.write(tmp_path, {"review.md": "x\n", "review.pdf": b"%PDF"})
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "review.md").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "review.pdf").read_bytes() == b"%PDF"

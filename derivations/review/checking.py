@@ -29,9 +29,12 @@ def _confirming_code() -> bytes:
     return derivation_cache.code("numeric") + derivation_cache.package("numpy")
 
 
-def decide(text: str, key: str, timeout: float) -> Outcome:
-    """The verdict on claim ``text`` about layer ``key``, within ``timeout`` seconds; a decided one is cached."""
-    entry = "python -m derivations review " + json.dumps([text, key, timeout])
+def decide(text: str, key: str, timeout: float, assumptions: tuple[str, ...] = ()) -> Outcome:
+    """The verdict on claim ``text`` about layer ``key`` under ``assumptions``, within ``timeout``
+    seconds; a decided one is cached."""
+    entry = "python -m derivations review " + json.dumps(
+        [text, key, timeout, *([list(assumptions)] if assumptions else [])]
+    )
     extra = _confirming_code()
     cached = derivation_cache.read(entry, extra)
     if cached is not None:
@@ -42,7 +45,7 @@ def decide(text: str, key: str, timeout: float) -> Outcome:
             pass
     from derivations.claims import Claim, check
 
-    verdict = check(Claim(text, key, (), id="review"), _confirm, timeout=timeout)
+    verdict = check(Claim(text, key, assumptions, id="review"), _confirm, timeout=timeout)
     detail = verdict.detail
     counterexample = json.loads(json.dumps(verdict.counterexample, default=str)) if verdict.counterexample else None
     outcome = Outcome(verdict.verdict, detail, verdict.quantifier, counterexample)

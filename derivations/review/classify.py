@@ -12,7 +12,7 @@ from derivations.review.checking import decide
 from derivations.review.document import Document, Found
 from derivations.review.identify import Identification, compare, describe
 
-CLASSES = ("checked", "definition", "not in the vocabulary", "not read")
+CLASSES = ("checked", "defined", "not in the vocabulary", "not read")
 
 
 @dataclass
@@ -60,21 +60,33 @@ class Context:
     timeout: float
     current: str = "layernorm"
     settled: bool = False  # whether a definition of the output (y = ...) or any first one has set `current`
+    # The paper's layer has no epsilon (its definition matched a layer at epsilon = 0): relations
+    # that do not name epsilon are checked at epsilon = 0.
+    epsilon_free: bool = False
+    # Whether any relation of the paper names epsilon: then a definition without it is not taken
+    # to mean epsilon = 0 (the paper may put epsilon inside its sigma, defined elsewhere).
+    names_epsilon: bool = True
+    # Statistics the paper defines other than the vocabulary does (\sigma with epsilon inside):
+    # the LaTeX command -> where; relations naming them after that are not read as the vocabulary's.
+    redefined: dict[str, str] = field(default_factory=dict)
 
 
 def links(document: Document) -> Iterator[tuple[Found, paper.Link | None, str]]:
-    """Each link of each relation; a row that starts with its relation continues the previous row's chain."""
+    """Each link of each relation; a row that starts with its relation continues the previous row's
+    chain; relations side by side in one row (``a = b, \\quad c = d``) each their own."""
     previous = ""
     for found in document.relations:
-        chain = paper.split(found.latex)
-        if not chain:
+        parts = paper.segments(found.latex) or [found.latex]
+        chains = [chain for chain in (paper.split(part) for part in parts) if chain]
+        if not chains:
             yield found, None, found.latex
             continue
-        if not chain[0].lhs and previous:
-            chain[0] = paper.Link(previous, chain[0].relation, chain[0].rhs)
-        previous = chain[-1].rhs
-        for link in chain:
-            yield found, link, f"{link.lhs} {link.relation} {link.rhs}"
+        if not chains[0][0].lhs and previous:
+            chains[0][0] = paper.Link(previous, chains[0][0].relation, chains[0][0].rhs)
+        previous = chains[-1][-1].rhs
+        for chain in chains:
+            for link in chain:
+                yield found, link, f"{link.lhs} {link.relation} {link.rhs}"
 
 
 def classify(found: Found, link: paper.Link | None, text: str, context: Context) -> Entry:
@@ -83,12 +95,18 @@ def classify(found: Found, link: paper.Link | None, text: str, context: Context)
     if link is None:
         entry.reason = "no relation the checker reads (==, <=, <, >=, >)"
         return entry
-    unknown = paper.foreign(paper.canonical(f"{link.lhs} {link.rhs}", context.notation))
+    context.notation = notation = _argument_is_input(link, context.notation)
+    unknown = paper.foreign(paper.canonical(f"{link.lhs} {link.rhs}", notation))
     if unknown:
         entry.kind, entry.reason = "not in the vocabulary", "names " + ", ".join(f"`{u}`" for u in unknown)
         return entry
+    redefined = [f"`{name}` (defined at {where})" for name, where in context.redefined.items() if _names(link, name)]
+    if redefined:
+        entry.kind = "not in the vocabulary"
+        entry.reason = "names " + ", ".join(redefined) + ", which the paper defines other than the vocabulary does"
+        return entry
     try:
-        claim = paper.read(link.lhs, link.rhs, link.relation, context.notation)
+        claim = paper.read(link.lhs, link.rhs, link.relation, notation)
     except ClaimError as error:
         entry.reason = str(error)
         return entry
@@ -96,14 +114,55 @@ def classify(found: Found, link: paper.Link | None, text: str, context: Context)
     called = _called(claim)
     lhs, _, rhs = claim.partition(" == ")
     if rhs and lhs == rhs:
-        entry.kind, entry.layer, entry.verdict = "definition", "", "notation"
+        entry.kind, entry.layer, entry.verdict = "defined", "", "notation"
         entry.reason = f"defines the paper's notation: {link.lhs} is `{lhs}`"
         return entry
     defined = _definition(claim, link.relation)
     if defined is not None:
         return _define(entry, defined, called, context)
     entry.layer = context.layer or (called[0] if called else context.current)
-    return _check(entry, claim, context)
+    _check(entry, claim, context)
+    statistic = _statistic(link, notation)
+    if statistic is not None and entry.verdict == "refuted":  # the paper's own \sigma: a definition
+        context.redefined[statistic] = f"{found.file}:{found.line}"
+        entry.kind = "defined"
+        entry.verdict = f"differs from the vocabulary's {statistic}"
+        entry.reason = (
+            f"defines {statistic} other than the vocabulary's `{lhs}` (refuted as the vocabulary's: {entry.reason}); "
+            f"relations naming {statistic} after this are not read"
+        )
+    return entry
+
+
+# The statistics a paper defines by name: the LaTeX command, alone or squared, on the left of its definition.
+STATISTICS = ("\\sigma", "\\mu")
+
+
+def _statistic(link: paper.Link, notation: paper.Notation) -> str | None:
+    """The statistic a relation defines from the input (``\\sigma = ...``, ``\\sigma^2 := ...``), or None."""
+    items = paper.tokens(link.lhs)
+    if link.relation not in ("=", *paper.DEFINING) or not items or items[0] not in STATISTICS:
+        return None
+    if items[1:] in ([], ["^", "2"], ["^", "{", "2", "}"]) and "x" in paper.tokens(paper.canonical(link.rhs, notation)):
+        return items[0]
+    return None
+
+
+def _names(link: paper.Link, command: str) -> bool:
+    return command in paper.tokens(f"{link.lhs} {link.rhs}")
+
+
+def _argument_is_input(link: paper.Link, notation: paper.Notation) -> paper.Notation:
+    """A definition ``\\mathrm{LayerNorm}(v) = ...`` names the paper's input v: read v as x from there on."""
+    import re
+
+    match = re.fullmatch(
+        r"\\(?:mathrm|operatorname|text)\{(\w+)\}\s*(?:\\left)?\(\s*(?:\\mathbf\{)?([a-wzA-Z])\}?\s*(?:\\right)?\)",
+        link.lhs.strip(),
+    )
+    if match is None or match.group(1) not in notation.layers or link.relation not in ("=", *paper.DEFINING):
+        return notation
+    return paper.Notation({**notation.overrides, match.group(2): "x"}, notation.layers)
 
 
 def _called(claim: str) -> list[str]:
@@ -127,7 +186,7 @@ def _definition(claim: str, relation: str) -> str | None:
 
 
 def _define(entry: Entry, expression: str, called: list[str], context: Context) -> Entry:
-    entry.kind = "definition"
+    entry.kind = "defined"
     found = compare(expression, entry.link, context.timeout)
     entry.identification = found
     entry.reason = describe(found)
@@ -136,6 +195,7 @@ def _define(entry: Entry, expression: str, called: list[str], context: Context) 
     if found.key is not None:
         if not context.settled or not called:
             context.current, context.settled = found.key, True
+            context.epsilon_free = found.epsilon_free and not context.names_epsilon
         for name, key in list(context.notation.layers.items()):
             if called and key == called[0]:
                 context.notation.layers[name] = found.key
@@ -151,9 +211,13 @@ def _check(entry: Entry, claim: str, context: Context) -> Entry:
         entry.reason = str(error)
         return entry
     entry.claim = fitted
-    outcome = decide(fitted, entry.layer, context.timeout)
+    free = context.epsilon_free and "epsilon" not in fitted
+    outcome = decide(fitted, entry.layer, context.timeout, ("epsilon == 0",) if free else ())
     if outcome.verdict == "error" and "unknown name" in outcome.detail:
         entry.kind, entry.reason = "not in the vocabulary", outcome.detail.split("; known names")[0]
+        return entry
+    if outcome.verdict == "error" and _misread(outcome.detail):
+        entry.reason = f"read as `{fitted}`, which the checker cannot build: {outcome.detail}"
         return entry
     entry.kind = "checked"
     entry.verdict, entry.reason, entry.quantifier = outcome.verdict, outcome.detail, outcome.quantifier
@@ -161,8 +225,18 @@ def _check(entry: Entry, claim: str, context: Context) -> Entry:
     return entry
 
 
+def _misread(detail: str) -> bool:
+    """Whether an error verdict is the reading's failure (a shape the claim language refuses), not the check's."""
+    import re
+
+    return re.search(r"at column \d+|of a vector|of two vectors|a claim is one relation", detail) is not None
+
+
 def review(document: Document, context: Context, progress: Callable[[int], Any] | None = None) -> list[Entry]:
     """Every link of every relation of ``document``, classified in source order."""
+    import re
+
+    context.names_epsilon = any(re.search(r"\\(?:var)?epsilon(?![A-Za-z])", f.latex) for f in document.relations)
     entries = []
     for found, link, text in links(document):
         entries.append(classify(found, link, text, context))

@@ -250,7 +250,10 @@ def _blank(node: Any) -> bool:
 
 def _add(reader: _Reader, rows: list[tuple[str, int, str | None]], text: str, shown: str, environment: str) -> None:
     for latex, position, label in rows:
-        expanded = " ".join(expand(latex, reader.macros).split())
+        try:
+            expanded = " ".join(expand(latex, reader.macros).split())
+        except DocumentError as error:  # say where: the row that uses the macro
+            raise DocumentError(f"{shown}:{_line(text, position)}: {error}") from None
         if expanded:
             reader.document.relations.append(Found(shown, _line(text, position), expanded, label, environment))
 

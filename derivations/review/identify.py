@@ -26,7 +26,9 @@ HINTS = {
     "groupnorm": r"_[gG]\b|_\{[gG]\}|GroupNorm|\\mathrm\{GN\}",
 }
 
-Decide = Callable[[str, str, float], Outcome]
+Decide = Callable[..., Outcome]
+# The assumption a definition without epsilon is compared under.
+FREE = ("epsilon == 0",)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Identification:
     bias: bool = False
     key: str | None = None
     comparisons: list[Comparison] = field(default_factory=list)
+    # Written without epsilon: compared with each layer at epsilon = 0.
+    epsilon_free: bool = False
 
     @property
     def equal(self) -> list[str]:
@@ -56,6 +60,7 @@ class Identification:
             "gain": self.gain,
             "bias": self.bias,
             "equals": self.key,
+            "epsilon_free": self.epsilon_free,
             "comparisons": [{"layer": c.key, "claim": c.claim, **c.outcome.row()} for c in self.comparisons],
         }
 
@@ -73,7 +78,8 @@ def compare(expression: str, written: str, timeout: float, decide: Decide = deci
     from derivations.catalog import LAYERS
     from derivations.claims import vocabulary
 
-    found = Identification(expression)
+    written_free = re.search(r"\bepsilon\b", expression) is None  # and calls no layer, which has its own
+    found = Identification(expression, epsilon_free=written_free and not any(f"{key}(" in expression for key in LAYERS))
     base, found.gain, found.bias = _unwrap(expression)
     if base == "tanh":
         found.key = WRAPPED[("tanh", "gamma")] if found.gain == "gamma" else None
@@ -85,7 +91,8 @@ def compare(expression: str, written: str, timeout: float, decide: Decide = deci
         except ClaimError as error:
             found.comparisons.append(Comparison(key, f"y == {base}", Outcome("error", str(error))))
             continue
-        found.comparisons.append(Comparison(key, claim, decide(claim, key, timeout)))
+        outcome = decide(claim, key, timeout, *([FREE] if found.epsilon_free else []))
+        found.comparisons.append(Comparison(key, claim, outcome))
     equal = found.equal
     preferred = [key for key in equal if key in HINTS and re.search(HINTS[key], written)]
     bases = [key for key in equal if key not in HINTS]
@@ -124,7 +131,10 @@ def describe(found: Identification) -> str:
         head = "matches no layer of the catalog"
     else:
         users = "; ".join(LAYERS[found.key].used_by)
-        head = f"equals `{found.key}`" + (f" ({users})" if users else "")
+        head = f"equals `{found.key}`" + (
+            " at epsilon = 0 (it is written without epsilon)" if found.epsilon_free else ""
+        )
+        head += f" ({users})" if users else ""
         if found.gain:
             head += f"; its gain {found.gain}{' and bias beta' if found.bias else ''} read off its form"
     differs = [

@@ -126,6 +126,42 @@ def split(latex: str) -> list[Link]:
     return [Link(sides[k], cuts[k][2], sides[k + 1]) for k in range(len(cuts))]
 
 
+# What separates two relations written in one row (``a = b, \\quad c = d``, ``\\text{where } c = d``),
+# and what starts a condition on the relation before it (``\\quad \\text{for } t > 0``).
+_SEPARATOR = re.compile(
+    r"\\q?quad\b|\\text\{\s*(?:where|and|with)\s*\}|\\(?:text|mathrm)\{\s*,?\s*(?:where|and|with)\s+|,"
+)
+_CONDITION = re.compile(r"\s*(?:\\text\{\s*(?:for|if|as|when|whenever|since)\b|\\forall|\\text\{\s*,)")
+_INDEX = re.compile(r"\s*[ijklm]\s*(?:=|\\in)")
+
+
+def segments(latex: str) -> list[str]:
+    """The relations one row writes side by side, ``a = b, \\quad \\text{where } c = d``: cut at
+    commas, quads and a "where" outside brackets; a condition (``\\text{for } ...``, ``\\forall``)
+    or an index range (``i = 1, \\ldots, n``) ends the row."""
+    out: list[str] = []
+    depth, start = 0, 0
+    for match in _TOKEN.finditer(latex):
+        token = match.group()
+        depth += {"{": 1, "}": -1, "(": 1, ")": -1, "[": 1, "]": -1, "\\left": 1, "\\right": -1}.get(token, 0)
+        if depth != 0 or match.start() < start:
+            continue
+        found = _SEPARATOR.match(latex, match.start())
+        if found is None:
+            continue
+        out.append(latex[start : match.start()])
+        start = found.end()
+        if _CONDITION.match(latex, start) or _INDEX.match(latex, start):
+            return [_trimmed(part) for part in out if _trimmed(part)]
+    out.append(latex[start:])
+    return [_trimmed(part) for part in out if _trimmed(part)]
+
+
+def _trimmed(part: str) -> str:
+    """``part`` without the spacing commands (``\\ ``, ``\\,``) around it."""
+    return re.sub(r"^(?:\s|\\[ ,;:!])+|(?:\s|\\[ ,;:!])+$", "", part)
+
+
 def _tail(latex: str) -> str:
     """``latex`` without what follows the relation: a condition after ``\\quad``, ``\\text``, a
     comma at depth 0, and the closing full stop."""
@@ -179,11 +215,24 @@ _HATS = ("\\hat", "\\widehat", "\\tilde")
 _BOLD = ("\\mathbf", "\\boldsymbol", "\\bm", "\\vec", "\\mathbold")
 _WORDS = ("\\mathrm", "\\operatorname", "\\text", "\\mathit", "\\textrm")
 _OUTPUT = {"y", "\\hat{x}", "yhat", "z"}
+# The subscripts a paper puts on its mean and spread to name the group they are over (a batch, a
+# group, the group of entry i); any other (\\sigma_\\epsilon, \\mu_1) is a symbol of its own.
+GROUPS = {"B", "\\mathcal{B}", "\\mathcalB", "g", "G", "i", "\\mathrm{LN}", "\\mathrm{GN}", "\\mathrm{BN}"}
+# Single letters the claim language (or a fitted claim) reads; any other is the paper's own symbol.
+LETTERS = set("xyJIgvctndabqrskw")
+# Operators a paper applies without parentheses: \\det J, \\mathrm{tr}\\, J.
+APPLIED = {"\\det": "det", "\\tr": "trace"}
 
 
 def canonical(latex: str, notation: Notation) -> str:
     """The LaTeX the claim grammar reads, for one side of a relation in the paper's notation."""
-    items = _replace_overrides(tokens(latex), notation)
+    out = _rewritten(_replace_overrides(tokens(latex), notation), notation)
+    text = re.sub(r"\\(left|right)\s+(?=\\[|lrvV]|[()|.])", r"\\\1", " ".join(out))
+    return re.sub(r"\\(?:left|right)(?=\\[lr]?[vV]ert)", "", text)
+
+
+def _rewritten(items: list[str], notation: Notation) -> list[str]:
+    """``items`` (after the overrides) rewritten into the tokens the claim grammar reads."""
     out: list[str] = []
     index = 0
     while index < len(items):
@@ -195,8 +244,7 @@ def canonical(latex: str, notation: Notation) -> str:
             index += 1
         else:
             out.extend(written)
-    text = re.sub(r"\\(left|right)\s+(?=\\[|lrvV]|[()|.])", r"\\\1", " ".join(out))
-    return re.sub(r"\\(?:left|right)(?=\\[lr]?[vV]ert)", "", text)
+    return out
 
 
 def _replace_overrides(items: list[str], notation: Notation) -> list[str]:
@@ -236,31 +284,35 @@ def _rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, lis
         inner, end = _group(items, index + 1)
         if _flat(inner) == "1":
             return end, ["\\mathbf", "{", "1", "}"]
+        if _flat(inner) == "0":  # the zero vector: a vector == 0 is the zero vector
+            return end, ["0"]
         if len(inner) == 1 and re.fullmatch(r"[A-Za-z]", inner[0]):
             return _entry(items, end, inner[0])
     if token == "\\bar" or token == "\\overline":
         inner, end = _group(items, index + 1)
-        if _flat(inner) == "x":
+        if _flat(inner) == "x" and (end >= len(items) or items[end] != "_"):  # \bar{x}_i is not the mean
             return end, ["\\mu"]
     if token == "\\frac" and "\\partial" in items[index + 1 : index + 4]:
         return _derivative(items, index)
     if token == "\\nabla":
         return _nabla(items, index)
     if token == "\\mathbb" and following == "{" and items[index + 2 : index + 4] == ["E", "}"]:
-        return _expectation(items, index + 4)
+        return _expectation(items, index + 4, notation)
     if token == "\\sigma":
         return _sigma(items, index)
     if token == "\\mu" and following == "_":
-        _, end = _group(items, index + 2)  # \mu_B, \mu_g: the mean of a batch or group
-        return end, ["\\mu"]
+        sub, end = _group(items, index + 2)  # \mu_B, \mu_g: the mean of a batch or group
+        return (end, ["\\mu"]) if _flat(sub) in GROUPS else (index, None)
     if token in _WORDS:
         return _word_rewrite(items, index, notation)
     if token == "\\sum":
-        return _sum(items, index)
+        return _sum(items, index, notation)
     if token == "\\langle":
-        return _angle(items, index)
-    if token in ("\\det", "\\operatorname{tr}"):
-        return index + 1, _operator("det")
+        return _angle(items, index, notation)
+    if token in ("\\max", "\\min") and following == "_":
+        return _extreme(items, index, notation)
+    if token in APPLIED:
+        return _applied(items, index + 1, APPLIED[token], notation)
     if (token == "^" and following in ("T", "\\intercal", "\\mathsf", "\\top")) or (token == "^" and following == "{"):
         return _transpose(items, index)
     if token in ("[", "]"):
@@ -270,8 +322,10 @@ def _rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, lis
     if re.fullmatch(r"[A-Za-z]", token) and following == "_":
         return _subscript(items, index, token)
     if token in ("\\gamma", "\\beta") and following == "_":
-        _, end = _group(items, index + 2)
-        return end, [token]
+        sub, end = _group(items, index + 2)  # the entry gamma_i of the gain, or gamma_max
+        if _flat(sub) in ("\\max", "max") and token == "\\gamma":
+            return end, ["\\gamma", "_", "{", "\\max", "}"]
+        return (end, [token]) if _flat(sub) in ("i", "j", "k") else (index, None)
     return index, None
 
 
@@ -322,7 +376,7 @@ def _nabla(items: list[str], index: int) -> tuple[int, list[str] | None]:
     return end, ["J"]
 
 
-def _expectation(items: list[str], index: int) -> tuple[int, list[str] | None]:
+def _expectation(items: list[str], index: int, notation: Notation) -> tuple[int, list[str] | None]:
     if index < len(items) and items[index] == "_":
         _, index = _group(items, index + 1)
     found = _bracket(items, index)
@@ -331,13 +385,34 @@ def _expectation(items: list[str], index: int) -> tuple[int, list[str] | None]:
     inner, end = found
     if _flat(inner) in ("x", "x_i", "x_{i}"):
         return end, ["\\mu"]
-    return end, [*_operator("mean"), "(", *inner, ")"]
+    return end, [*_operator("mean"), "(", *_rewritten(inner, notation), ")"]
 
 
-def _sigma(items: list[str], index: int) -> tuple[int, list[str]]:
+def _extreme(items: list[str], index: int, notation: Notation) -> tuple[int, list[str]]:
+    """``\\max_i |y_i|``: the largest entry of the vector the entries make."""
+    start = _past_scripts(items, index + 1)
+    stop = _summand_end(items, start)
+    return stop, [*_operator(items[index][1:]), "(", *_rewritten(items[start:stop], notation), ")"]
+
+
+def _applied(items: list[str], index: int, name: str, notation: Notation) -> tuple[int, list[str]]:
+    """An operator and its argument: ``\\det(J)`` as written, ``\\det J`` with the parentheses added."""
+    while index < len(items) and items[index] in DROPPED:
+        index += 1
+    if index >= len(items) or items[index] in ("(", "\\left", "["):
+        return index, _operator(name)
+    _, end = _group(items, index)
+    if end < len(items) and items[end] in ("^", "_"):  # J^\top, J_{\mathrm{LN}}
+        _, end = _group(items, end + 1)
+    return end, [*_operator(name), "(", *_rewritten(items[index:end], notation), ")"]
+
+
+def _sigma(items: list[str], index: int) -> tuple[int, list[str] | None]:
     end = index + 1
     if end < len(items) and items[end] == "_":
-        _, end = _group(items, end + 1)  # \sigma_B, \sigma_g
+        sub, end = _group(items, end + 1)  # \sigma_B, \sigma_g
+        if _flat(sub) not in GROUPS:  # \sigma_u the grammar reads; \sigma_\epsilon is the paper's own
+            return index, None
     if items[end : end + 2] == ["^", "2"] or items[end : end + 4] == ["^", "{", "2", "}"]:
         return end + (2 if items[end + 1] == "2" else 4), _operator("q")
     return end, ["\\sqrt", "{", *_operator("q"), "}"]
@@ -354,18 +429,19 @@ def _word_rewrite(items: list[str], index: int, notation: Notation) -> tuple[int
     if word == "RMS":
         found = _bracket(items, end)
         return (found[1] if found else end), ["\\sqrt", "{", *_operator("r"), "}"]
-    if word in ("tr", "Tr", "trace"):
-        return end, _operator("trace")
+    if word in ("tr", "Tr", "trace", "det"):
+        return _applied(items, end, "det" if word == "det" else "trace", notation)
     if word == "diag":
         return end, _operator("diag")
     if word in ("mean", "E"):
         found = _bracket(items, end)
         if found is not None:
-            return found[1], [*_operator("mean"), "(", *found[0], ")"]
+            return found[1], [*_operator("mean"), "(", *_rewritten(found[0], notation), ")"]
     return index, None
 
 
-def _sum(items: list[str], index: int) -> tuple[int, list[str]]:
+def _sum(items: list[str], index: int, notation: Notation) -> tuple[int, list[str]]:
+    """``\\sum`` and its summand, braced: ``\\sum_i a_i b_i`` sums the product, up to the next + or -."""
     end = index + 1
     upper = ""
     while end < len(items) and items[end] in ("_", "^", "\\limits"):
@@ -373,16 +449,44 @@ def _sum(items: list[str], index: int) -> tuple[int, list[str]]:
         if items[end] == "^":
             upper = _flat(script)
         end = after
+    stop = _summand_end(items, end)
+    summand = _rewritten(items[end:stop], notation)
     if upper == "k":
-        return end, ["\\sum", *_operator("partial")]
-    return end, ["\\sum"]
+        return stop, ["\\sum", "{", *_operator("partial"), *summand, "}"]
+    return stop, ["\\sum", "{", *summand, "}"]
 
 
-def _angle(items: list[str], index: int) -> tuple[int, list[str] | None]:
+_BARS = {"|", "\\|", "\\lVert", "\\rVert", "\\lvert", "\\rvert", "\\Vert", "\\vert"}
+_ENDS = {"+", "-", ",", "=", "<", ">", "&", "\\quad", "\\qquad", "\\right", *RELATIONS, *UNDECIDED, *DEFINING}
+
+
+def _summand_end(items: list[str], start: int) -> int:
+    """The index after a summand starting at ``start``: the next + or -, relation or closing
+    bracket outside the summand's own brackets and bars."""
+    depth, bars = 0, 0
+    for index in range(start, len(items)):
+        token = items[index]
+        if token in ("{", "(", "["):
+            depth += 1
+        elif token in ("}", ")", "]"):
+            depth -= 1
+            if depth < 0:
+                return index
+        elif token in _BARS and depth == 0:
+            opening = index == start or items[index - 1] in ("+", "-", "\\cdot", "{", "(", "\\left")
+            if not opening and bars == 0:
+                return index
+            bars += 1 if opening else -1
+        elif depth == 0 and bars == 0 and token in _ENDS and index > start:
+            return index
+    return len(items)
+
+
+def _angle(items: list[str], index: int, notation: Notation) -> tuple[int, list[str] | None]:
     if "\\rangle" not in items[index:]:
         return index, None
     close = items.index("\\rangle", index)
-    return close + 1, [*_operator("dot"), "(", *items[index + 1 : close], ")"]
+    return close + 1, [*_operator("dot"), "(", *_rewritten(items[index + 1 : close], notation), ")"]
 
 
 def _transpose(items: list[str], index: int) -> tuple[int, list[str] | None]:
@@ -402,19 +506,56 @@ KNOWN = set(claim_latex.KNOWN) | {"partial"}
 
 
 def foreign(latex: str) -> list[str]:
-    """The symbols of canonical LaTeX outside the claim language: unknown commands, words and subscripts."""
+    """The symbols of canonical LaTeX outside the claim language: unknown commands, words,
+    subscripts and letters, and a statistic with a subscript of the paper's own (``\\sigma_\\epsilon``)."""
     found: list[str] = []
     items = tokens(latex)
-    for index, token in enumerate(items):
-        if token.startswith("\\") and token[1:].isalpha() and token[1:] not in KNOWN:
-            found.append(token + (_flat(_group(items, index + 1)[0]) if token in ("\\mathcal", "\\mathbb") else ""))
-        if token in _WORDS:
-            word = _flat(_group(items, index + 1)[0]).replace("\\_", "_")
-            if not _claim_word(word):
-                found.append(f"{token}{{{word}}}")
-        if re.fullmatch(r"[A-Za-z]", token) and index + 1 < len(items) and items[index + 1] == "_":
-            found.append(f"{token}_{_flat(_group(items, index + 2)[0])}")
+    index = 0
+    while index < len(items):
+        index, name = _foreign_at(items, index)
+        if name:
+            found.append(name)
     return list(dict.fromkeys(found))
+
+
+def _foreign_at(items: list[str], index: int) -> tuple[int, str]:
+    """(the index after the symbol at ``index``, its name if it is outside the claim language, else "")."""
+    token = items[index]
+    following = items[index + 1] if index + 1 < len(items) else ""
+    if token in _WORDS:
+        group, end = _group(items, index + 1)
+        word = _flat(group).replace("\\_", "_")
+        return end, "" if _claim_word(word) else f"{token}{{{word}}}"
+    if token in _SCRIPTED:  # \sum_{i=1}^{n}, \lim_{t \to 0}: their scripts name bound letters
+        return _past_scripts(items, index + 1), ""
+    if token in _SUBSCRIPTED and following == "_":
+        group, end = _group(items, index + 2)
+        return end, "" if (token, _flat(group)) in _CLAIM_SUBSCRIPTS else f"{token}_{_flat(group)}"
+    if token in _ACCENTS:
+        group, end = _group(items, index + 1)
+        if end < len(items) and items[end] == "_":  # \bar{x}_i: the accented letter's entry
+            end = _group(items, end + 1)[1]
+        return end, f"{token}{{{_flat(group)}}}"
+    if token.startswith("\\") and token[1:].isalpha() and token[1:] not in KNOWN:
+        return index + 1, token
+    if re.fullmatch(r"[A-Za-z]", token) and following == "_":
+        return index + 1, f"{token}_{_flat(_group(items, index + 2)[0])}"
+    if re.fullmatch(r"[A-Za-z]", token) and token not in LETTERS and items[index - 1 : index] != ["_"]:
+        return index + 1, token
+    return index + 1, ""
+
+
+_ACCENTS = {"\\mathcal", "\\mathbb", "\\bar", "\\overline", "\\tilde", "\\widetilde", "\\hat", "\\widehat", "\\dot"}
+_SCRIPTED = {"\\sum", "\\lim", "\\max", "\\min", "\\prod"}
+# Greek letters whose subscripts the claim language reads (sigma_u, gamma_max); any other is foreign.
+_SUBSCRIPTED = {"\\sigma", "\\mu", "\\gamma", "\\beta", "\\alpha", "\\epsilon", "\\varepsilon"}
+_CLAIM_SUBSCRIPTS = {("\\sigma", "u"), ("\\gamma", "\\max"), ("\\gamma", "max")}
+
+
+def _past_scripts(items: list[str], index: int) -> int:
+    while index < len(items) and items[index] in ("_", "^"):
+        _, index = _group(items, index + 1)
+    return index
 
 
 def _claim_word(word: str) -> bool:
@@ -451,6 +592,7 @@ def fit(claim: str, key: str, names: set[str]) -> str:
     tree = parse_expression(claim, {}, {})
     if not isinstance(tree, ast.Compare) or len(tree.ops) != 1:
         raise ClaimError("a claim is one relation")
+    _scalar_shift(tree)
     fitter = _Fitter(key, names)
     left, left_kind = fitter.visit(tree.left)
     right, right_kind = fitter.visit(tree.comparators[0])
@@ -459,6 +601,18 @@ def fit(claim: str, key: str, names: set[str]) -> str:
     if vector and not isinstance(tree.ops[0], ast.Eq):
         out = ast.Call(ast.Name("all"), [out], [])
     return ast.unparse(out)
+
+
+def _scalar_shift(tree: ast.expr) -> None:
+    """A paper's c (``x + c\\mathbf{1}``) is a scalar, never the claim language's centered input:
+    it becomes a free scalar, b or a, whichever the claim does not use."""
+    names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    used = {node.id for node in names}
+    free = next((name for name in ("b", "a") if name not in used), None)
+    if "c" in used and free is not None:
+        for node in names:
+            if node.id == "c":
+                node.id = free
 
 
 class _Fitter:
@@ -490,6 +644,8 @@ class _Fitter:
             return ast.parse(STATISTICS[name], mode="eval").body, "s"
         if name == "partial":
             return ast.Name("partial"), "s"
+        if name == "k" and "kappa" in self.names:  # pRMSNorm's k entries: the fraction kappa of n
+            return ast.parse("kappa * n", mode="eval").body, "s"
         return ast.Name(name), "v" if name in VECTORS else "m" if name in MATRICES else "s"
 
     def _binary(self, node: ast.BinOp) -> tuple[ast.expr, str]:
@@ -518,7 +674,9 @@ class _Fitter:
         from derivations.catalog import LAYERS
 
         if name == "sum" and len(arguments) == 1 and _partial(arguments[0]):
-            return ast.Name("r_k"), "s"
+            if "kappa" not in self.names or ast.unparse(arguments[0]) != "partial * x_i ** 2":
+                raise ClaimError("a partial sum the checker reads only as the sum of x_i^2 up to k, of pRMSNorm")
+            return ast.parse("kappa * n * r_k", mode="eval").body, "s"
         if name in ("sum", "mean") and len(arguments) == 1:
             return self._reduce(name, arguments[0])
         visited = [self.visit(argument) for argument in arguments]
@@ -538,23 +696,45 @@ class _Fitter:
         return ast.Call(ast.Name(name), nodes, []), kind
 
     def _reduce(self, name: str, argument: ast.expr) -> tuple[ast.expr, str]:
-        """sum or mean over the entries: a square is a squared norm, a product a dot product."""
-        divide = (lambda e: ast.BinOp(e, ast.Div(), ast.Name("n"))) if name == "mean" else (lambda e: e)
-        if isinstance(argument, ast.BinOp) and isinstance(argument.op, ast.Pow) and ast.unparse(argument.right) == "2":
-            base, kind = self.visit(argument.left)
-            if kind == "v":
-                return divide(ast.BinOp(ast.Call(ast.Name("norm"), [base], []), ast.Pow(), ast.Constant(2))), "s"
-        if isinstance(argument, ast.BinOp) and isinstance(argument.op, ast.Mult):
-            left, a = self.visit(argument.left)
-            right, b = self.visit(argument.right)
-            if a == b == "v":
-                return divide(ast.Call(ast.Name("dot"), [left, right], [])), "s"
-        body, kind = self.visit(argument)
-        if kind == "s":  # a sum of a constant over the n entries
-            return (body if name == "mean" else ast.BinOp(ast.Name("n"), ast.Mult(), body)), "s"
-        return ast.Call(ast.Name(name), [body], []), "s"
+        """sum or mean over the entries, term by term: a square is a squared norm, a product a
+        dot product, a scalar factor or divisor taken out, a scalar summed n times."""
+        summed = self._summed(argument)
+        if summed is None:
+            body, _ = self.visit(argument)
+            summed = ast.Call(ast.Name(name), [body], [])
+            return summed, "s"
+        return (ast.BinOp(summed, ast.Div(), ast.Name("n")) if name == "mean" else summed), "s"
+
+    def _summed(self, node: ast.expr) -> ast.expr | None:
+        """The sum over the entries of ``node``, in the claim language, or None where it has no closed form here."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            left, right = self._summed(node.left), self._summed(node.right)
+            return None if left is None or right is None else ast.BinOp(left, node.op, right)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self._summed(node.operand)
+            return None if inner is None else ast.UnaryOp(ast.USub(), inner)
+        body, kind = self.visit(node)
+        if kind == "s":  # a constant over the n entries
+            return ast.BinOp(ast.Name("n"), ast.Mult(), body)
+        if kind != "v":
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and ast.unparse(node.right) == "2":
+            base, _ = self.visit(node.left)
+            return ast.BinOp(ast.Call(ast.Name("norm"), [base], []), ast.Pow(), ast.Constant(2))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            (left, a), (right, b) = self.visit(node.left), self.visit(node.right)
+            if a == b == "v" and isinstance(node.op, ast.Mult):
+                return ast.Call(ast.Name("dot"), [left, right], [])
+            if b == "s":  # a scalar factor or divisor
+                inner = self._summed(node.left)
+                return None if inner is None else ast.BinOp(inner, node.op, right)
+            if a == "s" and isinstance(node.op, ast.Mult):
+                inner = self._summed(node.right)
+                return None if inner is None else ast.BinOp(left, ast.Mult(), inner)
+            return None
+        return ast.Call(ast.Name("sum"), [body], [])
 
 
 def _partial(node: ast.expr) -> bool:
-    """A partial sum (up to k) of squares: the paper's k r_k, read as r_k by the caller's 1/k."""
+    """A partial sum (up to k): of squares, the paper's k r_k, with k the fraction kappa of n."""
     return isinstance(node, ast.BinOp) and "partial" in ast.unparse(node)

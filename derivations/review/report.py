@@ -1,4 +1,4 @@
-"""The review's report: review.md (GitHub math) and review.json, each written whole or not at all."""
+"""The review's report: review.md (GitHub math), review.json and review.pdf, written whole or not at all."""
 
 from __future__ import annotations
 
@@ -30,13 +30,17 @@ def _cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def markdown(entries: list[Entry], title: str) -> str:
+def markdown(entries: list[Entry], title: str, notes: tuple[str, ...] = ()) -> str:
+    """review.md: the counts and the refuted relations first, then every relation; ``notes`` are
+    lines said under the counts (whether review.pdf was written)."""
     counts = summary(entries)
     lines = [f"# Review of `{title}`", ""]
     lines.append(f"{len(entries)} relations: " + ", ".join(f"{n} {name}" for name, n in counts["classes"].items() if n))
     if counts["verdicts"]:
         lines.append("")
         lines.append("Checked: " + ", ".join(f"{n} {name}" for name, n in counts["verdicts"].items()))
+    for note in notes:
+        lines += ["", note]
     refuted = [(number, e) for number, e in enumerate(entries, 1) if e.verdict == "refuted"]
     if refuted:
         lines += ["", "## Refuted", ""]
@@ -69,17 +73,20 @@ def as_json(entries: list[Entry], title: str) -> str:
     return json.dumps(document, indent=2, ensure_ascii=True, default=str) + "\n"
 
 
-def write(folder: Path, outputs: dict[str, str]) -> None:
+def write(folder: Path, outputs: dict[str, str | bytes]) -> None:
     """Each file of ``outputs`` into ``folder``: every one written to a temporary file first, then
     all renamed into place, so that a failure leaves no file half-written."""
     folder.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
     pending: list[tuple[str, Path]] = []
     try:
         for name, text in outputs.items():
             handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
             pending.append((temporary, folder / name))
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(text)
+            os.chmod(temporary, 0o666 & ~umask)  # as any file the user writes, not mkstemp's 0600
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(text.encode("utf-8") if isinstance(text, str) else text)
         for temporary, target in pending:
             os.replace(temporary, target)
     finally:

@@ -756,3 +756,33 @@ def test_a_derivative_with_respect_to_a_statistic_holds_the_others(layer, text, 
 
         sigma = np.sqrt(size * q / (size - 1))
         assert not np.allclose((y(q + h) - y(q - h)) / (2 * h), -y(q) / (sigma + eps))
+
+
+@pytest.mark.parametrize(
+    ("layer", "text", "assume", "verdict"),
+    [
+        # "The Hessian vanishes along 1": LayerNorm is translation invariant.
+        ("layernorm", "hvp(g, ones) == 0", (), "proved"),
+        ("rmsnorm", "hvp(g, ones) == 0", (), "refuted"),
+        ("layernorm", "sum(hvp(g, v)) == 0", (), "proved"),
+        ("layernorm", "hvp(g, v) == 0", (), "refuted"),
+        # Scale invariance at epsilon = 0 (y(t x) = y(x)): H x = -J^T g.
+        ("rmsnorm", "hvp(g, x) == -J.T @ g", ("epsilon == 0",), "proved"),
+        ("rmsnorm", "hvp(g, x) == -J.T @ g", (), "refuted"),
+        ("layernorm", "hvp(g, c) == -J.T @ g", ("epsilon == 0",), "proved"),
+    ],
+)
+def test_the_hessian_product_of_the_output(layer, text, assume, verdict):
+    """hvp(u, w) = the Hessian of <u, y> applied to w; a refutation is re-checked here by a central
+    difference of J(x + h w)^T u, the definition of the product."""
+    found = check(Claim(text, layer, assume))
+    assert found.verdict == verdict, found.detail
+    if verdict != "refuted":
+        return
+    example = found.counterexample
+    x, eps, g = (np.array(example[name], dtype=float) for name in ("x", "epsilon", "g"))
+    w = np.array(example["v"], dtype=float) if "v" in example else np.ones_like(x) if "ones" in text else x
+    module, h = getattr(numeric, layer), 1e-6
+    product = (module.jacobian(x + h * w, eps).T @ g - module.jacobian(x - h * w, eps).T @ g) / (2 * h)
+    expected = -module.jacobian(x, eps).T @ g if "-J.T" in text else np.zeros_like(x)
+    assert not np.allclose(product, expected, atol=1e-6)

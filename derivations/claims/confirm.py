@@ -215,6 +215,11 @@ class _Evaluator:
                 raise _Unsupported("a limit has no numeric value at one input")
             if node.func.id in LAYERS or node.func.id == "y":
                 return self.layer_call(self.key if node.func.id == "y" else node.func.id, node.args)
+            if node.func.id == "hvp":
+                layer = self.layer(self.key)
+                self.how.append(f"numeric.{self.key}.hvp")
+                u, w = (np.asarray(self.build(a), dtype=np.float64) for a in node.args)
+                return np.asarray(layer.hvp(self.need_x(), self.second(layer.definition)[0], u, w))
             values = [self.build(argument) for argument in node.args]
             return _CALLS[node.func.id](*values)
         raise _Unsupported(f"cannot evaluate {type(node).__name__}")

@@ -36,11 +36,11 @@ from derivations.claims.language import (
     unknown_name,
 )
 from derivations.core.layer import Pattern
-from derivations.derive import eigen, jacobian, scaling
+from derivations.derive import backward, eigen, jacobian, scaling
 from derivations.derive.elementwise import Largest, apart
 from derivations.derive.grouped import is_grouped
 from derivations.derive.regimes import is_regimes
-from derivations.derive.sums import PowerSum, over_entries, reduce_sums
+from derivations.derive.sums import Mean, PowerSum, over_entries, p, reduce_sums
 from derivations.symbols import epsilon, gamma_max, i, j, k, n, s, t, x
 
 g = sp.IndexedBase("g", real=True)
@@ -402,6 +402,8 @@ class Builder(_Builder):
             return self.spectral(name, node)
         if name == "diff":
             return self.derivative(node)
+        if name == "hvp":
+            return self.hessian_product(node)
         if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det", "diag"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise ClaimError(f"{name}() at {_where(node)} takes plain positional arguments only")
@@ -603,6 +605,32 @@ class Builder(_Builder):
             return sp.diff(expr, symbol)
 
         return Vector(of(value.entry)) if isinstance(value, Vector) else of(value)
+
+    def hessian_product(self, node: ast.Call) -> Vector:
+        """``hvp(u, w)``: the Hessian of <u, y> applied to w, (sum_i u_i grad^2 y_i w)_k, from the
+        registry's derived Hessian product with g = u and v = w, its means reduced for symbolic n."""
+        layer = LAYERS[self.key]
+        arguments = [self.build(a) for a in node.args]
+        if node.keywords or len(arguments) != 2 or not all(isinstance(a, Vector) for a in arguments):
+            raise ClaimError(f"hvp() at {_where(node)} takes two vectors (u, w): the Hessian of <u, y> applied to w")
+        if layer.parameters or is_regimes(layer) or is_grouped(layer, None):
+            raise ClaimError(f"hvp() at {_where(node)}: {layer.key}'s Hessian product is not derived for claims")
+        self._scalars_in(layer.output, layer)
+        self.defined(layer)
+        self.usage.layers.add(layer.key)
+        self.usage.general = True
+        self.usage.quantities.append((layer.key, "hvp"))
+        first, second = (a.entry for a in arguments)
+        value = backward.hvp(layer).xreplace(
+            {
+                g[k]: first.xreplace({i: k}),
+                v[k]: second.xreplace({i: k}),
+                g[p]: first.xreplace({i: p}),
+                v[p]: second.xreplace({i: p}),
+            }
+        )
+        value = value.replace(lambda e: isinstance(e, Mean), lambda e: self.reduce(e.args[0].xreplace({p: i}), i) / n)
+        return Vector(value.xreplace({k: i}))
 
     def _eigenpairs(self, name: str, matrix: Value, node: ast.AST) -> tuple[Any, ...]:
         """The proved eigen-decomposition of a smooth layer's J, for det, rank and the like."""

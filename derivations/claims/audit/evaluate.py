@@ -225,6 +225,8 @@ class Evaluator:
                 return self.spectral(node.func.id, node)
             if node.func.id == "diff":
                 return self.derivative(node)
+            if node.func.id == "hvp":
+                return self.hessian_product([self.value(a) for a in node.args])
             return _call(node.func.id, [self.value(a) for a in node.args])
         raise Unknown(type(node).__name__)
 
@@ -259,6 +261,21 @@ class Evaluator:
         if isinstance(first, list):
             return [derivative_by_quotients(lambda value, row=row: at(value)[row], here) for row in range(len(first))]
         return derivative_by_quotients(at, here)
+
+    def hessian_product(self, arguments: list[Any]) -> list[Num]:
+        """hvp(u, w): the Hessian of <u, y> applied to w is d/dt J(x + t w)^T u at t = 0, each entry
+        by the limits of its difference quotients (not rigorous)."""
+        if len(arguments) != 2 or not all(isinstance(a, list) for a in arguments):
+            raise Unknown("hvp() of anything but two vectors")
+        u, w = arguments
+        start = [entry.value for entry in self.input()]
+        self.rigorous = False
+
+        def gradient(at: Num, column: int) -> Num:
+            moved = self.layer_at(self.key, [Jet(a + at * b) for a, b in zip(start, w, strict=True)]).jacobian()
+            return total([moved[row][column] * u[row] for row in range(len(u))])
+
+        return [derivative_by_quotients(lambda at, m=m: gradient(at, m), ZERO) for m in range(len(start))]
 
     def spectral(self, name: str, node: ast.Call) -> Any:
         """rank(J) exactly, from J differentiated exactly out of the definition at the point;

@@ -123,6 +123,8 @@ def _derive(argv: list[str]) -> int:
     if entry is not None:
         derivation_cache.write(entry, text.encode())
     sys.stdout.write(text)  # a failure to write is the caller's: `run` makes it one line
+    if key:
+        _left_out(parser.prog, key, args.timeout)
     return 0
 
 
@@ -285,6 +287,15 @@ def _register(prog: str, path: Path | None) -> str | None:
         print(f"{prog}: error: {definition.shown(str(path))}: {error}", file=sys.stderr)
         return ""
     return layer.key
+
+
+def _left_out(prog: str, key: str, seconds: float) -> None:
+    """Name on stderr each row a layer from a file lacks, and why (the output above has the rest)."""
+    from derivations import quantities
+    from derivations.catalog import LAYERS
+
+    for name, why in _within(key, seconds, lambda: quantities.left_out(LAYERS[key])):
+        print(f"{prog}: note: {key} has no {name} row: {why}", file=sys.stderr)
 
 
 def _within(key: str, seconds: float, render: Callable[[], _T]) -> _T:

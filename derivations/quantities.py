@@ -21,7 +21,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import sympy as sp
@@ -178,7 +178,30 @@ def _derivable(value: Callable[[Layer], sp.Expr], also: Callable[[Layer, Any], b
             return False
         return True
 
+    applies.why_not = partial(_why_not, value, also)  # type: ignore[attr-defined]
     return applies
+
+
+def _why_not(value: Callable[[Layer], sp.Expr], also: Callable[[Layer, Any], bool], layer: Layer) -> str:
+    if also is _symmetric and not _symmetric(layer, None):
+        return "J is not symmetric, so its 2-norm is not its largest |eigenvalue|"
+    if also is _without_parameters and not _without_parameters(layer, None):
+        return "the gain's sums enter, which the statistics of x do not fix"
+    try:
+        value(layer)
+    except DerivationError as error:
+        return str(error)
+    return ""
+
+
+def left_out(layer: Layer) -> list[tuple[str, str]]:
+    """The rows a layer defined by a user lacks that the built-in ones can have, each with why."""
+    out = []
+    for quantity in QUANTITIES:
+        why_not = getattr(quantity.applies, "why_not", None)
+        if why_not is not None and not quantity.applies(layer, None):
+            out.append((quantity.name(None), why_not(layer)))
+    return out
 
 
 # In the order `make derive` prints them; consecutive rows over patterns are

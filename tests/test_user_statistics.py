@@ -119,6 +119,18 @@ def test_the_introduced_statistics_are_printed_among_the_statistics(capsys):
     assert "orthogonal to 1 and to the vector of entries c[k]**3" in out
 
 
+def test_the_rows_a_user_layer_lacks_are_named_with_why(capsys):
+    """c4norm's J is not symmetric: its spectral norm is not derived, and the run says so."""
+    assert main(["--definition", str(ROOT / "examples" / "c4norm.toml"), "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "c4norm.spectral_norm" not in captured.out
+    assert "note: c4norm has no spectral_norm row: J is not symmetric" in captured.err
+    assert "note: c4norm has no spectral_bound row" in captured.err
+    # A built-in layer has every row it can have: nothing is named.
+    assert main(["--layer", "layernorm", "--no-cache"]) == 0
+    assert "has no" not in capsys.readouterr().err
+
+
 def _literal_list(key: str, a: list, e) -> list:
     """The layer's forward pass on a list of mpmath numbers, written out as its definition reads."""
     average = sum(a) / len(a)

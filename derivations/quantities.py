@@ -204,6 +204,9 @@ def left_out(layer: Layer) -> list[tuple[str, str]]:
     return out
 
 
+# The Hessian product's name: its row, and the claim language's function hvp(u, w).
+HESSIAN_PRODUCT = "hvp"
+
 # In the order `make derive` prints them; consecutive rows over patterns are
 # printed pattern by pattern.
 
@@ -477,7 +480,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         meaning="the forward-mode product (J v)_k",
     ),
     Quantity(
-        "hvp",
+        HESSIAN_PRODUCT,
         "vector",
         "layer",
         backward.hvp_formula,

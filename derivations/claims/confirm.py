@@ -215,7 +215,7 @@ class _Evaluator:
                 raise _Unsupported("a limit has no numeric value at one input")
             if node.func.id in LAYERS or node.func.id == "y":
                 return self.layer_call(self.key if node.func.id == "y" else node.func.id, node.args)
-            if node.func.id == "hvp":
+            if node.func.id == quantities.HESSIAN_PRODUCT:
                 layer = self.layer(self.key)
                 self.how.append(f"numeric.{self.key}.hvp")
                 u, w = (np.asarray(self.build(a), dtype=np.float64) for a in node.args)

@@ -402,7 +402,7 @@ class Builder(_Builder):
             return self.spectral(name, node)
         if name == "diff":
             return self.derivative(node)
-        if name == "hvp":
+        if name == quantities.HESSIAN_PRODUCT:
             return self.hessian_product(node)
         if name in ("norm", "sum", "mean", "dot", "trace", "outer", "det", "diag"):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
@@ -619,7 +619,7 @@ class Builder(_Builder):
         self.defined(layer)
         self.usage.layers.add(layer.key)
         self.usage.general = True
-        self.usage.quantities.append((layer.key, "hvp"))
+        self.usage.quantities.append((layer.key, quantities.HESSIAN_PRODUCT))
         first, second = (a.entry for a in arguments)
         value = backward.hvp(layer).xreplace(
             {

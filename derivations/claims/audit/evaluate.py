@@ -225,7 +225,7 @@ class Evaluator:
                 return self.spectral(node.func.id, node)
             if node.func.id == "diff":
                 return self.derivative(node)
-            if node.func.id == "hvp":
+            if node.func.id == quantities.HESSIAN_PRODUCT:
                 return self.hessian_product([self.value(a) for a in node.args])
             return _call(node.func.id, [self.value(a) for a in node.args])
         raise Unknown(type(node).__name__)

@@ -561,7 +561,10 @@ def test_a_layer_called_wrongly_says_what_it_takes(layer, text, message):
         ("rmsnorm", "norm(y, oo) <= sqrt(n - 1)", "refuted"),
         ("layernorm", "all(y <= 1)", "refuted"),
         ("layernorm", "norm(y, 1) <= norm(y)", "refuted"),
-        ("layernorm", "norm(y, 1) <= sqrt(n) * norm(y)", "supported"),  # a sum of |y_i| for symbolic n
+        # |w|_2 <= |w|_1 <= sqrt(n) |w|_2, with the sum of |y_i| a variable of its own.
+        ("layernorm", "norm(y, 1) <= sqrt(n) * norm(y)", "proved"),
+        ("layernorm", "norm(v, 1) >= norm(v)", "proved"),
+        ("layernorm", "norm(v, 1) <= sqrt(n - 1) * norm(v)", "refuted"),
     ],
 )
 def test_entrywise_statements_and_the_one_and_infinity_norms(layer, text, verdict):
@@ -572,15 +575,18 @@ def test_entrywise_statements_and_the_one_and_infinity_norms(layer, text, verdic
     assert found.verdict == verdict, found.detail
     if verdict == "refuted":
         example = found.counterexample
-        x, eps, size = np.array(example["x"], dtype=float), float(example["epsilon"]), len(example["x"])
-        y = getattr(numeric, layer).forward(x, eps)
+        x, eps, size = np.array(example["x"], dtype=float), float(example.get("epsilon", 1)), len(example["x"])
+        y = getattr(numeric, layer).forward(x, eps)  # epsilon is absent only where the claim is of v alone
         holds = {
             "all(abs(y) <= sqrt(n - 2))": np.all(np.abs(y) <= np.sqrt(size - 2)),
             "norm(y, oo) <= 1": np.max(np.abs(y)) <= 1,
             "norm(y, oo) <= sqrt(n - 1)": np.max(np.abs(y)) <= np.sqrt(size - 1),
             "all(y <= 1)": np.all(y <= 1),
             "norm(y, 1) <= norm(y)": np.sum(np.abs(y)) <= np.linalg.norm(y),
-        }[text]
+        }.get(text)
+        if text.startswith("norm(v"):
+            v = np.array(example["v"], dtype=float)
+            holds = np.sum(np.abs(v)) <= np.sqrt(size - 1) * np.linalg.norm(v)
         assert not holds
 
 
@@ -653,7 +659,7 @@ def test_bounds_from_the_derived_eigenvalues_and_spectral_norm(layer, text, verd
     ("layer", "text", "part"),
     [
         ("layernorm", "exp(-slope_at_zero) < 1", "exp"),
-        ("layernorm", "norm(y, 1) <= sqrt(n) * norm(y)", "sums over the entries"),
+        ("layernorm", "dot(v, x) <= norm(v) * norm(x)", "sums over the entries"),
         ("prmsnorm", "norm(J, 2) <= norm_bound", "norm(M, 2) of a matrix with no closed form"),
     ],
 )

@@ -513,7 +513,12 @@ class Builder(_Builder):
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] in ([], [2]):
             return sp.sqrt(self._squared_norm(arguments[0]))  # the Euclidean norm; norm(v, 2) too
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [1]:
-            return self.reduce(sp.Abs(arguments[0].entry), i)
+            value, squared = self.reduce(sp.Abs(arguments[0].entry), i), self.reduce(arguments[0].entry ** 2, i)
+            # |w|_2 <= |w|_1 <= sqrt(n) |w|_2 (Cauchy-Schwarz), squared.
+            text = "|w|_2 <= |w|_1 <= sqrt(n) |w|_2"
+            self.usage.facts += [(sp.Le(squared, value**2), text), (sp.Le(value**2, n * squared), text)]
+            self.usage.facts.append((sp.Le(0, value), "|w|_1 >= 0"))
+            return value
         if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [sp.oo]:
             return _entrywise("max", _entrywise("abs", arguments[0]))
         return None

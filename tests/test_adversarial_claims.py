@@ -50,7 +50,7 @@ from derivations.claims import Claim, check
 
 CORPUS = Path(__file__).resolve().parent / "data" / "adversarial_claims.toml"
 RECORD = Path(__file__).resolve().parent.parent / "build" / "adversarial-claims.json"
-TRUTHS = ("true", "true-where-defined", "false", "vacuous")
+TRUTHS = ("true", "true-where-defined", "false", "vacuous", "refused")
 VERDICTS = ("proved", "refuted", "supported", "vacuous", "error")
 TIMEOUT = 20  # seconds per claim
 # Classics the fast tier checks: each must stay proved or supported.
@@ -226,6 +226,8 @@ def at_undefined(counterexample: Any, undefined_at: dict[str, Any], layer: str) 
 def judge(entry: dict[str, Any], verdict: str, excluded: Any = (), counterexample: Any = None) -> str | None:
     """Why ``verdict`` contradicts the entry's truth, or None where it does not."""
     truth = entry["truth"]
+    if truth == "refused":  # outside what the derivations cover (n = 1): one line, no verdict
+        return None if verdict == "error" else f"it should be refused, yet it is {verdict}"
     if truth == "vacuous":
         return None if verdict == "vacuous" else f"its assumptions admit no input, yet it is {verdict}"
     if verdict == "vacuous":
@@ -279,7 +281,12 @@ def counts(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict
 def decided(entry: dict[str, Any], result: dict[str, Any]) -> bool:
     """Whether a verdict that is not wrong also decides the claim (proved, refuted or vacuous as its truth
     is), rather than leaving it supported or an error."""
-    wanted = {"true": ("proved",), "true-where-defined": ("proved", "refuted"), "false": ("refuted",)}
+    wanted = {
+        "true": ("proved",),
+        "true-where-defined": ("proved", "refuted"),
+        "false": ("refuted",),
+        "refused": ("error",),
+    }
     return result["verdict"] in wanted.get(entry["truth"], ("vacuous",))
 
 
@@ -395,6 +402,9 @@ def test_a_condition_that_names_what_the_point_lacks_excludes_nothing():
         ("vacuous", "vacuous", (), None, False),
         ("vacuous", "proved", (), None, True),
         ("vacuous", "error", (), None, True),
+        ("refused", "error", (), None, False),
+        ("refused", "vacuous", (), None, True),
+        ("refused", "proved", (), None, True),
         ("true-where-defined", "proved", ("t != 0",), None, False),
         ("true-where-defined", "proved", (), None, True),
         ("true-where-defined", "proved", ("epsilon > 0",), None, True),

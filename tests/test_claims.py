@@ -792,3 +792,43 @@ def test_the_hessian_product_of_the_output(layer, text, assume, verdict):
     product = (module.jacobian(x + h * w, eps).T @ g - module.jacobian(x - h * w, eps).T @ g) / (2 * h)
     expected = -module.jacobian(x, eps).T @ g if "-J.T" in text else np.zeros_like(x)
     assert not np.allclose(product, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("layer", ["layernorm_std_eps", "layernorm_std_eps_biased"])
+def test_rank_where_the_audits_exact_jacobian_is_a_limit_is_not_refuted(layer):
+    """epsilon beside the root: at a constant input J = P/epsilon exists as a limit, and the audit's
+    exact Jacobian (SymPy's derivative of sqrt(sum c_j**2) at c = 0) is NaN there.  A NaN matrix has
+    full rank, so the audit refuted the true rank(J) == n - 1 (found by an outside check)."""
+    found = check(Claim("rank(J) == n - 1", layer))
+    assert found.verdict == "proved", found.detail
+    x = np.array([0.5, 0.5])
+    assert np.linalg.matrix_rank(getattr(numeric, layer).jacobian(x, 0.25)) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("eigenvalues(J) == 0", "eigenvalues(J) at column 1 goes into max() or min()"),
+        ("J * J == J @ J", "'*' of two matrices at column 1; use @ for their product"),
+        ("laynorm(x, epsilon) == y", "unknown function 'laynorm' at column 1; did you mean 'layernorm'?"),
+        ("rnk(J) == n - 1", "did you mean 'rank'?"),
+        ("tr(J) == n - 1", "did you mean 'trace'?"),
+        ("all(abs(y) <= 1) == 1", "all() at column 1 is a whole claim"),
+    ],
+)
+def test_the_new_constructs_written_wrongly_say_what_to_write(text, message):
+    found = check(Claim(text))
+    assert found.verdict == "error"
+    assert message in found.detail
+
+
+def test_a_supported_identity_of_matrices_names_what_z3_does_not_take():
+    found = check(Claim("J == 0", "layernorm", ("n == 2", "epsilon == 0")))
+    assert found.verdict == "supported", found.detail
+    assert "an identity of vectors or matrices that SymPy does not reduce to 0" in found.detail
+
+
+def test_latex_reads_the_new_functions():
+    from derivations.claims import latex
+
+    assert latex.to_claim(r"\operatorname{rank}(J) = n - 1") == "rank(J) == n - 1"

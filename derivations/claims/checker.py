@@ -308,6 +308,7 @@ def _decide(domain: Domain, sides: _Sides, found: Verdict) -> tuple[Verdict | No
     """The claim as a sentence of real arithmetic, decided by z3 where it is one: a proof, or a
     candidate violation (z3's point, to be decided again exactly); (None, None) otherwise."""
     if not (isinstance(sides.lhs, sp.Expr) and isinstance(sides.rhs, sp.Expr)):
+        domain.outside = "an identity of vectors or matrices that SymPy does not reduce to 0 (z3 takes scalars)"
         return None, None
     if domain.inputs:
         return _decide_with_facts(domain, sides, found), None

@@ -95,7 +95,7 @@ def phrase(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".")
 
 
-def unknown_name(identifier: str, known: Iterable[str], node: ast.AST) -> ClaimError:
+def unknown_name(identifier: str, known: Iterable[str], node: ast.AST, kind: str = "name") -> ClaimError:
     """The error for a name the claim's vocabulary lacks: the nearest known name, where one is
     near (a prefix of it, as eps of epsilon, or a close spelling), then every known name."""
     names = sorted(known)
@@ -103,7 +103,7 @@ def unknown_name(identifier: str, known: Iterable[str], node: ast.AST) -> ClaimE
     # A close spelling that starts alike: foo is not a misspelling of oo.
     near = near or difflib.get_close_matches(identifier, [m for m in names if m[:1] == identifier[:1]], n=1, cutoff=0.7)
     hint = f"did you mean {near[0]!r}? " if near else ""
-    return ClaimError(f"unknown name {identifier!r} at {_where(node)}; {hint}known names: {', '.join(names)}")
+    return ClaimError(f"unknown {kind} {identifier!r} at {_where(node)}; {hint}known {kind}s: {', '.join(names)}")
 
 
 def _where(node: ast.AST) -> str:

@@ -77,6 +77,7 @@ _LETTERS = {"d": "n"}
 # The functions a named call may be (any other name juxtaposed with a parenthesis is a product);
 # the claim language checks the call itself.
 CALLS = {"mean", "sum", "norm", "dot", "outer", "diag", "trace", "det", "abs", "y", "sqrt", "exp", "max", "min"}
+CALLS |= {"rank", "multiplicity", "eigenvalues", "diff"}
 
 
 class ToClaim(Transformer[Token, str]):
@@ -189,10 +190,11 @@ class ToClaim(Transformer[Token, str]):
 
 @cache
 def _call_names() -> frozenset[str]:
-    """The layer keys, which a claim calls as functions (``rmsnorm(x)``)."""
+    """The layer keys, which a claim calls as functions (``rmsnorm(x)``), and the Hessian product."""
     from derivations.catalog import LAYERS
+    from derivations.quantities import HESSIAN_PRODUCT
 
-    return frozenset(LAYERS)
+    return frozenset({*LAYERS, HESSIAN_PRODUCT})
 
 
 @cache

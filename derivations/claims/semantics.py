@@ -333,7 +333,11 @@ class Builder(_Builder):
         return None
 
     def _product(self, left: Value, right: Value, node: ast.BinOp) -> Value | None:
-        """left * right with a vector or a matrix in it; None for two scalars."""
+        """left * right with a vector or a matrix in it; None for two scalars.  A matrix or a row
+        times a vector is their product, as papers juxtapose J v and 1^T y; two matrices are refused,
+        since NumPy's J * J is entrywise."""
+        if isinstance(left, Matrix) and isinstance(right, Matrix):
+            raise ClaimError(f"'*' of two matrices at {_where(node)}; use @ for their product")
         if isinstance(left, (Matrix, Row)) and isinstance(right, (Vector, Matrix)):
             return self.matmul(left, right, node)  # juxtaposition, as papers write J v and 1^T y
         if _is_scalar(left) and not _is_scalar(right):
@@ -398,7 +402,15 @@ class Builder(_Builder):
         name = node.func.id if isinstance(node.func, ast.Name) else ""
         if name in LAYERS or name == "y":
             return self.layer_call(self.key if name == "y" else name, node)
-        if name in ("rank", "multiplicity", "eigenvalues"):
+        if name == "eigenvalues":
+            raise ClaimError(f"eigenvalues(J) at {_where(node)} goes into max() or min()")
+        if name in ("max", "min") and len(node.args) == 1 and getattr(node.args[0], "func", None) is not None:
+            inner = node.args[0]
+            if isinstance(inner, ast.Call) and getattr(inner.func, "id", "") == "eigenvalues":
+                spectrum = self.spectral("eigenvalues", inner)
+                assert isinstance(spectrum, Spectrum)
+                return spectrum.extreme(name)
+        if name in ("rank", "multiplicity"):
             return self.spectral(name, node)
         if name == "diff":
             return self.derivative(node)
@@ -411,8 +423,6 @@ class Builder(_Builder):
             return self.vector_call(name, arguments, node)
         if name in ("sqrt", "abs", "exp", "max", "min"):
             arguments = [self.build(a) for a in node.args]
-            if name in ("max", "min") and len(arguments) == 1 and isinstance(arguments[0], Spectrum):
-                return arguments[0].extreme(name)
             if name in ("abs", "max", "min") and len(arguments) == 1 and isinstance(arguments[0], Vector):
                 return _entrywise(name, arguments[0])
             if not all(_is_scalar(a) for a in arguments):
@@ -429,6 +439,10 @@ class Builder(_Builder):
                 if value.is_number and value.is_extended_real and abs(value) > 10**4:
                     raise ClaimError(f"exp() of a number beyond 10**4 in magnitude at {_where(node)}")
             node = ast.Call(func=node.func, args=[Built(a) for a in arguments], keywords=[])
+        elif name not in ("limit",):
+            if name == "all":
+                raise ClaimError(f"all() at {_where(node)} is a whole claim: all(u <= v), not part of one")
+            raise unknown_name(name, [*CLAIM_FUNCTIONS, *LAYERS], node, kind="function")
         return super().call(node)
 
     def layer_call(self, key: str, node: ast.Call) -> Value:
@@ -768,6 +782,13 @@ class Spectrum:
 
 def _pairs(pairs: tuple[Any, ...]) -> list[tuple[sp.Expr, sp.Expr]]:
     return [(pair.value, pair.multiplicity) for pair in pairs]
+
+
+# Every function a claim may call, besides the layers by their keys (for an unknown one's error).
+CLAIM_FUNCTIONS = (
+    "sqrt", "abs", "exp", "max", "min", "limit", "norm", "sum", "mean", "dot", "trace", "outer", "det", "diag",
+    "rank", "multiplicity", "eigenvalues", "diff", quantities.HESSIAN_PRODUCT, "y", "all",
+)  # fmt: skip
 
 
 def _entrywise(name: str, vector: Vector) -> Value:

@@ -551,6 +551,10 @@ def exact_jacobian(key: str, point: Point) -> sp.Matrix:
     matrix = sp.Matrix(size, size, lambda row, column: sp.diff(entries[row], symbols.x[column]).xreplace(values))
     if matrix.free_symbols:
         raise Unknown(f"J at the point still has {sorted(map(str, matrix.free_symbols))}")
+    if matrix.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        # A derivative of sqrt(sum c_j**2) at c = 0 (epsilon beside the root, at a constant input):
+        # J exists there as a limit, which this exact evaluation does not take.
+        raise Unknown("J's entries are not numbers at the point (a derivative taken as a limit there)")
     return matrix
 
 

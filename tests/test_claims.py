@@ -832,3 +832,17 @@ def test_latex_reads_the_new_functions():
     from derivations.claims import latex
 
     assert latex.to_claim(r"\operatorname{rank}(J) = n - 1") == "rank(J) == n - 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "engines"),
+    [
+        ("spectral_norm <= 1/sqrt(epsilon)", "z3 agrees: engines SymPy and z3"),
+        ("exp(-slope_at_zero) > 0", "z3 not asked (outside its fragment: exp"),
+        ("J @ ones == 0", "z3 not asked (it takes scalars in the statistics)"),
+    ],
+)
+def test_a_proof_says_which_engines_agreed(text, engines):
+    found = check(Claim(text))
+    assert found.verdict == "proved", found.detail
+    assert engines in found.detail

@@ -846,3 +846,11 @@ def test_a_proof_says_which_engines_agreed(text, engines):
     found = check(Claim(text))
     assert found.verdict == "proved", found.detail
     assert engines in found.detail
+
+
+@pytest.mark.parametrize("order", ["epsilon", "t", "3", "0"])
+def test_a_vector_norm_of_another_order_says_which_orders_there_are(order):
+    """norm(v, p) for p = 1, 2 and oo only; any other order (a symbol too) is one line naming them."""
+    found = check(Claim(f"norm(y, {order}) <= 1"))
+    assert found.verdict == "error"
+    assert "norm(v), norm(v, 1), norm(v, oo), norm(M, 2), norm(M, oo)" in found.detail

@@ -511,8 +511,8 @@ class Builder(_Builder):
             value = self.reduce(arguments[0].entry.xreplace({k: i}), i)
         if value is None:
             raise ClaimError(
-                f"{name}() at {_where(node)}: norm(v), norm(M, 2), norm(M, oo), sum(v), mean(v), dot(u, v), "
-                "outer(u, v), diag(v), trace(M) and det(J) take vectors v, u and matrices M"
+                f"{name}() at {_where(node)}: norm(v), norm(v, 1), norm(v, oo), norm(M, 2), norm(M, oo), sum(v), "
+                "mean(v), dot(u, v), outer(u, v), diag(v), trace(M) and det(J) take vectors v, u and matrices M"
             )
         return value
 
@@ -524,17 +524,23 @@ class Builder(_Builder):
             return self.reduce(arguments[0].entry, i) / n
         if name == "dot" and len(arguments) == 2 and all(isinstance(a, Vector) for a in arguments):
             return self._inner(arguments[0].entry, arguments[1])
-        if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] in ([], [2]):
-            return sp.sqrt(self._squared_norm(arguments[0]))  # the Euclidean norm; norm(v, 2) too
-        if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [1]:
-            value, squared = self.reduce(sp.Abs(arguments[0].entry), i), self.reduce(arguments[0].entry ** 2, i)
+        if name == "norm" and len(arguments) in (1, 2) and isinstance(arguments[0], Vector):
+            return self._vector_norm(arguments[0], arguments[1] if len(arguments) == 2 else sp.Integer(2))
+        return None
+
+    def _vector_norm(self, vector: Vector, order: Value) -> sp.Expr | None:
+        """norm(v) and norm(v, 2), norm(v, 1) and norm(v, oo); None for another order."""
+        if order == 2:
+            return sp.sqrt(self._squared_norm(vector))
+        if order == 1:
+            value, squared = self.reduce(sp.Abs(vector.entry), i), self.reduce(vector.entry**2, i)
             # |w|_2 <= |w|_1 <= sqrt(n) |w|_2 (Cauchy-Schwarz), squared.
             text = "|w|_2 <= |w|_1 <= sqrt(n) |w|_2"
             self.usage.facts += [(sp.Le(squared, value**2), text), (sp.Le(value**2, n * squared), text)]
             self.usage.facts.append((sp.Le(0, value), "|w|_1 >= 0"))
             return value
-        if name == "norm" and arguments[:1] and isinstance(arguments[0], Vector) and arguments[1:] == [sp.oo]:
-            return _entrywise("max", _entrywise("abs", arguments[0]))
+        if order is sp.oo:
+            return _entrywise("max", _entrywise("abs", vector))
         return None
 
     # --- facts from the derived results -------------------------------------------------

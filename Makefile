@@ -75,6 +75,7 @@ review: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py
+	$(PY) tests/benchmarks/bench_review.py
 
 # Rewrite the committed golden output, and the README blocks generated from
 # the derivations, after a deliberate change to a formula.

@@ -241,14 +241,13 @@ def _claims(prog: str, args: argparse.Namespace, key: str | None) -> list[Claim]
 def _verdicts(claims: list[Claim], form: str, timeout: float) -> tuple[int, str, bool]:
     """Check each claim and write its verdict as it comes.  Returns the exit status, the text
     written, and whether every verdict was decided (none an error)."""
-    from derivations.claims import STREAMS, check
+    from derivations.claims import STREAMS, check_each
 
     stream = STREAMS[form]
     written = [stream.head]
     sys.stdout.write(stream.head)
     status, decided = 0, True
-    for number, claim in enumerate(claims):
-        verdict = check(claim, confirm, timeout=timeout)
+    for number, verdict in enumerate(check_each(claims, confirm, timeout)):
         written.append((stream.between if number else "") + stream.row(verdict))
         sys.stdout.write(written[-1])
         sys.stdout.flush()

@@ -181,3 +181,49 @@ def test_ctrl_c_while_the_command_imports_its_modules_is_one_line(tmp_path):
     _, err = process.communicate(timeout=10)
     assert process.returncode == 130
     assert err.decode().strip().splitlines() == ["python -m derivations: interrupted"]
+
+
+def _sleep_then(seconds: float, value: object):
+    def work():
+        time.sleep(seconds)
+        return value
+
+    return work
+
+
+def test_bounded_children_run_side_by_side_each_within_its_own_budget():
+    """`each` yields results as children finish, `run_many` puts them back in order, and one
+    child past its budget is an `Exceeded` in its place while the others still come back."""
+    from derivations.claims import bounded
+
+    functions = [_sleep_then(0.6, "slow"), _sleep_then(0.0, [1]), _sleep_then(30, "never"), _sleep_then(0.0, {"a": 2})]
+    finished = [index for index, _ in bounded.each(functions[:2], 20, workers=2)]
+    assert finished == [1, 0]  # the quick one first, though it was started second
+    results = bounded.run_many(functions, 3, workers=3)
+    assert results[:2] == ["slow", [1]]
+    assert results[3] == {"a": 2}
+    assert isinstance(results[2], bounded.Exceeded)
+    assert str(results[2]) == "undecided within 3 s"
+
+
+def test_one_bounded_child_at_a_time_when_asked():
+    from derivations.claims import bounded
+
+    start = time.monotonic()
+    assert bounded.run_many([_sleep_then(0.4, 1), _sleep_then(0.4, 2)], 20, workers=1) == [1, 2]
+    assert time.monotonic() - start >= 0.8
+
+
+def test_claims_checked_side_by_side_get_the_verdicts_checked_one_at_a_time():
+    from derivations.claims import Claim, check, check_each
+
+    claims = [
+        Claim("slope_at_zero == 1/sqrt(epsilon)", assumptions=("n >= 3",), id="a"),
+        Claim("norm(y) <= sqrt(n) / 2", id="b"),
+        Claim("x", id="c", problem="the entry has no claim"),
+        Claim("norm(y) == sqrt(n) * sqrt(q / (q + epsilon))", layer="layernorm", id="d"),
+    ]
+    together = list(check_each(claims, timeout=60, workers=2))
+    assert [v.claim.id for v in together] == ["a", "b", "c", "d"]
+    assert [v.verdict for v in together] == ["proved", "refuted", "error", "proved"]
+    assert [(v.verdict, v.detail) for v in together] == [(v.verdict, v.detail) for v in map(check, claims)]

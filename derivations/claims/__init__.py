@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from derivations.claims.checker import VERDICTS, Claim, Confirm, Verdict, check
+    from derivations.claims.checker import VERDICTS, Claim, Confirm, Verdict, check, check_each
     from derivations.claims.files import load
     from derivations.claims.language import ClaimError, Relation, parse, parse_condition
     from derivations.claims.render import STREAMS, VERDICT_FORMATS
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # by `derivations.definition` needs the grammar (`language`) and the sandbox (`bounded`), not the
 # checker, and importing either runs this file.
 _HOMES = {
-    **dict.fromkeys(("VERDICTS", "Claim", "Confirm", "Verdict", "check"), "checker"),
+    **dict.fromkeys(("VERDICTS", "Claim", "Confirm", "Verdict", "check", "check_each"), "checker"),
     "load": "files",
     **dict.fromkeys(("ClaimError", "Relation", "parse", "parse_condition"), "language"),
     **dict.fromkeys(("STREAMS", "VERDICT_FORMATS"), "render"),
@@ -52,6 +52,7 @@ __all__ = [
     "Verdict",
     "Vocabulary",
     "check",
+    "check_each",
     "load",
     "parse",
     "parse_condition",

@@ -24,7 +24,7 @@ import os
 import select
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from typing import Any
 
@@ -50,6 +50,86 @@ def run(function: Callable[[], Any], seconds: float, memory: int = MEMORY) -> An
     """``function()`` in a child process; its result, or `Exceeded`."""
     if not hasattr(os, "fork"):
         return function()
+    (result,) = run_many([function], seconds, memory, workers=1)
+    if isinstance(result, Exceeded):
+        raise result
+    return result
+
+
+def processors() -> int:
+    """The processors this process may run on: how many children `run_many` keeps at once."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def run_many(
+    functions: Sequence[Callable[[], Any]], seconds: float, memory: int = MEMORY, workers: int | None = None
+) -> list[Any]:
+    """Each of ``functions`` called in its own child, as `each` calls them: the results in order,
+    an `Exceeded` in place of each that ran out.
+
+    >>> run_many([lambda: 1, lambda: [2]], 60, workers=2)
+    [1, [2]]
+    """
+    results: list[Any] = [None] * len(functions)
+    for index, result in each(functions, seconds, memory, workers):
+        results[index] = result
+    return results
+
+
+def each(
+    functions: Sequence[Callable[[], Any]], seconds: float, memory: int = MEMORY, workers: int | None = None
+) -> Iterator[tuple[int, Any]]:
+    """(index, result) for each of ``functions`` as it finishes, each called in its own child
+    with ``seconds`` and ``memory`` of its own, up to ``workers`` children at once (default: one
+    per processor); a result is an `Exceeded` where the budget ran out.  Closing the iterator
+    early ends the children still running."""
+    if not hasattr(os, "fork"):
+        yield from enumerate(function() for function in functions)
+        return
+    limit = max(1, workers if workers is not None else processors())
+    waiting = list(enumerate(functions))[::-1]
+    running: dict[int, _Child] = {}  # by the read end of its pipe
+    try:
+        while waiting or running:
+            while waiting and len(running) < limit:
+                index, function = waiting.pop()
+                child = _start(index, function, memory, seconds)
+                running[child.read] = child
+            now = time.monotonic()
+            for child in [c for c in running.values() if c.deadline <= now]:
+                _end(running.pop(child.read))
+                yield child.index, Exceeded(f"undecided within {seconds:g} s")
+            if not running:
+                continue
+            left = min(c.deadline for c in running.values()) - now
+            ready, _, _ = select.select(list(running), [], [], max(left, 0))
+            for read in ready:
+                child = running[read]
+                chunk = os.read(read, 1 << 16)
+                if chunk:
+                    child.chunks.append(chunk)
+                    continue
+                _end(running.pop(read))
+                yield child.index, _result(child.chunks, memory)
+    finally:
+        for child in running.values():
+            _end(child)
+
+
+@dataclasses.dataclass
+class _Child:
+    index: int
+    pid: int
+    read: int
+    deadline: float
+    chunks: list[bytes] = dataclasses.field(default_factory=list)
+
+
+def _start(index: int, function: Callable[[], Any], memory: int, seconds: float) -> _Child:
+    """``function`` started in a child that sends its result back through a pipe."""
     read, write = os.pipe()
     parent = os.getpid()
     # Ctrl-C is the parent's to report: held back until the child has come to ignore it.
@@ -77,34 +157,27 @@ def run(function: Callable[[], Any], seconds: float, memory: int = MEMORY) -> An
         _leave(status)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(write)
-    chunks = []
-    deadline = time.monotonic() + seconds
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Exceeded(f"undecided within {seconds:g} s")
-            ready, _, _ = select.select([read], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(read, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read)
-        _reap(pid)
+    return _Child(index, pid, read, time.monotonic() + seconds)
+
+
+def _end(child: _Child) -> None:
+    os.close(child.read)
+    _reap(child.pid)
+
+
+def _result(chunks: list[bytes], memory: int) -> Any:
+    """The value a child sent, or the `Exceeded` that says why there is none."""
     if not chunks:
-        raise Exceeded("the check ended without a result (out of memory?)")
+        return Exceeded("the check ended without a result (out of memory?)")
     try:
         kind, value = json.loads(b"".join(chunks))
         if kind == "ok":
             return _decode(value)
     except (ValueError, TypeError, KeyError):
-        raise Exceeded("the check ended without a whole result") from None
+        return Exceeded("the check ended without a whole result")
     if kind == "memory":
-        raise Exceeded(f"undecided within {memory >> 20} MiB of memory")
-    raise Exceeded(f"undecided: {value}")
+        return Exceeded(f"undecided within {memory >> 20} MiB of memory")
+    return Exceeded(f"undecided: {value}")
 
 
 def _dumps(message: list[Any]) -> bytes:

@@ -13,8 +13,11 @@ gives a traceback: whatever goes wrong is an ``error`` verdict.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,11 +106,7 @@ def check(claim: Claim, confirm: Confirm | None = None, timeout: float | None = 
     if claim.problem is not None:
         return Verdict(claim, "error", claim.problem)
     if timeout is not None:
-        try:
-            verdict: Verdict = bounded.run(lambda: check(claim, confirm), timeout)
-        except bounded.Exceeded as error:
-            return Verdict(claim, "error", str(error))
-        return verdict
+        return next(check_each([claim], confirm, timeout, workers=1))
     try:
         return _check(claim, confirm)
     except Vacuous as conflict:
@@ -119,6 +118,44 @@ def check(claim: Claim, confirm: Confirm | None = None, timeout: float | None = 
         return Verdict(claim, "error", f"the claim is too large to decide ({type(error).__name__})")
     except Exception as error:
         return Verdict(claim, "error", f"undecided: {type(error).__name__}: {error}"[:500])
+
+
+def check_each(
+    claims: Sequence[Claim], confirm: Confirm | None = None, timeout: float = 60.0, workers: int | None = None
+) -> Iterator[Verdict]:
+    """Each claim's verdict, in order, as `check` with ``timeout`` gives it: decided in children,
+    up to ``workers`` at once (default: one per processor), that start with the layers loaded."""
+    pending = [number for number, claim in enumerate(claims) if claim.problem is None]
+    if len(pending) > 1:
+        prepare({claims[number].layer for number in pending})
+    done: dict[int, Verdict] = {}
+    finished = bounded.each(
+        [functools.partial(check, claims[number], confirm) for number in pending], timeout, workers=workers
+    )
+    for number, claim in enumerate(claims):
+        while claim.problem is None and number not in done:
+            index, result = next(finished)
+            decided = claims[pending[index]]
+            done[pending[index]] = (
+                Verdict(decided, "error", str(result)) if isinstance(result, bounded.Exceeded) else result
+            )
+        yield done.pop(number) if claim.problem is None else Verdict(claim, "error", claim.problem)
+
+
+# Imported by deciding a claim, on first use: loaded once before children are forked, not in each.
+_USED = ("z3", "numeric", "derivations.claims.confirm", "derivations.derive.scaling", "sympy.physics.units")
+
+
+def prepare(keys: Iterable[str]) -> None:
+    """Load here what deciding a claim about each catalog layer of ``keys`` loads (modules, the
+    layer's derivation), so that each child `check_each` forks starts with it instead of loading it."""
+    for module in _USED:
+        with suppress(ImportError):
+            importlib.import_module(module)
+    for key in keys:
+        if key in LAYERS:
+            with suppress(ClaimError, Vacuous):
+                read_claim(Claim("norm(J @ y) >= 0", key))
 
 
 @dataclass

@@ -8,11 +8,12 @@ from typing import Any
 
 from derivations.claims import ClaimError
 from derivations.review import notation as paper
-from derivations.review.checking import decide
+from derivations.review.checking import Outcome, decide, decide_many
 from derivations.review.document import Document, Found
 from derivations.review.identify import Identification, compare, describe
 
 CLASSES = ("checked", "defined", "not in the vocabulary", "not read")
+Request = tuple[str, str, tuple[str, ...]]  # a claim, its layer and its assumptions, as `decide_many` takes them
 
 
 @dataclass
@@ -89,8 +90,15 @@ def links(document: Document) -> Iterator[tuple[Found, paper.Link | None, str]]:
                 yield found, link, f"{link.lhs} {link.relation} {link.rhs}"
 
 
-def classify(found: Found, link: paper.Link | None, text: str, context: Context) -> Entry:
-    """The entry for one link of a relation."""
+def classify(
+    found: Found,
+    link: paper.Link | None,
+    text: str,
+    context: Context,
+    deferred: list[tuple[Entry, Request]] | None = None,
+) -> Entry:
+    """The entry for one link of a relation.  With ``deferred``, a check whose verdict the rest of
+    the paper does not depend on is appended to it, to be decided with the others (`decided`)."""
     entry = Entry(found, text)
     if link is None:
         entry.reason = "no relation the checker reads (==, <=, <, >=, >)"
@@ -121,8 +129,17 @@ def classify(found: Found, link: paper.Link | None, text: str, context: Context)
     if defined is not None:
         return _define(entry, defined, called, context)
     entry.layer = context.layer or (called[0] if called else context.current)
-    _check(entry, claim, context)
+    request = _request(entry, claim, context)
     statistic = _statistic(link, notation)
+    if request is None:
+        return entry
+    if (
+        statistic is None and deferred is not None
+    ):  # its verdict changes nothing that follows: decided later, with others
+        deferred.append((entry, request))
+        return entry
+    text, key, assumptions = request
+    _apply(entry, decide(text, key, context.timeout, assumptions))
     if statistic is not None and entry.verdict == "refuted":  # the paper's own \sigma: a definition
         context.redefined[statistic] = f"{found.file}:{found.line}"
         entry.kind = "defined"
@@ -202,22 +219,27 @@ def _define(entry: Entry, expression: str, called: list[str], context: Context) 
     return entry
 
 
-def _check(entry: Entry, claim: str, context: Context) -> Entry:
+def _request(entry: Entry, claim: str, context: Context) -> Request | None:
+    """The check ``claim`` needs, fitted to the entry's layer; None (with the reason) where it cannot be fitted."""
     from derivations.claims import vocabulary
 
     try:
         fitted = paper.fit(claim, entry.layer, set(vocabulary(entry.layer).names()))
     except ClaimError as error:
         entry.reason = str(error)
-        return entry
+        return None
     entry.claim = fitted
     free = context.epsilon_free and "epsilon" not in fitted
-    outcome = decide(fitted, entry.layer, context.timeout, ("epsilon == 0",) if free else ())
+    return fitted, entry.layer, ("epsilon == 0",) if free else ()
+
+
+def _apply(entry: Entry, outcome: Outcome) -> Entry:
+    """The entry checked: its verdict, or why the check says it is not a claim in the vocabulary."""
     if outcome.verdict == "error" and "unknown name" in outcome.detail:
         entry.kind, entry.reason = "not in the vocabulary", outcome.detail.split("; known names")[0]
         return entry
     if outcome.verdict == "error" and _misread(outcome.detail):
-        entry.reason = f"read as `{fitted}`, which the checker cannot build: {outcome.detail}"
+        entry.reason = f"read as `{entry.claim}`, which the checker cannot build: {outcome.detail}"
         return entry
     entry.kind = "checked"
     entry.verdict, entry.reason, entry.quantifier = outcome.verdict, outcome.detail, outcome.quantifier
@@ -238,8 +260,15 @@ def review(document: Document, context: Context, progress: Callable[[int], Any] 
 
     context.names_epsilon = any(re.search(r"\\(?:var)?epsilon(?![A-Za-z])", f.latex) for f in document.relations)
     entries = []
+    deferred: list[tuple[Entry, Request]] = []
     for found, link, text in links(document):
-        entries.append(classify(found, link, text, context))
+        before = len(deferred)
+        entries.append(classify(found, link, text, context, deferred))
+        if progress is not None and len(deferred) == before:
+            progress(1)
+    outcomes = decide_many([request for _, request in deferred], context.timeout)
+    for (entry, _), outcome in zip(deferred, outcomes, strict=True):
+        _apply(entry, outcome)
         if progress is not None:
             progress(1)
     return entries

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from derivations.claims import ClaimError
 from derivations.review import notation as paper
-from derivations.review.checking import Outcome, decide
+from derivations.review.checking import Outcome, decide_many
 
 # The layers whose output a gain-free definition is compared with (a wrapper's too: it differs by its gain).
 # A definition with a gain is its base layer's, wrapped: (base, gain) -> the catalog key.
@@ -26,7 +25,6 @@ HINTS = {
     "groupnorm": r"_[gG]\b|_\{[gG]\}|GroupNorm|\\mathrm\{GN\}",
 }
 
-Decide = Callable[..., Outcome]
 # The assumption a definition without epsilon is compared under.
 FREE = ("epsilon == 0",)
 
@@ -65,15 +63,15 @@ class Identification:
         }
 
 
-def identify(definition: str, note: paper.Notation, timeout: float = 10.0, decide: Decide = decide) -> Identification:
+def identify(definition: str, note: paper.Notation, timeout: float = 10.0) -> Identification:
     """The layer a LaTeX definition (``y = ...``, ``\\mathrm{LN}(x) = ...`` or the right side alone) equals."""
     links = paper.split(definition)
     rhs = links[-1].rhs if links else definition
     expression = paper.read("y", rhs, "=", note).partition("==")[2].strip()
-    return compare(expression, definition, timeout, decide)
+    return compare(expression, definition, timeout)
 
 
-def compare(expression: str, written: str, timeout: float, decide: Decide = decide) -> Identification:
+def compare(expression: str, written: str, timeout: float) -> Identification:
     """``expression`` (the claim language, a layer's output) compared with every layer of the catalog."""
     from derivations.catalog import LAYERS
     from derivations.claims import vocabulary
@@ -85,14 +83,26 @@ def compare(expression: str, written: str, timeout: float, decide: Decide = deci
         found.key = WRAPPED[("tanh", "gamma")] if found.gain == "gamma" else None
         return found
     keys = [key for key in LAYERS if not found.gain or key not in WRAPPED.values()]
+    claims: dict[str, str | ClaimError] = {}
     for key in keys:
         try:
-            claim = paper.fit(f"y == {base}", key, set(vocabulary(key).names()))
+            claims[key] = paper.fit(f"y == {base}", key, set(vocabulary(key).names()))
         except ClaimError as error:
-            found.comparisons.append(Comparison(key, f"y == {base}", Outcome("error", str(error))))
-            continue
-        outcome = decide(claim, key, timeout, *([FREE] if found.epsilon_free else []))
-        found.comparisons.append(Comparison(key, claim, outcome))
+            claims[key] = error
+    fitted = [(key, claim) for key, claim in claims.items() if isinstance(claim, str)]
+    assumptions = FREE if found.epsilon_free else ()
+    outcomes = dict(
+        zip(
+            [key for key, _ in fitted],
+            decide_many([(claim, key, assumptions) for key, claim in fitted], timeout),
+            strict=True,
+        )
+    )
+    for key, claim in claims.items():
+        if isinstance(claim, ClaimError):
+            found.comparisons.append(Comparison(key, f"y == {base}", Outcome("error", str(claim))))
+        else:
+            found.comparisons.append(Comparison(key, claim, outcomes[key]))
     equal = found.equal
     preferred = [key for key in equal if key in HINTS and re.search(HINTS[key], written)]
     bases = [key for key in equal if key not in HINTS]

@@ -126,3 +126,31 @@ def test_a_definition_without_epsilon_is_the_layer_at_epsilon_0():
     assert "at epsilon = 0" in describe(found)
     named = identify(r"\hat{x} = \mathrm{LN}(x)", Notation())
     assert (named.key, named.epsilon_free) == ("layernorm", False)
+
+
+# Definitions in the papers' own letters: Ba et al.'s gain g_i and bias b_i, Zhang & Sennrich's
+# RMS(a) times g_i, and Nguyen & Salazar's ScaleNorm without epsilon (x = 0 excluded at epsilon = 0).
+IN_PAPERS_LETTERS = [
+    ("layernorm_affine", r"y_i = g_i \frac{x_i - \mu}{\sqrt{\sigma^2 + \epsilon}} + b_i"),
+    ("layernorm_affine", r"h = g \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + b"),
+    ("rmsnorm_affine", r"\bar{x}_i = \frac{x_i}{\mathrm{RMS}(x)} g_i"),
+    ("scalenorm", r"y = g \frac{x}{\|x\|}"),
+]
+
+
+@pytest.mark.parametrize(("key", "written"), IN_PAPERS_LETTERS)
+def test_identify_reads_the_papers_own_letters_for_gain_and_bias(key, written):
+    assert identify(written, Notation()).key == key
+
+
+def test_l2_normalization_at_epsilon_0_excludes_the_zero_input_instead_of_refusing_the_claim():
+    """x / max(||x||, 0) has its clamp's case x/0 only at x = 0: that case is dropped where the
+    domain excludes x = 0, where it made every claim "undefined (a division by zero)"."""
+    from derivations.claims import Claim, check
+
+    proved = check(Claim("y == x / norm(x)", "l2norm_clamped", ("epsilon == 0",), id="a"))
+    assert proved.verdict == "proved", proved.detail
+    refuted = check(Claim("norm(y) == 2", "l2norm_clamped", ("epsilon == 0",), id="b"))
+    assert refuted.verdict == "refuted", refuted.detail
+    x = np.array(refuted.counterexample["x"], dtype=float)
+    assert np.linalg.norm(x / np.linalg.norm(x)) != 2

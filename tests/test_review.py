@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import numeric
+from derivations.claims import ClaimError
 from derivations.review import classify, document, pdf, report
 from derivations.review.notation import Notation, canonical, fit, foreign, read, segments, split
 
@@ -257,6 +258,36 @@ def test_a_paper_without_epsilon_is_checked_at_epsilon_0(tmp_path):
     context = classify.Context(Notation(), None, 30.0)
     entries = classify.review(document.read(tmp_path / "main.tex"), context)
     assert entries[1].verdict == "refuted"  # the paper names epsilon: its sigma may hold it
+
+
+def test_ba_et_al_gain_g_and_bias_b_are_the_gain_and_bias_from_their_definition_on(tmp_path):
+    """Ba et al. write the gain g_i and bias b_i: the definition is layernorm_affine, and a later
+    Jacobian with diag(g) is about the gain (outside the claim language, so not read), never the
+    upstream gradient g, which would refute the paper's true Jacobian."""
+    source = (
+        "\\[ y_i = g_i \\frac{x_i - \\mu}{\\sqrt{\\sigma^2 + \\epsilon}} + b_i \\]\n"
+        "\\[ \\frac{\\partial y}{\\partial x} = \\frac{\\mathrm{diag}(g)}{\\sqrt{\\sigma^2 + \\epsilon}}"
+        " \\left(\\mathbf{I} - \\frac{1}{n}\\mathbf{1}\\mathbf{1}^\\top"
+        " - \\frac{1}{n} \\hat{x}\\hat{x}^\\top\\right) \\]\n"
+        "\\[ y_i = \\frac{x_i}{\\mathrm{RMS}(x)} g_i \\]\n"
+    )
+    entries = _entries(tmp_path, source)
+    assert (entries[0].kind, entries[0].verdict) == ("defined", "equals layernorm_affine")
+    assert entries[0].identification is not None
+    assert (entries[0].identification.gain, entries[0].identification.bias) == ("g", True)
+    assert entries[1].kind == "not read", entries[1]
+    assert "diag(gamma)" in entries[1].reason
+    assert entries[2].verdict == "equals rmsnorm_affine"
+
+
+def test_rms_of_any_vector_is_its_norm_over_root_n_and_var_is_read_only_of_the_input():
+    """RMS(y) was read as the input's sqrt(r), and Var(y) as q: a statement about the output
+    checked as one about the input."""
+    notation = Notation()
+    assert read("\\mathrm{RMS}(y)", "1", "=", notation) == "norm(y) / sqrt(n) == 1"
+    assert read("\\mathrm{RMS}(x)", "2", "=", notation) == "sqrt(r) == 2"
+    with pytest.raises(ClaimError, match="read only of the input x, not of y"):
+        read("\\mathrm{Var}(y)", "1", "=", notation)
 
 
 # --- review.pdf ------------------------------------------------------------------------------------

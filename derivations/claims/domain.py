@@ -38,7 +38,7 @@ from derivations.claims import limits, sampling, solver
 from derivations.claims.definedness import Requirement
 from derivations.claims.language import NOT_CONSTANT, ClaimError, Lim, Relation, parse_expression, phrase
 from derivations.claims.proof import describe_n
-from derivations.claims.semantics import Equal, Matrix, OpaqueNorm, Usage, Vector, build, mean_statistic
+from derivations.claims.semantics import Equal, Matrix, OpaqueNorm, Row, Usage, Vector, build, mean_statistic
 from derivations.core.layer import Layer, Pattern
 from derivations.derive import scaling
 from derivations.derive.sums import PowerSum
@@ -584,10 +584,28 @@ def settle(domain: Domain, sides: list[Any], found: list[Requirement]) -> list[A
         name: dataclasses.replace(matrix, entry=domain.apply(matrix.entry))
         for name, matrix in domain.usage.matrices.items()
     }
-    out = [_limits_taken(domain, _cases(domain.apply(side))) for side in sides]
+    out = [_limits_taken(domain, _untaken_dropped(domain, _cases(domain.apply(side)))) for side in sides]
     named = {str(s) for side in out for s in _leaves_of(side)}
     domain.free = sorted(named | excluded)
     return out
+
+
+def _untaken_dropped(domain: Domain, side: Any) -> Any:
+    """Each undefined case (zoo, nan) of a Piecewise that the domain never takes, dropped: at
+    epsilon = 0 a clamp's case x/epsilon is taken only at x = 0, which the domain excludes."""
+    if isinstance(side, (Vector, Row, Matrix)):
+        return dataclasses.replace(side, entry=_untaken_dropped(domain, side.entry))
+    if not isinstance(side, (sp.Basic, sp.MatrixBase)) or not side.has(sp.Piecewise):
+        return side
+
+    def taken(value: sp.Basic, condition: sp.Basic) -> bool:
+        return not (value.has(sp.zoo, sp.nan) and _always(sp.Not(condition), domain))
+
+    def pruned(piecewise: sp.Piecewise) -> sp.Basic:
+        kept = [case for case in piecewise.args if taken(*case)]
+        return sp.Piecewise(*kept) if kept else piecewise
+
+    return side.replace(lambda e: isinstance(e, sp.Piecewise), pruned)
 
 
 def _cases(side: Any) -> Any:

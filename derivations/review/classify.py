@@ -13,6 +13,8 @@ from derivations.review.document import Document, Found
 from derivations.review.identify import Identification, compare, describe
 
 CLASSES = ("checked", "defined", "not in the vocabulary", "not read")
+# The layers whose gain a paper may call g: per feature, the gamma of the claim language (ScaleNorm's g is its own).
+GAIN_NAMED_G = ("layernorm_affine", "rmsnorm_affine")
 Request = tuple[str, str, tuple[str, ...]]  # a claim, its layer and its assumptions, as `decide_many` takes them
 
 
@@ -216,6 +218,11 @@ def _define(entry: Entry, expression: str, called: list[str], context: Context) 
         for name, key in list(context.notation.layers.items()):
             if called and key == called[0]:
                 context.notation.layers[name] = found.key
+        if (
+            found.gain == "g" and found.key in GAIN_NAMED_G
+        ):  # the paper's g (and b) are the gain (and bias) from here on
+            spelled = {"g": "gamma", **({"b": "beta"} if found.bias else {})}
+            context.notation = paper.Notation({**context.notation.overrides, **spelled}, context.notation.layers)
     return entry
 
 

@@ -15,6 +15,8 @@ from derivations.review.checking import Outcome, decide_many
 WRAPPED = {
     ("layernorm", "gamma"): "layernorm_affine",
     ("rmsnorm", "gamma"): "rmsnorm_affine",
+    ("layernorm", "g"): "layernorm_affine",  # the gain g_i of Ba et al. 2016 and Zhang & Sennrich 2019
+    ("rmsnorm", "g"): "rmsnorm_affine",
     ("rmsnorm", "1 + w"): "rmsnorm_gemma",
     ("l2norm_clamped", "g"): "scalenorm",
     ("tanh", "gamma"): "dyt",
@@ -118,14 +120,14 @@ def _unwrap(expression: str) -> tuple[str, str, bool]:
     """(the base output, the gain: "", "gamma", "1 + w" or "g", whether a bias beta is added)."""
     tree = ast.parse(expression, mode="eval").body
     bias = False
-    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Add) and ast.unparse(tree.right) == "beta":
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Add) and ast.unparse(tree.right) in ("beta", "b"):
         tree, bias = tree.left, True
     gain = ""
     if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Mult):
         for factor, other in ((tree.left, tree.right), (tree.right, tree.left)):
             written = ast.unparse(factor)
-            if written in ("gamma", "1 + w", "w + 1", "g"):
-                gain, tree = ("1 + w" if "w" in written else written), other
+            if written in ("gamma", "1 + w", "w + 1", "g", "g_i"):
+                gain, tree = ("1 + w" if "w" in written else written.removesuffix("_i")), other
                 break
     base = ast.unparse(tree)
     if re.fullmatch(r"tanh\(alpha \* x\)|tanh\(x \* alpha\)", base):

@@ -259,13 +259,20 @@ def _replace_overrides(items: list[str], notation: Notation) -> list[str]:
                 out.extend(items[index:end])
                 index = end
             elif items[index : index + width] == pattern:
-                out.extend(["\\operatorname", "{", symbol, "}"] if len(symbol) > 1 else [symbol])
+                out.extend(_symbol(symbol))
                 index += width
             else:
                 out.append(items[index])
                 index += 1
         items = out
     return items
+
+
+def _symbol(symbol: str) -> list[str]:
+    """A claim symbol as tokens: a Greek one as its letter, whose subscript (gamma_i) reads as on the letter."""
+    if symbol in ("gamma", "beta"):
+        return ["\\" + symbol]
+    return ["\\operatorname", "{", symbol, "}"] if len(symbol) > 1 else [symbol]
 
 
 def _operator(name: str) -> list[str]:
@@ -343,6 +350,8 @@ def _subscript(items: list[str], index: int, letter: str) -> tuple[int, list[str
     flat = _flat(sub)
     if letter in ENTRIES and flat in ("i", "j", "k"):
         return end, _operator(f"{letter}_i")
+    if letter == "b" and flat in ("i", "j", "k"):  # the entry b_i of the bias (Ba et al. 2016)
+        return end, ["\\beta"]
     if letter == "J" and flat:  # J_{\mathrm{LN}}, the Jacobian of the layer named
         return end, ["J"]
     if letter == "r" and flat == "k":
@@ -423,12 +432,16 @@ def _word_rewrite(items: list[str], index: int, notation: Notation) -> tuple[int
     word = _flat(inner).replace("\\_", "_")
     if word in notation.layers:
         return end, _operator(notation.layers[word])
-    if word in ("Var", "var", "Var}"):
+    if word in ("Var", "var", "Var}", "RMS"):
         found = _bracket(items, end)
-        return (found[1] if found else end), _operator("q")
-    if word == "RMS":
-        found = _bracket(items, end)
-        return (found[1] if found else end), ["\\sqrt", "{", *_operator("r"), "}"]
+        if found is None or _rewritten(found[0], notation) in (["x"], ["x_i"]):  # of the input: its statistic
+            return (found[1] if found else end), (
+                _operator("q") if word != "RMS" else ["\\sqrt", "{", *_operator("r"), "}"]
+            )
+        if word != "RMS":
+            raise ClaimError(f"\\mathrm{{{word}}} is read only of the input x, not of {_flat(found[0])}")
+        argument = _rewritten(found[0], notation)  # the root mean square of any vector: its norm over sqrt(n)
+        return found[1], ["\\frac", "{", "\\|", *argument, "\\|", "}", "{", "\\sqrt", "{", "n", "}", "}"]
     if word in ("tr", "Tr", "trace", "det"):
         return _applied(items, end, "det" if word == "det" else "trace", notation)
     if word == "diag":

@@ -80,6 +80,29 @@ CALLS = {"mean", "sum", "norm", "dot", "outer", "diag", "trace", "det", "abs", "
 CALLS |= {"rank", "multiplicity", "eigenvalues", "diff"}
 
 
+class _Limit(str):
+    """A limit as the claim language writes it, with its parts: a product that follows it is its
+    body's (``\\lim_{\\epsilon \\to 0} \\sqrt{\\epsilon} \\|J\\|`` is the limit of the product,
+    as in papers; a sum that follows is not)."""
+
+    body: str
+    variable: str
+    point: str
+
+    @classmethod
+    def of(cls, body: str, variable: str, point: str) -> _Limit:
+        made = cls(f"limit({body}, {variable}, {point})")
+        made.body, made.variable, made.point = body, variable, point
+        return made
+
+
+def _product(left: str, op: str, right: str) -> str:
+    """``left op right``; where ``left`` is a limit, the limit of its body op ``right``."""
+    if isinstance(left, _Limit):
+        return _Limit.of(f"({left.body}) {op} ({right})", left.variable, left.point)
+    return f"({left}) {op} ({right})"
+
+
 class ToClaim(Transformer[Token, str]):
     """One method per grammar rule: each returns claim-language text."""
 
@@ -94,14 +117,14 @@ class ToClaim(Transformer[Token, str]):
         return f"{items[0]} - ({items[1]})"
 
     def mul(self, items: list[str]) -> str:
-        return f"({items[0]}) * ({items[1]})"
+        return _product(items[0], "*", items[1])
 
     def juxtapose(self, items: list[str]) -> str:
         # Juxtaposition: a product of scalars, or a matrix applied to a vector.
-        return f"({items[0]}) * ({items[1]})"
+        return _product(items[0], "*", items[1])
 
     def div(self, items: list[str]) -> str:
-        return f"({items[0]}) / ({items[1]})"
+        return _product(items[0], "/", items[1])
 
     def neg(self, items: list[str]) -> str:
         return f"-({items[0]})"
@@ -149,7 +172,7 @@ class ToClaim(Transformer[Token, str]):
 
     def limit(self, items: list[str]) -> str:
         variable, point, body = str(items[0]), items[1], items[2]
-        return f"limit({body}, {_GREEK.get(variable, _LETTERS.get(variable, variable))}, {point})"
+        return _Limit.of(body, _GREEK.get(variable, _LETTERS.get(variable, variable)), point)
 
     def at(self, items: list[Token]) -> str:
         return str(items[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,8 +15,8 @@ from derivations.review.document import Document, Found
 from derivations.review.identify import Identification, compare, describe
 
 CLASSES = ("checked", "defined", "not in the vocabulary", "not read")
-# The layers whose gain a paper may call g: per feature, the gamma of the claim language (ScaleNorm's g is its own).
-GAIN_NAMED_G = ("layernorm_affine", "rmsnorm_affine")
+# The layers whose gain a paper may call g, and the claim language's name for it (never the upstream gradient g).
+GAIN_NAMED_G = {"layernorm_affine": "gamma", "rmsnorm_affine": "gamma", "scalenorm": "g_s"}
 Request = tuple[str, str, tuple[str, ...]]  # a claim, its layer and its assumptions, as `decide_many` takes them
 
 
@@ -32,6 +34,7 @@ class Entry:
     quantifier: str = ""
     counterexample: Any = None
     identification: Identification | None = field(default=None, repr=False)
+    conditions: tuple[str, ...] = ()  # the conditions its row states, as assumptions of the check
 
     def row(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -46,6 +49,7 @@ class Entry:
             "layer": self.layer,
             "verdict": self.verdict,
             "quantifier": self.quantifier,
+            "conditions": list(self.conditions),
         }
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample
@@ -72,24 +76,36 @@ class Context:
     # Statistics the paper defines other than the vocabulary does (\sigma with epsilon inside):
     # the LaTeX command -> where; relations naming them after that are not read as the vocabulary's.
     redefined: dict[str, str] = field(default_factory=dict)
+    # Where the paper last defined its output in a way not read, or matching no catalog layer: the
+    # relations after it that name no layer are about that layer, and are not checked as another's.
+    unread: str = ""
+    # The letters a definition's gain and bias took (g, b): theirs until the next definition.
+    gain_named: tuple[str, ...] = ()
 
 
-def links(document: Document) -> Iterator[tuple[Found, paper.Link | None, str]]:
-    """Each link of each relation; a row that starts with its relation continues the previous row's
-    chain; relations side by side in one row (``a = b, \\quad c = d``) each their own."""
+def links(document: Document) -> Iterator[tuple[Found, paper.Link | None, str, tuple[str, ...]]]:
+    """Each link of each relation, with the conditions its row states (``\\quad \\text{for } n \\ge 3``,
+    ``(n \\ge 3)``): a row that starts with its relation continues the previous row's chain;
+    relations side by side in one row (``a = b, \\quad c = d``) each their own."""
     previous = ""
     for found in document.relations:
         parts = paper.segments(found.latex) or [found.latex]
+        stated = paper.condition(found.latex)
+        bounds = [part for part in parts if paper.is_condition(part)]
+        if len(bounds) == len(parts):  # a bound alone (epsilon > 0) is the relation, not a condition on one
+            bounds = []
+        conditions = tuple([*([stated] if stated else []), *bounds])
+        parts = [part for part in parts if part not in bounds]
         chains = [chain for chain in (paper.split(part) for part in parts) if chain]
         if not chains:
-            yield found, None, found.latex
+            yield found, None, found.latex, ()
             continue
         if not chains[0][0].lhs and previous:
             chains[0][0] = paper.Link(previous, chains[0][0].relation, chains[0][0].rhs)
         previous = chains[-1][-1].rhs
         for chain in chains:
             for link in chain:
-                yield found, link, f"{link.lhs} {link.relation} {link.rhs}"
+                yield found, link, f"{link.lhs} {link.relation} {link.rhs}", conditions
 
 
 def classify(
@@ -98,6 +114,7 @@ def classify(
     text: str,
     context: Context,
     deferred: list[tuple[Entry, Request]] | None = None,
+    conditions: tuple[str, ...] = (),
 ) -> Entry:
     """The entry for one link of a relation.  With ``deferred``, a check whose verdict the rest of
     the paper does not depend on is appended to it, to be decided with the others (`decided`)."""
@@ -106,6 +123,13 @@ def classify(
         entry.reason = "no relation the checker reads (==, <=, <, >=, >)"
         return entry
     context.notation = notation = _argument_is_input(link, context.notation)
+    unread = context.unread
+    if _defines_output(link, notation):  # unread until read and matched: the layer in force is unknown
+        context.unread = f"{found.file}:{found.line}"
+        if context.gain_named:  # a new definition: the last one's gain letters (g, b) are letters again
+            overrides = {k: v for k, v in notation.overrides.items() if k not in context.gain_named}
+            context.notation = notation = dataclasses.replace(notation, overrides=overrides)
+            context.gain_named = ()
     unknown = paper.foreign(paper.canonical(f"{link.lhs} {link.rhs}", notation))
     if unknown:
         entry.kind, entry.reason = "not in the vocabulary", "names " + ", ".join(f"`{u}`" for u in unknown)
@@ -124,6 +148,7 @@ def classify(
     called = _called(claim)
     lhs, _, rhs = claim.partition(" == ")
     if rhs and lhs == rhs:
+        context.unread = unread  # a spelling, not a definition of the layer
         entry.kind, entry.layer, entry.verdict = "defined", "", "notation"
         entry.reason = f"defines the paper's notation: {link.lhs} is `{lhs}`"
         return entry
@@ -131,6 +156,21 @@ def classify(
     if defined is not None:
         return _define(entry, defined, called, context)
     entry.layer = context.layer or (called[0] if called else context.current)
+    try:
+        entry.conditions = tuple(_assumption(stated, notation) for stated in conditions)
+        named = paper.named_jacobian(f"{link.lhs} {link.rhs}", notation)
+    except ClaimError as error:
+        entry.reason = f"a condition it states is not one the checker reads: {error}" if conditions else str(error)
+        return entry
+    if named is not None and context.layer is None:  # the Jacobian of the layer it names
+        entry.layer = named
+    if context.unread and context.layer is None and not called and named is None:
+        entry.layer = ""
+        entry.reason = (
+            f"about the layer the paper defines at {context.unread}, a definition not read or matching no layer of "
+            "the catalog: not checked against another layer"
+        )
+        return entry
     request = _request(entry, claim, context)
     statistic = _statistic(link, notation)
     if request is None:
@@ -162,9 +202,40 @@ def _statistic(link: paper.Link, notation: paper.Notation) -> str | None:
     items = paper.tokens(link.lhs)
     if link.relation not in ("=", *paper.DEFINING) or not items or items[0] not in STATISTICS:
         return None
-    if items[1:] in ([], ["^", "2"], ["^", "{", "2", "}"]) and "x" in paper.tokens(paper.canonical(link.rhs, notation)):
+    rest = _past_subscript(items[1:])  # sigma_i, sigma_{\mathcal{B}}: the paper's group is its own
+    if rest in ([], ["^", "2"], ["^", "{", "2", "}"]) and "x" in paper.tokens(paper.canonical(link.rhs, notation)):
         return items[0]
     return None
+
+
+def _past_subscript(items: list[str]) -> list[str]:
+    """``items`` after a leading subscript (``_i``, ``_{g}``, ``_\\mathcal{B}``)."""
+    if items[:1] != ["_"]:
+        return items
+    index = 1
+    if index < len(items) and items[index].startswith("\\") and items[index + 1 : index + 2] == ["{"]:
+        index += 1  # a command with its braced argument: \mathcal{B}
+    if index < len(items) and items[index] == "{":
+        depth = 0
+        for end in range(index, len(items)):
+            depth += {"{": 1, "}": -1}.get(items[end], 0)
+            if depth == 0:
+                return items[end + 1 :]
+        return []
+    return items[index + 1 :]
+
+
+def _defines_output(link: paper.Link, notation: paper.Notation) -> bool:
+    """Whether ``link`` defines the layer's output: ``y = ...``, ``\\hat{x}_i := ...``, ``\\mathrm{LN}(x) = ...``."""
+    if link.relation not in ("=", *paper.DEFINING):
+        return False
+    try:
+        lhs = paper.canonical(link.lhs, notation)
+    except ClaimError:
+        return False
+    return (
+        lhs in ("y", "\\operatorname { y\\_i }") or re.fullmatch(r"\\operatorname \{ \w+ \} \( x \)", lhs) is not None
+    )
 
 
 def _names(link: paper.Link, command: str) -> bool:
@@ -181,7 +252,7 @@ def _argument_is_input(link: paper.Link, notation: paper.Notation) -> paper.Nota
     )
     if match is None or match.group(1) not in notation.layers or link.relation not in ("=", *paper.DEFINING):
         return notation
-    return paper.Notation({**notation.overrides, match.group(2): "x"}, notation.layers)
+    return dataclasses.replace(notation, overrides={**notation.overrides, match.group(2): "x"})
 
 
 def _called(claim: str) -> list[str]:
@@ -212,7 +283,9 @@ def _define(entry: Entry, expression: str, called: list[str], context: Context) 
     entry.layer = found.key or ""
     entry.verdict = f"equals {found.key}" if found.key else "matches no layer"
     if found.key is not None:
-        if not context.settled or not called:
+        context.unread = ""
+        output = entry.claim.partition(" == ")[0] in ("y", "y_i")  # y = RMSNorm(x) restates the paper's output
+        if not context.settled or not called or output:
             context.current, context.settled = found.key, True
             context.epsilon_free = found.epsilon_free and not context.names_epsilon
         for name, key in list(context.notation.layers.items()):
@@ -221,8 +294,11 @@ def _define(entry: Entry, expression: str, called: list[str], context: Context) 
         if (
             found.gain == "g" and found.key in GAIN_NAMED_G
         ):  # the paper's g (and b) are the gain (and bias) from here on
-            spelled = {"g": "gamma", **({"b": "beta"} if found.bias else {})}
-            context.notation = paper.Notation({**context.notation.overrides, **spelled}, context.notation.layers)
+            spelled = {"g": GAIN_NAMED_G[found.key], **({"b": "beta"} if found.bias else {})}
+            context.gain_named = tuple(spelled)
+            context.notation = dataclasses.replace(
+                context.notation, overrides={**context.notation.overrides, **spelled}
+            )
     return entry
 
 
@@ -237,7 +313,21 @@ def _request(entry: Entry, claim: str, context: Context) -> Request | None:
         return None
     entry.claim = fitted
     free = context.epsilon_free and "epsilon" not in fitted
-    return fitted, entry.layer, ("epsilon == 0",) if free else ()
+    return fitted, entry.layer, (*(("epsilon == 0",) if free else ()), *entry.conditions)
+
+
+def _assumption(stated: str, notation: paper.Notation) -> str:
+    """A condition the paper states (``H \\ge 3``) in the claim language (``n >= 3``), an assumption
+    of the check; ClaimError where it is not one relation the checker reads."""
+    bare = stated.strip()
+    if bare.startswith("(") and bare.endswith(")"):
+        bare = bare[1:-1]
+    chain = paper.split(bare)
+    if len(chain) != 1:
+        raise ClaimError(f"`{stated}` is not one relation")
+    if chain[0].relation not in paper.RELATIONS:
+        raise ClaimError(f"`{stated}`: {chain[0].relation} is not a relation the checker assumes (=, <, >, \\le, \\ge)")
+    return paper.read(chain[0].lhs, chain[0].rhs, chain[0].relation, notation)
 
 
 def _apply(entry: Entry, outcome: Outcome) -> Entry:
@@ -266,11 +356,14 @@ def review(document: Document, context: Context, progress: Callable[[int], Any] 
     import re
 
     context.names_epsilon = any(re.search(r"\\(?:var)?epsilon(?![A-Za-z])", f.latex) for f in document.relations)
+    # H is the width only in a paper that uses it as one (1/H, a sum to H, R^H); else its own symbol (a Hessian).
+    width = any(paper.WIDTH_H.search(f.latex) for f in document.relations)
+    context.notation = dataclasses.replace(context.notation, width_h=width)
     entries = []
     deferred: list[tuple[Entry, Request]] = []
-    for found, link, text in links(document):
+    for found, link, text, conditions in links(document):
         before = len(deferred)
-        entries.append(classify(found, link, text, context, deferred))
+        entries.append(classify(found, link, text, context, deferred, conditions))
         if progress is not None and len(deferred) == before:
             progress(1)
     outcomes = decide_many([request for _, request in deferred], context.timeout)

@@ -195,10 +195,15 @@ def _macro(reader: _Reader, nodes: list[Any], index: int, text: str, path: Path,
 
 
 def _include(reader: _Reader, argument: str, path: Path, shown: str, line: int) -> None:
-    target = (path.parent / argument).resolve()
-    if not target.suffix:
-        target = target.with_suffix(".tex")
-    if not target.is_file():
+    """The file ``argument`` names read in: relative to the main file's folder, as pdflatex run
+    there finds it, or else to the including file's."""
+    for folder in dict.fromkeys((reader.root, path.parent)):
+        target = (folder / argument).resolve()
+        if not target.suffix:
+            target = target.with_suffix(".tex")
+        if target.is_file():
+            break
+    else:
         raise DocumentError(f"{shown}:{line}: \\input file {argument!r} not found")
     try:
         name = str(target.relative_to(reader.root))

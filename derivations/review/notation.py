@@ -64,6 +64,13 @@ def tokens(text: str) -> list[str]:
     return [token for token in _TOKEN.findall(text) if not token.isspace()]
 
 
+# Where a paper uses H as the width: 1/H, a sum up to H, R^H, H - 1, H bounded by a number.
+WIDTH_H = re.compile(
+    r"\\frac\s*\{\s*1\s*\}\s*\{\s*H\s*\}|\^\s*\{?\s*H\b|\\mathbb\{R\}\^\{?H|\bH\s*-\s*1\b|\\sqrt\{H\}"
+    r"|\bH\s*(?:\\geq?|\\leq?|>|<)\s*\d"
+)
+
+
 @dataclass
 class Notation:
     """The paper's spellings: ``overrides`` (paper LaTeX -> the symbol, from --notation and the
@@ -71,6 +78,8 @@ class Notation:
 
     overrides: dict[str, str] = field(default_factory=dict)
     layers: dict[str, str] = field(default_factory=lambda: dict(LAYER_NAMES))
+    # Whether H is the width n (Ba et al.'s H hidden units); a paper that never uses it as one has its own H.
+    width_h: bool = True
 
     @classmethod
     def parse(cls, entries: list[str]) -> Notation:
@@ -157,6 +166,33 @@ def segments(latex: str) -> list[str]:
     return [_trimmed(part) for part in out if _trimmed(part)]
 
 
+# A condition a row states for its relations: after "for", "if", "when" or \forall, or a segment
+# of its own that bounds a parameter (``\quad n \ge 3``, ``(H > 2)``).
+_STATED = re.compile(
+    r"\\text\{\s*(?:for|if|when|whenever)(?:\s+all)?\s*\}|\\text\{\s*(?:for|if|when|whenever)\s|\\forall"
+)
+_PARAMETER = re.compile(
+    r"\(?\s*(?:n|d|H|N|\\epsilon|\\varepsilon|t)\s*(?:\\geq?|\\geqslant|>|\\leq?|\\leqslant|<|\\neq?)\s*-?[\d.]+\s*\)?"
+)
+
+
+def condition(latex: str) -> str:
+    """The condition a row states for its relations (``\\quad \\text{for } n \\ge 3`` gives
+    ``n \\ge 3``), without its keyword and closing stop; "" where it states none."""
+    depth = 0
+    for match in _TOKEN.finditer(latex):
+        found = _STATED.match(latex, match.start()) if depth == 0 else None
+        if found is not None:
+            return _trimmed(latex[found.end() :].strip().rstrip(".,;"))
+        depth += {"{": 1, "}": -1, "(": 1, ")": -1, "\\left": 1, "\\right": -1}.get(match.group(), 0)
+    return ""
+
+
+def is_condition(part: str) -> bool:
+    """Whether a segment of a row only bounds a parameter (``n \\ge 3``): a condition on the row."""
+    return _PARAMETER.fullmatch(_trimmed(part).rstrip(".,;")) is not None
+
+
 def _trimmed(part: str) -> str:
     """``part`` without the spacing commands (``\\ ``, ``\\,``) around it."""
     return re.sub(r"^(?:\s|\\[ ,;:!])+|(?:\s|\\[ ,;:!])+$", "", part)
@@ -181,6 +217,9 @@ def _group(items: list[str], index: int) -> tuple[list[str], int]:
     if index >= len(items):
         return [], index
     if items[index] != "{":
+        if items[index] in _WITH_ARGUMENT and items[index + 1 : index + 2] == ["{"]:  # _\mathcal{B}: one argument
+            inner, end = _group(items, index + 1)
+            return [items[index], "{", *inner, "}"], end
         return [items[index]], index + 1
     depth = 0
     for end in range(index, len(items)):
@@ -214,7 +253,11 @@ def _flat(items: list[str]) -> str:
 _HATS = ("\\hat", "\\widehat", "\\tilde")
 _BOLD = ("\\mathbf", "\\boldsymbol", "\\bm", "\\vec", "\\mathbold")
 _WORDS = ("\\mathrm", "\\operatorname", "\\text", "\\mathit", "\\textrm")
+# Commands that take their braced argument with them where they are an argument themselves (x_\mathcal{B}).
+_WITH_ARGUMENT = {*_WORDS, *_BOLD, "\\mathcal", "\\mathbb", "\\mathscr", "\\mathfrak"}
 _OUTPUT = {"y", "\\hat{x}", "yhat", "z"}
+# The numerators of a derivative with respect to x that are the layer's output: its Jacobian.
+_DIFFERENTIATED = {"y", "\\hat{x}", "\\hatx", "\\widehat{x}", "\\tilde{x}", "\\hat{y}", "z"}
 # The subscripts a paper puts on its mean and spread to name the group they are over (a batch, a
 # group, the group of entry i); any other (\\sigma_\\epsilon, \\mu_1) is a symbol of its own.
 GROUPS = {"B", "\\mathcal{B}", "\\mathcalB", "g", "G", "i", "\\mathrm{LN}", "\\mathrm{GN}", "\\mathrm{BN}"}
@@ -247,8 +290,30 @@ def _rewritten(items: list[str], notation: Notation) -> list[str]:
     return out
 
 
+def _unbold(items: list[str]) -> list[str]:
+    """A bold letter as the letter (``\\bar{\\mathbf{a}}`` is ``\\bar{a}``), but for the identity I."""
+    out: list[str] = []
+    index = 0
+    while index < len(items):
+        window = items[index : index + 4]
+        if (
+            len(window) == 4
+            and window[0] in _BOLD
+            and window[1] == "{"
+            and window[3] == "}"
+            and re.fullmatch(r"[A-HJ-Za-z]", window[2])
+        ):
+            out.append(window[2])
+            index += 4
+        else:
+            out.append(items[index])
+            index += 1
+    return out
+
+
 def _replace_overrides(items: list[str], notation: Notation) -> list[str]:
     """The paper's own spellings (--notation, the source's comments) replaced by the symbol's."""
+    items = _unbold(items)
     for written, symbol in sorted(notation.overrides.items(), key=lambda pair: -len(pair[0])):
         pattern = written.split()
         width = len(pattern)
@@ -272,7 +337,7 @@ def _symbol(symbol: str) -> list[str]:
     """A claim symbol as tokens: a Greek one as its letter, whose subscript (gamma_i) reads as on the letter."""
     if symbol in ("gamma", "beta"):
         return ["\\" + symbol]
-    return ["\\operatorname", "{", symbol, "}"] if len(symbol) > 1 else [symbol]
+    return _operator(symbol) if len(symbol) > 1 else [symbol]
 
 
 def _operator(name: str) -> list[str]:
@@ -324,7 +389,7 @@ def _rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, lis
         return _transpose(items, index)
     if token in ("[", "]"):
         return index + 1, ["(" if token == "[" else ")"]
-    if token == "H" and following != "_":
+    if token == "H" and following != "_" and notation.width_h:
         return index + 1, ["n"]
     if re.fullmatch(r"[A-Za-z]", token) and following == "_":
         return _subscript(items, index, token)
@@ -370,7 +435,25 @@ def _derivative(items: list[str], index: int) -> tuple[int, list[str] | None]:
         return index, None
     if numerator in ("\\mathcal{L}", "L", "\\ell"):
         return end, ["(", "J", "^", "\\top", "g", ")"]
-    return end, ["J"]
+    output = re.sub(r"\\(mathbf|boldsymbol|bm)\{(\w)\}", r"\2", re.sub(r"\\[,;:! ]", "", numerator))
+    output = output[1:-1] if output.startswith("{") and output.endswith("}") else output
+    if output in _DIFFERENTIATED or re.match(r"\\(?:mathrm|operatorname|text)\{\w+\}", output):
+        return end, ["J"]  # of the output, or of the layer it names (`named_jacobian` picks that layer)
+    return index, None  # the derivative of something else: left for the grammar to refuse
+
+
+def named_jacobian(latex: str, notation: Notation) -> str | None:
+    """The catalog layer whose Jacobian ``latex`` writes by name (``\\partial \\mathrm{RMSNorm}(x)``,
+    ``J_{\\mathrm{LN}}``), or None; a relation naming two is refused (ClaimError)."""
+    word = r"\\(?:mathrm|operatorname|text)\{(\w+)\}"
+    words = re.findall(rf"\\partial(?:\s|\\[,;:! ])*{word}|J_\{{?{word}", latex)
+    keys = {notation.layers.get(first or second) for first, second in words}
+    if None in keys:
+        unknown = sorted(first or second for first, second in words if (first or second) not in notation.layers)
+        raise ClaimError(f"the Jacobian of {', '.join(unknown)}, a layer the paper has not named")
+    if len(keys) > 1:
+        raise ClaimError(f"the Jacobians of two layers ({', '.join(sorted(k for k in keys if k))}) in one relation")
+    return next(iter(keys)) if keys else None
 
 
 def _nabla(items: list[str], index: int) -> tuple[int, list[str] | None]:

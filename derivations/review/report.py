@@ -57,6 +57,8 @@ def _section(number: int, entry: Entry) -> list[str]:
     out = [f'### <a id="{number}"></a>{number}. {where}: {head}', "", "```math", entry.link, "```", ""]
     if entry.claim:
         out.append(f"- read as: `{_cell(entry.claim)}`" + (f" about `{entry.layer}`" if entry.layer else ""))
+        if entry.conditions:
+            out.append("- under its stated condition: " + ", ".join(f"`{_cell(c)}`" for c in entry.conditions))
     out.append(f"- class: {entry.kind}")
     if entry.kind == "checked":
         out.append(f"- verdict: **{entry.verdict}**")

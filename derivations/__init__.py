@@ -2,7 +2,14 @@
 
 Each result is a `Formula`, derived by SymPy from a `Layer` definition and
 proved equal to what the layer states.  `QUANTITIES` is the registry of what
-is derived; `LAYERS` the catalog of layers.
+is derived; `LAYERS` the catalog of layers.  In Jupyter, a formula shows as
+math, and a layer, the `Formulas` of a layer and a claim's verdict as tables:
+
+>>> import derivations
+>>> derivations.formula("layernorm.slope_at_zero")
+<Formula layernorm.slope_at_zero = 1/sqrt(epsilon)>
+>>> derivations.LAYERS["rmsnorm"]
+<Layer rmsnorm: RMSNorm, epsilon inside the square root>
 
 The names below are imported when first used, so that a command that finds
 its whole output in the derivation cache (`derivations.cache`) prints it
@@ -20,18 +27,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# SymPy keeps its most recent results (assumptions, constructors, simplification
-# steps) in a cache of 1,000 entries by default, read when SymPy is first imported.
-# A derivation's proofs revisit far more than that: with 100,000 a cold derivation
-# of every layer is about 10% faster (make bench), for a few MB more per process.
-# A user's own setting is kept; where SymPy is imported already nothing is set, since the
-# size that process has can no longer change.
-if "sympy" not in sys.modules:
-    os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
-
 if TYPE_CHECKING:
     from derivations.catalog import CORE, LAYERS, formula, formulas, symmetric
-    from derivations.core.formula import Established, Formula
+    from derivations.core.formula import Established, Formula, Formulas
     from derivations.core.layer import Direction, Layer, Pattern, Statistic
     from derivations.core.proof import DerivationError
     from derivations.derive.affine import Affine, affine
@@ -47,6 +45,7 @@ _HOMES = {
     "Direction": "derivations.core.layer",
     "Established": "derivations.core.formula",
     "Formula": "derivations.core.formula",
+    "Formulas": "derivations.core.formula",
     "Layer": "derivations.core.layer",
     "NotApplicable": "derivations.quantities",
     "Pattern": "derivations.core.layer",
@@ -67,6 +66,7 @@ __all__ = [
     "Direction",
     "Established",
     "Formula",
+    "Formulas",
     "Layer",
     "Moved",
     "NotApplicable",
@@ -126,6 +126,75 @@ sys.meta_path.insert(
         }
     ),
 )
+
+
+# SymPy keeps its most recent results (assumptions, constructors, simplification
+# steps) in a cache of 1,000 entries by default, a size it reads from the environment variable
+# SYMPY_CACHE_SIZE once, when `sympy.core.cache` is imported.  A derivation's proofs revisit far
+# more than that: with 100,000 a cold derivation of every layer is about 10% faster (make bench),
+# for a few MB more per process.  Importing this package changes no environment variable: the size
+# is in the environment only while SymPy's cache module runs (`CacheSize`), then taken out again.
+# A user's own setting is kept; where SymPy is imported already nothing is done, since the size
+# that process has can no longer change.
+CACHE_SIZE = "100000"
+
+
+class CacheSize(importlib.abc.MetaPathFinder):
+    """Finds `sympy.core.cache` as the finders after it do, with a loader that runs it with
+    ``SYMPY_CACHE_SIZE`` set to `CACHE_SIZE` (unless the user set it) and removes it after: SymPy
+    gets the size, the environment is left as it was.  It leaves `sys.meta_path` once that ran."""
+
+    MODULE = "sympy.core.cache"
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.MODULE:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _SizedLoader(spec.loader, self)
+                return spec
+        return None
+
+
+class _SizedLoader(importlib.abc.Loader):
+    """``loader``, whose module runs with SymPy's cache size in the environment, and only then."""
+
+    def __init__(self, loader: Any, finder: CacheSize) -> None:
+        self.loader = loader
+        self.finder = finder
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        variable = "SYMPY_CACHE_SIZE"
+        try:
+            if variable in os.environ:  # the user's own size
+                self.loader.exec_module(module)
+                return
+            os.environ[variable] = CACHE_SIZE
+            try:
+                self.loader.exec_module(module)
+            finally:
+                os.environ.pop(variable, None)
+        finally:
+            if self.finder in sys.meta_path:
+                sys.meta_path.remove(self.finder)
+
+    def __getattr__(self, name: str) -> Any:
+        """The rest (``get_source`` for a traceback, ``get_code``) is the real loader's."""
+        if name in ("loader", "finder"):
+            raise AttributeError(name)
+        return getattr(self.loader, name)
+
+
+if CacheSize.MODULE not in sys.modules:
+    sys.meta_path.insert(0, CacheSize())
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ from functools import cache, partial
 
 from derivations import quantities
 from derivations.cache import derived
-from derivations.core.formula import Formula
+from derivations.core.formula import Formula, Formulas
 from derivations.core.layer import Layer
 from derivations.notation import DEFAULT, Notation
 
@@ -90,6 +90,28 @@ _CLEAR: list[Callable[[], object]] = []
 # The layer a bare name (``response``) and an unqualified claim refer to.
 CORE = "layernorm"
 
+# The paper each built-in layer comes from, where there is one: for the docstrings of its functions.
+_LAYERNORM = "Ba, Kiros and Hinton, *Layer Normalization*, 2016, https://arxiv.org/abs/1607.06450"
+_RMSNORM = "Zhang and Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019, https://arxiv.org/abs/1910.07467"
+PAPERS: dict[str, str] = {
+    "layernorm": _LAYERNORM,
+    "layernorm_affine": _LAYERNORM,
+    "layernorm_std_eps": "Rush, *The Annotated Transformer*, NLP-OSS 2018, https://aclanthology.org/W18-2509",
+    "rmsnorm": _RMSNORM,
+    "rmsnorm_affine": _RMSNORM,
+    "rmsnorm_eps_outside": _RMSNORM,
+    "rmsnorm_gemma": "Gemma Team, *Gemma: Open Models Based on Gemini Research and Technology*, 2024, "
+    "https://arxiv.org/abs/2403.08295",
+    "prmsnorm": _RMSNORM,
+    "groupnorm": "Wu and He, *Group Normalization*, ECCV 2018, https://arxiv.org/abs/1803.08494",
+    "batchnorm_train": "Ioffe and Szegedy, *Batch Normalization: Accelerating Deep Network Training by Reducing "
+    "Internal Covariate Shift*, ICML 2015, https://arxiv.org/abs/1502.03167",
+    "scalenorm": "Nguyen and Salazar, *Transformers without Tears: Improving the Normalization of "
+    "Self-Attention*, IWSLT 2019, https://arxiv.org/abs/1910.05895",
+    "dyt": "Zhu, Chen, He, LeCun and Liu, *Transformers without Normalization*, CVPR 2025, "
+    "https://arxiv.org/abs/2503.10622",
+}
+
 
 def _known(key: object) -> Layer:
     if not isinstance(key, str) or key not in LAYERS:
@@ -135,9 +157,48 @@ def symmetric() -> tuple[str, ...]:
 
 
 @cache
-def formulas(key: str = CORE) -> tuple[Formula, ...]:
-    """The derived formulas of layer ``key``, in a stable order."""
-    return _formulas(_known(key))
+def formulas(key: str = CORE) -> Formulas:
+    r"""Every derived formula of a layer, in a stable order.
+
+    Each is derived from the layer's definition (its statistics and output
+    entry) and proved equal to the form its papers and libraries state, where
+    they state one: the definition, the response on an input pattern and its
+    slope, the Jacobian and its eigenstructure, the spectral norm and its bound
+    over all inputs, the backward products, and the layer's homogeneity.  For
+    LayerNorm, for example, the slope at the degenerate input is
+
+    .. math::
+
+        \left.\frac{d u_3}{d t}\right|_{t=0} = \frac{1}{\sqrt{\varepsilon}}.
+
+    Args:
+      key: a layer of `LAYERS`, such as ``"layernorm"`` or ``"rmsnorm_affine"``.
+
+    Returns:
+      The layer's formulas as `Formulas`: a tuple of `Formula` (and equal to
+      the plain tuple of them), shown in Jupyter as a table of name and formula.
+      The same tuple each time (the result is cached, and kept in the derivation
+      cache across processes).
+
+    Raises:
+      ValueError: ``key`` is not a layer of `LAYERS`.
+      DerivationError: a derivation could not prove its result equal to the
+        stated form (a user-defined layer's, say).
+
+    Example:
+      >>> from derivations import formulas
+      >>> found = formulas("rmsnorm")
+      >>> [f.name for f in found[:4]]
+      ['definition', 'response', 'slope', 'slope_at_zero']
+      >>> found[3].expr.rhs
+      1/sqrt(epsilon)
+
+    References:
+      Ba, Kiros and Hinton, *Layer Normalization*, 2016, https://arxiv.org/abs/1607.06450;
+      Zhang and Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
+      https://arxiv.org/abs/1910.07467; the papers of each layer in `PAPERS`.
+    """
+    return Formulas(_formulas(_known(key)))
 
 
 @derived  # kept across processes: the bulk of a command's derivation work
@@ -146,10 +207,44 @@ def _formulas(layer: Layer) -> tuple[Formula, ...]:
 
 
 def formula(name: str, key: str | None = None) -> Formula:
-    """One formula by its stable name: ``<layer>.<name>``, or a bare core name.
+    r"""One derived formula, by its stable name.
 
-    >>> formula("rmsnorm.slope_at_zero").expr.rhs
-    1/sqrt(epsilon)
+    The formula is one of `formulas` of its layer: derived from the layer's
+    definition and proved equal to the form the layer states.  RMSNorm's slope
+    at the degenerate input, for example, is
+
+    .. math::
+
+        \left.\frac{d u_3}{d t}\right|_{t=0} = \frac{1}{\sqrt{\varepsilon}}.
+
+    Args:
+      name: ``"<layer>.<name>"`` (``"rmsnorm.slope_at_zero"``), or a bare name
+        (``"jacobian"``), which is the name in layer ``key``.
+      key: the layer of a bare name; by default `CORE` (``"layernorm"``).
+
+    Returns:
+      The `Formula`: ``expr`` the derived relation (a SymPy equation or
+      inequality), ``printed`` the relation as printed, ``latex()`` its LaTeX,
+      and how it was established.  In Jupyter it shows as math.
+
+    Raises:
+      TypeError: ``name`` is not a string.
+      ValueError: there is no such layer, or no formula of that name in it (the
+        message lists the names there are).
+
+    Example:
+      >>> from derivations import formula
+      >>> f = formula("rmsnorm.slope_at_zero")
+      >>> f
+      <Formula rmsnorm.slope_at_zero = 1/sqrt(epsilon)>
+      >>> f.expr.rhs
+      1/sqrt(epsilon)
+      >>> f.established.value
+      'as a limit'
+
+    References:
+      Zhang and Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
+      https://arxiv.org/abs/1910.07467.
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a formula name such as 'layernorm.jacobian'; got {type(name).__name__}")

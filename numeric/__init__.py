@@ -77,7 +77,8 @@ class _LayerModule(ModuleType):
         return function
 
     def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *self.LAYER.names()})
+        """The module's attributes, ``LAYER``, and every function of the layer (found by `__getattr__`)."""
+        return sorted({*super().__dir__(), "LAYER", *self.LAYER.names()})
 
 
 def _module(key: str) -> ModuleType:
@@ -99,13 +100,45 @@ catalog.on_register(compiled.cache_clear)
 
 
 def from_definition(path: str | os.PathLike[str], timeout: float | None = 300.0) -> NumericLayer:
-    """The NumPy functions of the layer defined in the TOML file ``path``, like ``numeric.<key>``.
+    r"""The NumPy functions of a layer you define in a TOML file, like ``numeric.<key>``'s.
 
-    The file is read by `derivations.definition.load` (a `ValueError` names
-    the field at fault) and the layer registered under its key.  Unless
-    ``timeout`` is None, every derivation is first run in a child process
-    within ``timeout`` seconds, so that a pathological definition raises
-    a `ValueError` instead of hanging the caller.
+    The file gives the layer's statistics (means over the entries j) and its
+    output entry, in the whitelisted language of claims (never evaluated);
+    everything else is derived from them, as for a built-in layer.  The layer
+    of ``examples/c4norm.toml``, normalized by its fourth central moment, is
+
+    .. math::
+
+        y_i = \frac{x_i - \mu}{(m_4 + \varepsilon)^{1/4}}, \qquad
+        \mu = \frac{1}{n}\sum_j x_j, \quad m_4 = \frac{1}{n}\sum_j (x_j - \mu)^4.
+
+    The file is read by `derivations.definition.load`, and the layer
+    registered in `derivations.LAYERS` under its key (replacing a layer this
+    process registered there before, and what was compiled for it).
+
+    Args:
+      path: the TOML file (``examples/c4norm.toml`` is one).
+      timeout: seconds the derivations may take: they are first run in a child
+        process with a memory bound, so that a pathological definition raises
+        instead of hanging the caller.  None derives in this process, unbounded.
+
+    Returns:
+      The layer's `NumericLayer`: ``forward``, ``jacobian``, and every scalar
+      quantity the registry derives for it (``names()`` lists them).
+
+    Raises:
+      ValueError: the file cannot be read, a field is missing or not a layer the
+        machinery handles (the message names the field), the key is a built-in
+        layer's, or the derivations did not finish within ``timeout``.
+
+    Example:
+      >>> import numpy as np
+      >>> from numeric import from_definition
+      >>> layer = from_definition("examples/c4norm.toml")  # doctest: +SKIP
+      >>> layer.forward(np.array([1.0, -1.0, 0.0]), 0.25).round(4)  # doctest: +SKIP
+      array([ 1.022, -1.022,  0.   ])
+
+      (Skipped as a doctest: a user's layer is derived whole, in a child process.)
     """
     from derivations import definition
 
@@ -123,3 +156,14 @@ def __getattr__(name: str) -> Any:
     from derivations import CORE
 
     return getattr(sys.modules[f"{__name__}.{CORE}"], name)
+
+
+def __dir__() -> list[str]:
+    """The module's names, and the core layer's functions, which bare names are (`__getattr__`)."""
+    from derivations import CORE
+
+    return sorted({*globals(), *dir(sys.modules[f"{__name__}.{CORE}"].LAYER.names())[:0], *_core_names(CORE)})
+
+
+def _core_names(key: str) -> tuple[str, ...]:
+    return tuple(sys.modules[f"{__name__}.{key}"].LAYER.names())

@@ -9,6 +9,8 @@ computed in float64, and returned in float32 only when the inputs were float32.
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Callable
 from functools import cache, singledispatch
 from typing import Any
@@ -18,7 +20,9 @@ import sympy as sp
 from numpy.typing import ArrayLike
 
 from derivations import LAYERS, Direction, Layer, formula, quantities
+from derivations.catalog import PAPERS
 from derivations.derive import response
+from derivations.notation import DEFAULT
 from numeric import _validate
 from numeric.kernels import assemble as _assemble
 from numeric.kernels import kernel as _kernel
@@ -27,7 +31,18 @@ from numeric.kernels.compiled import Compiled, compiled
 
 
 class NumericLayer:
-    """The forward map, Jacobian, eigenvalues and every scalar quantity of a layer."""
+    """The forward map, Jacobian, eigenvalues and every scalar quantity of a layer.
+
+    Get it as ``numeric.<key>.LAYER`` or `facade`; the module ``numeric.<key>``
+    holds the same functions.  ``names()`` (and ``dir()``) lists them.
+
+    >>> from numeric import facade
+    >>> layer = facade("rmsnorm")
+    >>> layer
+    <numeric.rmsnorm>
+    >>> "slope_at_zero" in dir(layer), float(layer.slope_at_zero(0.25))
+    (True, 2.0)
+    """
 
     # Public functions a subclass adds as methods of its own.
     methods: tuple[str, ...] = ()
@@ -77,6 +92,10 @@ class NumericLayer:
         if function is None:
             raise AttributeError(f"numeric.{self.key} has no function {name!r}")
         return function
+
+    def __dir__(self) -> list[str]:
+        """The attributes, and the functions `__getattr__` finds in the registry (`names`)."""
+        return sorted({*super().__dir__(), *self.names()})
 
     def _of_t(self, scalar: Any, t: Any, epsilon: Any) -> Any:
         return _rescale.elementwise(scalar.function, scalar.degree, self._c.epsilon_degree, t, epsilon)
@@ -133,11 +152,72 @@ class NumericLayer:
     # --- forward and Jacobian ------------------------------------------------
 
     def forward(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
-        """The layer applied along the last axis of x, shape (..., n) (`numeric.kernels.kernel.forward`)."""
+        r"""The layer applied along the last axis of x: its definition's output entry, lambdified.
+
+        .. math::
+
+            y_i = f(x_i, \text{statistics of } x, \varepsilon), \qquad i = 1, \dots, n,
+
+        with f and the statistics as ``derivations.LAYERS[key]`` defines them;
+        for LayerNorm :math:`y_i = (x_i - \mu) / \sqrt{q + \varepsilon}`, where
+        :math:`\mu` and :math:`q` are the mean and the biased variance of the row.
+        A row at a scale float64 cannot take as it is (huge, tiny, or offset
+        far from 0) is rescaled by the layer's derived homogeneity first.
+
+        Args:
+          x: inputs, array_like of shape (..., n) with n >= 2, one row per layer input.
+          epsilon: epsilon > 0, array_like broadcast against the rows (shape ``x.shape[:-1]``).
+          *parameters: the layer's per-feature parameters, by position (a gain, a bias), where it has any.
+          **named: parameters by name; a subset's keyword (``p`` of partial RMSNorm).
+
+        Returns:
+          The outputs, an ndarray of the shape of x: float64, or float32 where x is float32.
+
+        Raises:
+          ValueError: an argument that is not real, not finite, of the wrong shape, or out
+            of range (epsilon <= 0); the message names it.
+
+        Example:
+          >>> import numpy as np
+          >>> from numeric import layernorm
+          >>> layernorm.forward(np.array([1.0, 2.0, 3.0]), 1e-5).round(6)
+          array([-1.224736,  0.      ,  1.224736])
+
+        References:
+          Ba, Kiros and Hinton, *Layer Normalization*, 2016, https://arxiv.org/abs/1607.06450.
+        """
         return _kernel.forward(self, x, epsilon, *parameters, **named)
 
     def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
-        """d forward(x)_i / d x_k, shape (..., n, n) (`numeric.kernels.kernel.jacobian`)."""
+        r"""The Jacobian of `forward` at each row of x, from the derived formulas.
+
+        .. math::
+
+            J_{ik} = \frac{\partial y_i}{\partial x_k};
+
+        for LayerNorm, :math:`J = I/s - \mathbf{1}\mathbf{1}^\top/(n s) - c c^\top/(n s^3)` with
+        :math:`s = \sqrt{q + \varepsilon}` and :math:`c = x - \mu \mathbf{1}`.  A symmetric J is
+        assembled from its derived eigenpairs, any other from its derived entry.
+
+        Args:
+          x: inputs, array_like of shape (..., n) with n >= 2.
+          epsilon: epsilon > 0, array_like broadcast against the rows.
+          *parameters: the layer's per-feature parameters, where it has any.
+          **named: parameters by name; a subset's keyword.
+
+        Returns:
+          An ndarray of shape (..., n, n): float64, or float32 where x is float32.
+
+        Raises:
+          ValueError: an argument that is not real, not finite, of the wrong shape, or out of range.
+
+        Example:
+          >>> import numpy as np
+          >>> from numeric import layernorm
+          >>> layernorm.jacobian(np.array([1.0, -1.0]), 0.25).round(4)  # n = 2: epsilon/s**3 on c
+          array([[ 0.0894, -0.0894],
+                 [-0.0894,  0.0894]])
+        """
         return _kernel.jacobian(self, x, epsilon, *parameters, **named)
 
     def jacobian_from_entry(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
@@ -177,7 +257,28 @@ class NumericLayer:
         return _kernel.eigen_by_direction(self, x, epsilon, **named)
 
     def eigenvalues(self, x: ArrayLike, epsilon: ArrayLike) -> np.ndarray:
-        """The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure."""
+        r"""The n eigenvalues of the Jacobian, ascending, from the derived eigenstructure.
+
+        Each derived eigenvalue is repeated by its derived multiplicity; for
+        LayerNorm, 0 (along :math:`\mathbf{1}`), :math:`\varepsilon/s^3` (along c)
+        and :math:`1/s` (n - 2 times), with :math:`s = \sqrt{q + \varepsilon}`.
+
+        Args:
+          x: inputs, array_like of shape (..., n) with n >= 2.
+          epsilon: epsilon > 0, array_like broadcast against the rows.
+
+        Returns:
+          An ndarray of shape (..., n), each row ascending.
+
+        Raises:
+          ValueError: an argument out of range, or a layer whose Jacobian is not symmetric.
+
+        Example:
+          >>> import numpy as np
+          >>> from numeric import layernorm
+          >>> layernorm.eigenvalues(np.array([1.0, -1.0, 0.0]), 0.25).round(4)
+          array([0.    , 0.2849, 1.0445])
+        """
         return _kernel.eigenvalues(self, x, epsilon)
 
     def statistics(self, x: ArrayLike, **named: Any) -> dict[sp.Symbol, float]:
@@ -200,13 +301,34 @@ class NumericLayer:
         return formula(name, self.key).value_latex()
 
 
+class _Doc:
+    """A class's own docstring on the class; on an instance, its ``_docstring()``, written when first
+    read: a function's docstring prints its derived formula, which no call needs."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __get__(self, instance: Any, owner: type | None = None) -> str:
+        if instance is None:
+            return self.text
+        if instance._doc is None:
+            instance._doc = instance._docstring()
+        return str(instance._doc)
+
+
 class _Function:
-    """A registry quantity's numeric function: called like a function, with the derived LaTeX."""
+    __doc__ = _Doc(
+        """A registry quantity's numeric function: called like a function, with the derived LaTeX.
+        Its docstring (an instance's ``__doc__``) gives the formula it evaluates, its arguments and an example."""
+    )
 
     def __init__(self, layer: NumericLayer, name: str, numeric: str, scalar: Any, strategy: Any, meaning: str):
         self._layer, self._name, self._scalar, self._strategy = layer, name, scalar, strategy
         self.__name__ = self.__qualname__ = numeric
-        self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified."
+        self._meaning = meaning
+        self._doc: str | None = None
+        # One line, for what wraps this function and says what it does to it.
+        self.summary = f"{meaning} ({layer.key}.{name}), derived and lambdified."
 
     def __call__(self, *args: ArrayLike, **named: Any) -> np.ndarray:
         wanted = _ARGUMENTS[self._strategy]
@@ -221,29 +343,50 @@ class _Function:
         return f"<function numeric.{self._layer.key}.{self.__name__}>"
 
     @property
+    def __signature__(self) -> inspect.Signature:
+        keywords = [s.keyword for s in self._layer.definition.subsets] if self._takes_x else []
+        return _signature(_ARGUMENTS[self._strategy], keywords=keywords)
+
+    @property
+    def _takes_x(self) -> bool:
+        return self._strategy is NumericLayer._of_statistics
+
+    @property
     def latex(self) -> str:
         """LaTeX of the right-hand side of the derived formula, for labels."""
         return self._layer.latex(self._name)
 
+    def _docstring(self) -> str:
+        wanted = _ARGUMENTS[self._strategy]
+        example = (1.0, 0.25) if wanted == ("t", "epsilon") else (0.25,) if wanted == ("epsilon",) else (_X, 0.25)
+        return _document(self, self._layer, self._name, wanted, self._meaning, example)
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(self, self._layer, self._name, _ARGUMENTS[self._strategy], self._meaning)
+
 
 class _Backward:
-    """A backward product's numeric function: ``(x, epsilon, *vectors, *parameters)``.
+    __doc__ = _Doc(
+        """A backward product's numeric function: ``(x, epsilon, *vectors, *parameters)``.
 
-    Where registry rows name it as the function that returns them too (a
-    parameter's gradient), it returns a tuple: its own result, then theirs.
-    """
+        Where registry rows name it as the function that returns them too (a
+        parameter's gradient), it returns a tuple: its own result, then theirs."""
+    )
 
     def __init__(self, layer: NumericLayer, name: str, numeric: str, meaning: str):
         self._layer, self._name = layer, name
         self.__name__ = self.__qualname__ = numeric
+        self._meaning = meaning
+        self._doc: str | None = None
         self._with = [
             other
             for other, (quantity, item) in quantities.names(layer.definition).items()
             if quantity.returned_by == numeric and quantity.applies(layer.definition, item)
         ]
-        takes = ", ".join(layer._c.product(name).vectors)
+        self._vectors = tuple(layer._c.product(name).vectors)
+        takes = ", ".join(self._vectors)
         returned = f"; returns ({numeric}, {', '.join(self._with)}), those summed over the batch" if self._with else ""
-        self.__doc__ = f"{meaning} ({layer.key}.{name}), derived and lambdified: (x, epsilon, {takes}){returned}."
+        self.summary = f"{meaning} ({layer.key}.{name}), derived and lambdified: (x, epsilon, {takes}){returned}."
 
     def __call__(
         self, x: ArrayLike, epsilon: ArrayLike, *args: ArrayLike, **named: Any
@@ -255,8 +398,155 @@ class _Backward:
         return f"<function numeric.{self._layer.key}.{self.__name__}>"
 
     @property
+    def __signature__(self) -> inspect.Signature:
+        parameters = self._layer._c.parameter_names
+        return _signature(("x", "epsilon", *self._vectors), optional=parameters)
+
+    @property
     def latex(self) -> str:
         return self._layer.latex(self._name)
+
+    def _docstring(self) -> str:
+        wanted = ("x", "epsilon", *self._vectors)
+        vectors = (_VECTORS[m % len(_VECTORS)] for m in range(len(self._vectors)))
+        parameters = (_PARAMETERS[m % len(_PARAMETERS)] for m in range(len(self._layer._c.parameter_names)))
+        example = (_X, 0.25, *vectors, *parameters)
+        return _document(self, self._layer, self._name, wanted, self._meaning, example, self._with)
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(self, self._layer, self._name, ("x", "epsilon", *self._vectors), self._meaning)
+
+
+# --- the docstrings of the functions, in the style of jax.nn ---------------------------------------
+
+# The input of each docstring's example: a row of three entries, and the vectors a backward product takes.
+_X = np.array([1.0, -1.0, 0.5])
+_VECTORS = (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, -1.0]))
+_PARAMETERS = (np.array([2.0, 1.0, 0.5]), np.array([0.1, 0.2, 0.3]))
+_ARGUMENT_TEXT = {
+    "x": "inputs, array_like of shape (..., n) with n >= 2: the value is taken at each row (the last axis).",
+    "epsilon": "epsilon > 0, array_like, broadcast against the other arguments.",
+    "dy": "the upstream gradient g, array_like of the shape of x.",
+    "g": "the upstream gradient g, array_like of the shape of x.",
+    "v": "the direction v, array_like of the shape of x.",
+}
+
+
+def _signature(
+    names: tuple[str, ...], optional: tuple[str, ...] = (), keywords: list[str] | tuple[str, ...] = ()
+) -> inspect.Signature:
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    found = [inspect.Parameter(name, positional) for name in names]
+    found += [inspect.Parameter(name, positional, default=None) for name in optional]
+    found += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None) for name in keywords]
+    return inspect.Signature(found)
+
+
+def _formula_latex(layer: NumericLayer, name: str, numeric: str, wanted: tuple[str, ...]) -> str | None:
+    """``numeric(args) = <the derived expression it evaluates>``, where the registry derives one."""
+    try:
+        quantity, item = quantities.names(layer.definition)[name]
+        expr = quantity.derive(layer.definition, item)
+        value = sp.latex(expr, symbol_names=DEFAULT.symbol_names())
+    except Exception:
+        return None
+    symbols = {"epsilon": "\\varepsilon", "dy": "g"}
+    arguments = ", ".join(symbols.get(w, w) for w in wanted)
+    index = "_k" if quantity.kind == "vector" else ""
+    operator = numeric.replace("_", "\\_")
+    return f"\\operatorname{{{operator}}}({arguments}){index} = {value}"
+
+
+def _markdown(function: Any, layer: NumericLayer, name: str, wanted: tuple[str, ...], meaning: str) -> str:
+    head = f"`numeric.{layer.key}.{function.__name__}({', '.join(wanted)})`: {meaning}"
+    shown = _formula_latex(layer, name, function.__name__, wanted)
+    return head + (f"\n\n$${shown}$$\n" if shown else "\n")
+
+
+def _document(
+    function: Any,
+    layer: NumericLayer,
+    name: str,
+    wanted: tuple[str, ...],
+    meaning: str,
+    example: tuple[Any, ...],
+    also: list[str] | tuple[str, ...] = (),
+) -> str:
+    """The docstring of ``function``: what it computes, the formula, Args, Returns, Raises, an example
+    computed when the docstring is first read, and the layer's paper."""
+    definition = layer.definition
+    lines = [f"{meaning[:1].upper()}{meaning[1:]}, for {definition.title} ({layer.key}.{name}).", ""]
+    shown = _formula_latex(layer, name, function.__name__, wanted)
+    if shown:
+        lines += [".. math::", "", f"    {shown}", ""]
+    if "t" in wanted and definition.patterns:
+        pattern = definition.patterns[0]
+        lines += [f"at the input x = {pattern}, output entry {pattern.coordinate + 1}.", ""]
+    elif "x" in wanted and definition.statistics:
+        statistics = ", \\quad ".join(latex for latex, _ in definition.definition_latex()[1:])
+        lines += ["with the statistics of each row x:", "", ".. math::", "", f"    {statistics}", ""]
+    lines += ["Args:"]
+    for argument in wanted:
+        text = _ARGUMENT_TEXT.get(argument, f"{argument}, array_like.")
+        if argument == "t" and definition.patterns:
+            text = f"the amplitude t of the input x = {definition.patterns[0]}, array_like."
+        lines.append(f"  {argument}: {text}")
+    parameters = layer._c.parameter_names if "x" in wanted and isinstance(function, _Backward) else ()
+    for parameter in parameters:
+        lines.append(f"  {parameter}: the layer's {parameter}, array_like of shape (n,), by position or by name.")
+    if "x" in wanted:
+        for subset in definition.subsets:
+            lines.append(f"  {subset.keyword}: keyword only: {subset.meaning} (default {subset.default}).")
+    lines += ["", "Returns:"]
+    if "x" not in wanted:
+        lines.append("  An ndarray of the arguments' broadcast shape: float64, or float32 where they are float32.")
+    elif isinstance(function, _Backward):
+        returned = f"; with them, {', '.join(also)}, each summed over the rows" if also else ""
+        lines.append(f"  An ndarray of the shape of x{returned}: float64, or float32 where x is float32.")
+    else:
+        lines.append("  An ndarray of shape ``x.shape[:-1]``, the value at each row: float64, or float32 where x is.")
+    lines += [
+        "",
+        "Raises:",
+        "  ValueError: an argument that is not real, not finite, of the wrong shape, or out of range",
+        "    (epsilon <= 0); the message names it.",
+    ]
+    if isinstance(function, _Function):
+        lines.append("  TypeError: another number of arguments.")
+    lines += _example(function, layer, example)
+    paper = PAPERS.get(layer.key)
+    if paper:
+        lines += ["", "References:", f"  {paper}."]
+    # Last, a sentence with no line end: a wrapper that adds a sentence of its own continues it.
+    lines += [
+        "",
+        f"Derived by SymPy from the layer's definition and lambdified; the formula as printed, and how it "
+        f"was established: ``derivations.formula({layer.key + '.' + name!r})``.",
+    ]
+    return "\n".join(lines)
+
+
+def _example(function: Any, layer: NumericLayer, arguments: tuple[Any, ...]) -> list[str]:
+    """A doctest of one call of ``function``, its output computed here; none where the call fails."""
+    try:
+        found = function(*arguments)
+    except Exception:
+        return []
+    results = [np.asarray(r) for r in (found if isinstance(found, tuple) else (found,))]
+    shown = [repr(float(r)) if r.ndim == 0 else repr(r.round(6)) for r in results]
+    written = [f"np.array({a.tolist()})" if isinstance(a, np.ndarray) else repr(a) for a in arguments]
+    call = f"{layer.key}.{function.__name__}({', '.join(written)})"
+    if f"numeric.{layer.key}" in sys.modules:
+        lines = [">>> import numpy as np", f">>> from numeric import {layer.key}"]
+    else:
+        lines = [">>> import numpy as np", ">>> from numeric import facade", f">>> {layer.key} = facade({layer.key!r})"]
+    if len(results) == 1:
+        value = f"float({call})" if results[0].ndim == 0 else f"{call}.round(6)"
+        lines += [f">>> {value}", *shown[0].splitlines()]
+    else:
+        lines += [f">>> found = {call}", ">>> [r.round(6) for r in found]"]
+        lines += f"[{', '.join(shown)}]".splitlines()
+    return ["", "Example:", *(f"  {line}" for line in lines)]
 
 
 _STRATEGIES: dict[str, Callable[..., Any]] = {

@@ -50,6 +50,12 @@ class Claim:
     id: str = "claim"
     problem: str | None = None
 
+    def __repr__(self) -> str:
+        """One line: ``<Claim norm(y) <= 1 [layernorm] assuming epsilon < 1>``."""
+        from derivations.claims import render
+
+        return render.claim_repr(self)
+
 
 @dataclass
 class Verdict:
@@ -93,15 +99,72 @@ class Verdict:
             out["expect"] = self.claim.expect
         return out
 
+    def __repr__(self) -> str:
+        """One line: ``<Verdict refuted: norm(y) <= 1 [layernorm]>``."""
+        from derivations.claims import render
+
+        return render.verdict_repr(self)
+
+    def _repr_markdown_(self) -> str:
+        """For Jupyter: the verdict, its quantifier, the counterexample as a table, the detail."""
+        from derivations.claims import render
+
+        return render.verdict_markdown(self)
+
+    def _repr_html_(self) -> str:
+        """For Jupyter, where a front end shows no Markdown: the same as HTML."""
+        from derivations.claims import render
+
+        return render.verdict_html(self)
+
 
 Confirm = Callable[[Claim, dict[str, Any]], str]
 
 
 def check(claim: Claim, confirm: Confirm | None = None, timeout: float | None = None) -> Verdict:
-    """The verdict on ``claim``; ``confirm`` re-checks a counterexample numerically.
+    r"""The verdict on a reviewer's claim about a layer: proved, refuted, supported, vacuous or error.
 
-    With ``timeout`` (seconds) the claim is decided in a child process with a
-    memory bound too, and one that does not finish gets an error verdict.
+    The claim is a relation between quantities of the layer (``spectral_norm``,
+    ``slope_at_zero``, ``norm(y)``, ``J``, ...) read by a whitelisted grammar,
+    never evaluated.  It is decided for every input of its one domain
+    (:math:`x \in \mathbb{R}^n`, :math:`n \ge 2`, :math:`\varepsilon > 0`, and the
+    claim's assumptions), by SymPy and z3, else sampled for a counterexample
+    decided exactly; an independent audit in ball arithmetic then judges the
+    verdict.  A claim that cannot be decided is "supported" or "error", never
+    "refuted".  For example, LayerNorm's Jacobian satisfies
+
+    .. math::
+
+        \|J\|_2 \le \frac{1}{\sqrt{\varepsilon}} \quad \text{(proved)}, \qquad
+        \|J\|_2 = \frac{1}{\sqrt{q + \varepsilon}} \quad \text{(refuted at } n = 2\text{)}.
+
+    Args:
+      claim: the `Claim`: its text, its layer (default ``"layernorm"``), and
+        assumptions (``("epsilon <= 1",)``) that narrow the domain.
+      confirm: a function that re-checks a counterexample numerically (the
+        command line passes ``derivations.claims.confirm.confirm``); its note is
+        added to the detail.
+      timeout: seconds; with it the claim is decided in a child process with a
+        memory bound too, and one that does not finish gets an error verdict.
+
+    Returns:
+      The `Verdict`: ``verdict`` (one of `VERDICTS`), ``quantifier`` (what it was
+      decided for), ``counterexample`` (a refutation's point), ``detail`` and
+      ``audit``.  In Jupyter it shows as a table.
+
+    Raises:
+      Nothing for any claim text: whatever goes wrong is an ``error`` verdict.
+
+    Example:
+      >>> from derivations.claims import Claim, check
+      >>> check(Claim("spectral_norm <= 1/sqrt(epsilon)"))
+      <Verdict proved: spectral_norm <= 1/sqrt(epsilon) [layernorm]>
+      >>> refuted = check(Claim("spectral_norm == 1/sqrt(q + epsilon)"))
+      >>> refuted.verdict, refuted.counterexample
+      ('refuted', {'epsilon': 0.25, 'n': 2, 'q': 1, 'x': [-1.0, 1.0]})
+
+    References:
+      Ba, Kiros and Hinton, *Layer Normalization*, 2016, https://arxiv.org/abs/1607.06450.
     """
     if claim.problem is not None:
         return Verdict(claim, "error", claim.problem)

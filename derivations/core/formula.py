@@ -1,10 +1,19 @@
-"""The one record type for a derived result: `Formula`."""
+"""The one record type for a derived result, `Formula`, and a layer's collection of them, `Formulas`.
+
+Both show in Jupyter: a formula as math, a collection as a table of name and
+formula.  The helpers at the end write text into Markdown and HTML for these
+displays (and for a layer's and a verdict's).
+"""
 
 from __future__ import annotations
 
 import enum
 import functools
+import html
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import SupportsIndex, overload
 
 import sympy as sp
 
@@ -121,10 +130,142 @@ class Formula:
     def how(self) -> str:
         return f"{self.established.value} ({self.detail})"
 
+    def __repr__(self) -> str:
+        """One line: the stable name and the printed right-hand side (or the statement)."""
+        printed = self.printed
+        if isinstance(printed, sp.core.relational.Relational):
+            op = "=" if printed.rel_op == "==" else printed.rel_op
+            shown = f"{op} {sp.sstr(printed.rhs)}"
+        else:
+            shown = f"{self.statement}"
+        head = f"<Formula {self.qualified}"
+        return f"{head}{'' if shown[0] in '=<>!' else ':'} {shortened(one_line(shown), REPR - len(head))}>"
+
     def _repr_latex_(self) -> str:
         return f"$\\displaystyle {self.latex()}$"
+
+
+# Characters a one-line repr shows at most (`shortened`).
+REPR = 100
+
+
+class Formulas(tuple[Formula, ...]):
+    """Derived formulas, in order: a tuple (equal to the plain tuple of the same formulas), shown as
+    a table of name and formula in Jupyter.  A slice is a `Formulas` too.
+
+    >>> from derivations import formulas
+    >>> found = formulas("rmsnorm")[2:4]
+    >>> found
+    <Formulas rmsnorm (2): slope, slope_at_zero>
+    >>> found == tuple(formulas("rmsnorm"))[2:4], isinstance(found, tuple)
+    (True, True)
+    >>> table = found._repr_markdown_().splitlines()
+    >>> table[:2]
+    ['| name | formula | established |', '|---|---|---|']
+    >>> name, formula, established = table[3].strip("| ").split(" | ")
+    >>> name, formula.endswith(r"= \\frac{1}{\\sqrt{\\varepsilon}}$"), established
+    ('`rmsnorm.slope_at_zero`', True, 'as a limit')
+    """
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Formula: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Formulas: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Formula | Formulas:
+        if isinstance(index, slice):
+            return Formulas(super().__getitem__(index))
+        return super().__getitem__(index)
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The keys of the layers the formulas are of, in order of first appearance."""
+        return tuple(dict.fromkeys(f.layer for f in self))
+
+    def __repr__(self) -> str:
+        """One line: the layers, how many formulas, and their names as far as they fit."""
+        head = f"<Formulas {', '.join(self.layers) or 'of no layer'} ({len(self)})"
+        names = ", ".join(f.name if len(self.layers) == 1 else f.qualified for f in self)
+        return f"{head}{shortened(': ' + names if names else '', REPR - len(head))}>"
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            f"| `{f.qualified}` | ${table_latex(f.latex())}$ | {markdown_text(f.established.value)} |" for f in self
+        ]
+        return "\n".join(["| name | formula | established |", "|---|---|---|", *rows]) + "\n"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td><code>{html.escape(f.qualified)}</code></td>"
+            f'<td style="text-align: left">\\({html.escape(f.latex(), quote=False)}\\)</td>'
+            f"<td>{html.escape(f.established.value)}</td></tr>"
+            for f in self
+        )
+        head = "<tr><th>name</th><th>formula</th><th>established</th></tr>"
+        return f"<table><thead>{head}</thead><tbody>{rows}</tbody></table>"
 
 
 def _is_sum(expr: sp.Basic) -> bool:
     """A sum, of scalars or of matrices."""
     return isinstance(expr, (sp.Add, sp.MatAdd))
+
+
+# --- text for the rich displays (Jupyter's Markdown and HTML) ----------------------------------
+
+# What Markdown reads as markup inside a line, outside a code span ($ starts math in Jupyter).
+_MARKUP = re.compile(r"([\\`*_\[\]<>|$~])")
+_CODE = re.compile(r"(`+)(.+?)\1")
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (at least 10), ending in "..." where cut."""
+    limit = max(limit, 10)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line: every control character (a newline, an ANSI escape) written as an escape."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+def markdown_text(text: object) -> str:
+    """``text`` as Markdown that shows it literally, on one line (inside a line: not at its start)."""
+    return _MARKUP.sub(r"\\\1", one_line(text))
+
+
+def markdown_code(text: object) -> str:
+    """``text`` as a Markdown code span, whatever backticks it holds."""
+    shown = one_line(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def markdown_inline(text: object) -> str:
+    """``text`` written with `code spans` as Markdown: the spans kept, everything else literal."""
+    shown, out, at = one_line(text), [], 0
+    for match in _CODE.finditer(shown):
+        out += [markdown_text(shown[at : match.start()]), markdown_code(match.group(2))]
+        at = match.end()
+    return "".join([*out, markdown_text(shown[at:])])
+
+
+def html_inline(text: object) -> str:
+    """``text`` written with `code spans` as HTML: the spans as <code>, everything else escaped."""
+    shown, out, at = one_line(text), [], 0
+    for match in _CODE.finditer(shown):
+        out += [html.escape(shown[at : match.start()]), f"<code>{html.escape(match.group(2))}</code>"]
+        at = match.end()
+    return "".join([*out, html.escape(shown[at:])])
+
+
+def table_latex(latex: str) -> str:
+    """``latex`` with no ``|`` (as \\vert, \\Vert): a Markdown table cell ends at one, even in math."""
+    return latex.replace("\\|", "\\Vert ").replace("|", "\\vert ")
+
+
+def html_table(rows: Iterable[tuple[str, str]], head: tuple[str, str]) -> str:
+    """An HTML table of two columns, its cells given as HTML."""
+    body = "".join(f"<tr><td>{a}</td><td>{b}</td></tr>" for a, b in rows)
+    return f"<table><thead><tr><th>{head[0]}</th><th>{head[1]}</th></tr></thead><tbody>{body}</tbody></table>"

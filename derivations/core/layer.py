@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -11,9 +12,20 @@ from functools import cache
 from typing import Any, TypeVar
 
 import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 from sympy.solvers.solveset import NonlinearError
 
-from derivations.core.formula import Formula
+from derivations._printer import ReaderPrinter
+from derivations.core.formula import (
+    REPR,
+    Formula,
+    html_inline,
+    markdown_code,
+    markdown_inline,
+    markdown_text,
+    one_line,
+    shortened,
+)
 from derivations.core.proof import DerivationError, equal
 from derivations.derive.sums import (
     Indicator,
@@ -27,6 +39,7 @@ from derivations.derive.sums import (
     reduce_sums,
     unfixed,
 )
+from derivations.notation import DEFAULT
 from derivations.symbols import epsilon, i, j, k, n, x
 
 R = TypeVar("R", bound="Rewrapped")
@@ -138,6 +151,74 @@ class Layer:
     notes: Mapping[str, str] = field(default_factory=dict)
     used_by: tuple[str, ...] = ()
     subsets: tuple[Subset, ...] = ()
+
+    def __init_subclass__(cls, **keywords: Any) -> None:
+        """A subclass keeps the short `__repr__`: ``@dataclass`` would give it a dump of every
+        field (hundreds of characters), but writes none where the class has one of its own."""
+        super().__init_subclass__(**keywords)
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = cls.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        """One line: the kind of layer, its key and its title."""
+        head = f"<{type(self).__name__} {one_line(self.key)}"
+        return f"{head}: {shortened(one_line(self.title), REPR - len(head))}>"
+
+    def definition_latex(self) -> list[tuple[str, str]]:
+        """The definition as LaTeX: the output entry, then each statistic, each with what it is."""
+        printer = ReaderPrinter(DEFAULT)
+        lines = [(f"y_i = {printer.doprint(self.output)}", "the output entry")]
+        for stat in self.statistics:
+            value = printer.doprint(stat.summand)
+            if stat.mean:
+                summand = printer.parenthesize(stat.summand, PRECEDENCE["Mul"], strict=True)
+                value = f"\\frac{{1}}{{n}} \\sum_{{j=1}}^{{n}} {summand}"
+            lines.append((f"{printer.doprint(stat.symbol)} = {value}", stat.meaning))
+        return lines
+
+    def _inputs(self) -> list[str]:
+        """Its inputs besides x and epsilon, as Markdown: parameters, scalars, subsets' keywords."""
+        found = [f"{markdown_code(name)} (per feature)" for name, _ in self.parameters]
+        found += [f"{markdown_code(name)} (a scalar)" for name, _ in self.scalars]
+        found += [
+            f"{markdown_code(s.keyword)} ({markdown_text(s.meaning)}; default {markdown_text(s.default)})"
+            for s in self.subsets
+        ]
+        return found
+
+    def _repr_markdown_(self) -> str:
+        """Title, definition and conventions (who computes exactly this layer), for Jupyter."""
+        out = [f"**{markdown_text(self.title)}** ({markdown_code(self.key)})", ""]
+        for latex, meaning in self.definition_latex():
+            out.append(f"- ${latex}$: {markdown_text(meaning)}")
+        inputs = self._inputs()
+        if inputs:
+            out += ["", "Inputs besides x and epsilon: " + "; ".join(inputs) + "."]
+        if self.used_by:
+            out += ["", "Computed exactly by:", "", *(f"- {markdown_inline(user)}" for user in self.used_by)]
+        if self.notes:
+            out += ["", "Notes:", ""]
+            out += [f"- {markdown_code(name)}: {markdown_text(note.lstrip('; '))}" for name, note in self.notes.items()]
+        return "\n".join(out) + "\n"
+
+    def _repr_html_(self) -> str:
+        """The same as `_repr_markdown_`, as HTML (where a front end shows no Markdown)."""
+        items = "".join(
+            f"<li>\\({html.escape(latex, quote=False)}\\): {html.escape(meaning)}</li>"
+            for latex, meaning in self.definition_latex()
+        )
+        out = [f"<p><b>{html.escape(one_line(self.title))}</b> (<code>{html.escape(one_line(self.key))}</code>)</p>"]
+        out.append(f"<ul>{items}</ul>")
+        if self.used_by:
+            users = "".join(f"<li>{html_inline(user)}</li>" for user in self.used_by)
+            out.append(f"<p>Computed exactly by:</p><ul>{users}</ul>")
+        if self.notes:
+            notes = "".join(
+                f"<li><code>{html.escape(name)}</code>: {html.escape(one_line(note.lstrip('; ')))}</li>"
+                for name, note in self.notes.items()
+            )
+            out.append(f"<p>Notes:</p><ul>{notes}</ul>")
+        return "".join(out)
 
     @property
     def parameters(self) -> tuple[tuple[str, sp.IndexedBase], ...]:

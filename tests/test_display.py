@@ -1,0 +1,256 @@
+"""What Python and Jupyter show: a short one-line repr for a verdict, a claim, a layer, a formula and a
+layer's formulas; Markdown and HTML for Jupyter; ``dir()`` and docstrings of the numeric functions;
+and an import of `derivations` that leaves the environment as it was."""
+
+import doctest
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import numeric
+from derivations import LAYERS, Formula, Formulas, formula, formulas
+from derivations.claims import Claim, Verdict, check
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A refutation as the checker gives it, built here so that its fields are known.
+REFUTED = Verdict(
+    Claim("spectral_norm == 1/sqrt(q + epsilon)"),
+    "refuted",
+    "fails at {epsilon: 0.25, n: 2, q: 1, x: [-1.0, 1.0]} (claimed for all x in R^n, n >= 2, epsilon > 0): "
+    "lhs = 0.17888544, rhs = 0.89442719",
+    counterexample={"epsilon": 0.25, "n": 2, "q": 1, "x": [-1.0, 1.0]},
+    quantities=("layernorm.spectral_norm",),
+    quantifier="for all x in R^n, n >= 2, epsilon > 0",
+    audit="the independent audit confirms it there in ball arithmetic (false there)",
+)
+
+
+def one_line(text: str, limit: int = 130) -> bool:
+    return "\n" not in text and len(text) <= limit and text.startswith("<") and text.endswith(">")
+
+
+# --- verdicts and claims -----------------------------------------------------------------------
+
+
+def test_a_verdicts_repr_is_one_short_line():
+    assert repr(REFUTED) == "<Verdict refuted: spectral_norm == 1/sqrt(q + epsilon) [layernorm]>"
+    assert repr(REFUTED.claim) == "<Claim spectral_norm == 1/sqrt(q + epsilon) [layernorm]>"
+    claim = Claim("slope_at_zero <= 1", "rmsnorm", ("epsilon >= 1",), id="c7")
+    assert repr(claim) == "<Claim slope_at_zero <= 1 [rmsnorm] assuming epsilon >= 1 (c7)>"
+
+
+def test_a_verdicts_repr_escapes_control_characters_and_is_cut_to_one_line():
+    verdict = Verdict(Claim("norm(y) <= 1\n\x1b[31m" + " + 1" * 200), "error", "boom\nagain")
+    shown = repr(verdict)
+    assert one_line(shown), shown
+    assert "\\n\\x1b[31m" in shown
+    assert shown.endswith("...>")
+    assert one_line(repr(verdict.claim)), repr(verdict.claim)
+
+
+def test_a_verdict_shows_its_quantifier_and_counterexample_as_markdown():
+    shown = REFUTED._repr_markdown_()
+    lines = shown.splitlines()
+    assert lines[0] == "**refuted**: `spectral_norm == 1/sqrt(q + epsilon)` on `layernorm`"
+    assert "*quantifier*: for all x in R^n, n \\>= 2, epsilon \\> 0" in lines
+    table = [line for line in lines if line.startswith("|")]
+    assert table == [
+        "| counterexample | value |",
+        "|---|---|",
+        "| `epsilon` | `0.25` |",
+        "| `n` | `2` |",
+        "| `q` | `1` |",
+        "| `x` | `[-1.0, 1.0]` |",
+    ]
+    assert "lhs = 0.17888544" in lines[-1]
+    assert "\\[-1.0, 1.0\\]" in lines[-1]
+
+
+def test_a_verdict_shows_as_html_escaped():
+    shown = REFUTED._repr_html_()
+    assert shown.startswith("<p><b>refuted</b>: <code>spectral_norm == 1/sqrt(q + epsilon)</code>")
+    assert "<th>counterexample</th>" in shown
+    assert "<td><code>[-1.0, 1.0]</code></td>" in shown
+    assert "n &gt;= 2" in shown
+    assert "n >= 2" not in shown
+
+
+def test_markdown_shows_what_a_claim_says_literally():
+    """A claim's markup characters (``*``, ``_``, ``|``, ``$``, backticks) are text, not markup."""
+    verdict = Verdict(
+        Claim("x**2 | `y` $z$", assumptions=("t_1 > 0",), expect="proved"), "error", "not *bold* _nor_ $math$"
+    )
+    shown = verdict._repr_markdown_()
+    head, *rest = shown.splitlines()
+    assert head == "**error** (expected proved: NOT MET): ``x**2 | `y` $z$`` on `layernorm`"
+    assert "*assuming*: t\\_1 \\> 0" in rest  # no quantifier: the assumptions said
+    assert rest[-1] == "not \\*bold\\* \\_nor\\_ \\$math\\$"
+    assert "| counterexample" not in shown
+
+
+def test_a_checked_claim_shows_as_the_checker_decided_it():
+    verdict = check(Claim("slope_at_zero == 1/sqrt(epsilon)"))
+    assert repr(verdict) == "<Verdict proved: slope_at_zero == 1/sqrt(epsilon) [layernorm]>"
+    assert verdict.quantifier in verdict._repr_markdown_().replace("\\", "")
+    assert "counterexample" not in verdict._repr_html_()
+
+
+# --- layers --------------------------------------------------------------------------------------
+
+
+def test_a_layers_repr_is_its_kind_key_and_title():
+    """Every kind of layer (a wrapper's dataclass would write a dump of every field) is one line."""
+    kinds = set()
+    for key, layer in LAYERS.items():
+        shown = repr(layer)
+        assert one_line(shown), shown
+        assert shown.startswith(f"<{type(layer).__name__} {key}: {layer.title[:20]}")
+        assert "statistics=" not in shown
+        kinds.add(type(layer).__name__)
+    assert {"Layer", "Affine", "Grouped", "Regimes", "ElementwiseAffine", "Reparametrized"} <= kinds
+
+
+def test_a_layer_shows_its_title_definition_and_conventions():
+    layer = LAYERS["layernorm_std_eps_biased"]
+    shown = layer._repr_markdown_()
+    lines = shown.splitlines()
+    assert lines[0] == f"**{layer.title}** (`layernorm_std_eps_biased`)"
+    assert "- $y_i = \\frac{- \\mu + {x}_{i}}{\\sigma_b + \\varepsilon}$: the output entry" in lines
+    assert "- $\\mu = \\frac{1}{n} \\sum_{j=1}^{n} {x}_{j}$: mean of the entries" in lines
+    assert "- $\\sigma_b = \\sqrt{q}$: biased standard deviation" in lines
+    assert "Computed exactly by:" in lines
+    assert "- graph and vision codebases: `(x - mean) / (x.std(-1, unbiased=False) + eps)`" in lines
+    assert any(line.startswith("- `slope_at_zero`: sigma\\_b = ") for line in lines)
+    html = layer._repr_html_()
+    assert "<li>\\(\\sigma_b = \\sqrt{q}\\): biased standard deviation</li>" in html
+    assert "<code>(x - mean) / (x.std(-1, unbiased=False) + eps)</code>" in html
+
+
+def test_a_layer_with_inputs_besides_x_says_them():
+    assert "`gain` (per feature); `bias` (per feature); `alpha` (a scalar)" in LAYERS["dyt"]._repr_markdown_()
+    assert "`p` (the first k = ceil(p n) entries; default 1/16)" in LAYERS["prmsnorm"]._repr_markdown_()
+
+
+# --- formulas ------------------------------------------------------------------------------------
+
+
+def test_formulas_is_a_tuple_that_shows_as_a_table():
+    found = formulas("layernorm")
+    assert type(found) is Formulas
+    assert isinstance(found, tuple)
+    assert found == tuple(found)
+    assert hash(found) == hash(tuple(found))
+    assert type(found[1:3]) is Formulas
+    assert found[1:3] == tuple(found)[1:3]
+    assert isinstance(found[0], Formula)
+    shown = repr(found)
+    assert one_line(shown), shown
+    assert shown.startswith(f"<Formulas layernorm ({len(found)}): definition, response, slope")
+    table = found._repr_markdown_().splitlines()
+    assert table[:2] == ["| name | formula | established |", "|---|---|---|"]
+    assert len(table) == len(found) + 2
+    for row, f in zip(table[2:], found, strict=True):
+        # No | inside the math: a Markdown table cell would end there.
+        name, math, established = row[2:-2].split(" | ")
+        assert (name, established) == (f"`{f.qualified}`", f.established.value)
+        assert math.startswith("$")
+        assert math.endswith("$")
+    assert "\\vert" in table[2 + [f.name for f in found].index("slope_at_zero")]
+    html = found._repr_html_()
+    assert html.count("<tr>") == len(found) + 1
+    assert "\\(\\|J\\|_{2}" in html
+
+
+def test_a_formulas_repr_is_one_line():
+    assert repr(formula("rmsnorm.slope_at_zero")) == "<Formula rmsnorm.slope_at_zero = 1/sqrt(epsilon)>"
+    assert repr(formula("layernorm.spectral_bound")) == "<Formula layernorm.spectral_bound <= 1/sqrt(epsilon)>"
+    for f in formulas("layernorm"):
+        assert one_line(repr(f)), repr(f)
+    assert repr(Formulas()) == "<Formulas of no layer (0)>"
+
+
+# --- numeric ---------------------------------------------------------------------------------------
+
+
+def test_dir_of_a_numeric_layer_lists_its_functions():
+    names = set(numeric.layernorm.LAYER.names())
+    assert {"response", "slope_at_zero", "spectral_norm", "vjp", "forward"} <= names
+    assert names <= set(dir(numeric.layernorm))
+    assert names <= set(dir(numeric.layernorm.LAYER))
+    assert names <= set(dir(numeric))  # the bare names are the core layer's
+    assert "LAYER" in dir(numeric.layernorm)
+
+
+def test_a_numeric_function_shows_its_signature_and_formula():
+    assert str(inspect.signature(numeric.layernorm.response)) == "(t, epsilon, /)"
+    assert str(inspect.signature(numeric.layernorm_affine.vjp)) == "(x, epsilon, dy, gain=None, bias=None, /)"
+    assert str(inspect.signature(numeric.prmsnorm.second_moment)) == "(x, epsilon, /, *, p=None)"
+    shown = numeric.layernorm.slope_at_zero._repr_markdown_()
+    assert shown.startswith("`numeric.layernorm.slope_at_zero(epsilon)`: the slope at t = 0")
+    assert "$$\\operatorname{slope\\_at\\_zero}(\\varepsilon) = \\frac{1}{\\sqrt{\\varepsilon}}$$" in shown
+
+
+def test_a_numeric_functions_docstring_has_the_formula_args_returns_raises_example_and_paper():
+    doc = numeric.layernorm.spectral_norm.__doc__
+    sections = [line for line in doc.splitlines() if re.fullmatch(r"[A-Z][a-z]+:|\.\. math::", line)]
+    assert sections == [".. math::", ".. math::", "Args:", "Returns:", "Raises:", "Example:", "References:"]
+    assert "\\operatorname{spectral\\_norm}(x, \\varepsilon) = \\begin{cases}" in doc
+    assert "  x: inputs, array_like of shape (..., n)" in doc
+    assert "https://arxiv.org/abs/1607.06450" in doc
+    assert doc.endswith("``derivations.formula('layernorm.spectral_norm')``.")
+    # The class keeps a docstring of its own.
+    assert type(numeric.layernorm.spectral_norm).__doc__.startswith("A registry quantity's numeric function")
+    assert inspect.getdoc(numeric.layernorm.vjp).startswith("The input gradient (J^T g)_k")
+
+
+def run_docstrings(key: str) -> int:
+    """Run the examples of every function's docstring of layer ``key``; the number run."""
+    layer = numeric.facade(key)
+    parser, ran = doctest.DocTestParser(), 0
+    for name in layer.names():
+        test = parser.get_doctest(getattr(layer, name).__doc__ or "", {}, f"numeric.{key}.{name}", None, 0)
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        failures: list[str] = []
+        result = runner.run(test, out=failures.append)
+        assert result.failed == 0, "".join(failures)
+        ran += result.attempted
+    return ran
+
+
+@pytest.mark.parametrize("key", list(LAYERS))  # the core layer and one other in make test (tests/grids.py)
+def test_the_numeric_docstrings_examples_pass(key):
+    assert run_docstrings(key) > (10 if key == "layernorm" else 0) or key == "dyt"  # dyt's functions: its own
+
+
+# --- the environment ---------------------------------------------------------------------------------
+
+
+def imported(code: str, **set_: str) -> list[str]:
+    environment = {name: value for name, value in os.environ.items() if name != "SYMPY_CACHE_SIZE"}
+    run = subprocess.run(
+        [sys.executable, "-c", code], env={**environment, **set_}, cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return run.stdout.split()
+
+
+def test_importing_derivations_leaves_the_environment_as_it_was():
+    code = "import os; before = dict(os.environ); import derivations; print(dict(os.environ) == before)"
+    assert imported(code) == ["True"]
+
+
+def test_sympy_gets_its_cache_size_and_the_environment_keeps_none():
+    shown = (
+        "print(os.environ.get('SYMPY_CACHE_SIZE'), sympy.core.cache.SYMPY_CACHE_SIZE, "
+        "{}.CacheSize in map(type, sys.meta_path))"
+    )
+    code = "import os, sys, derivations, sympy, sympy.core.cache; " + shown.format("derivations")
+    assert imported(code) == ["None", "100000", "False"]  # the finder is gone once it served
+    assert imported(code, SYMPY_CACHE_SIZE="2000") == ["2000", "2000", "False"]  # the user's own kept
+    first = "import os, sys, sympy, sympy.core.cache, derivations; " + shown.format("derivations")
+    assert imported(first) == ["None", "1000", "False"]  # too late: nothing done

@@ -2,22 +2,39 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# What each target needs, installed once: the runtime alone (make derive, figures, review), with
+# the test extra (make test), the linters, cosmic-ray.
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
+LINT := $(VENV)/.lint
+MUTATION := $(VENV)/.mutation
 # Bytecode goes to .venv/pycache, not beside the sources, and is written even where
 # PYTHONDONTWRITEBYTECODE is set: otherwise every test worker, and every process a test
 # starts, compiles each module (and pytest rewrites each test file) again.
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation review
+.PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation review docs docs-check
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(PY) -m pip install --quiet -e .
+	touch $@
 
-derive: $(STAMP)
+$(STAMP): $(RUNTIME)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(LINT): $(RUNTIME)
+	$(PY) -m pip install --quiet -e '.[lint]'
+	touch $@
+
+$(MUTATION): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[mutation]'
+	touch $@
+
+derive: $(RUNTIME)
 	$(PY) -m derivations
 
 # Every core, up to eight: the suite is CPU-bound SymPy and NumPy work, and each worker
@@ -40,14 +57,14 @@ test-all: $(STAMP)
 	$(SUITE)
 
 # Verification runs first inside `python -m figures`; a failure writes no PNG.
-figures: $(STAMP)
+figures: $(RUNTIME)
 	$(PY) -m figures
 
 # The derivation sheet a reviewer can attach: build/report.md, with the figures.
 report: figures
 	$(PY) -m figures.report
 
-check: $(STAMP)
+check: $(STAMP) $(LINT)
 	$(PY) -m ruff check derivations numeric figures tests
 	$(PY) -m ruff format --check derivations numeric figures tests
 	$(PY) -m mypy
@@ -55,7 +72,7 @@ check: $(STAMP)
 
 # PyTorch's CPU build, JAX (CPU) and Flax, pinned, by name from the package index, only for this check.
 crosscheck: $(STAMP)
-	$(PY) -m pip install --quiet 'torch==2.13.0' 'jax[cpu]==0.10.2' 'flax==0.12.8'
+	$(PY) -m pip install --quiet 'torch==2.13.0' -e '.[crosscheck]'
 	$(PY) tests/crosscheck/torch_reference.py
 	$(PY) tests/crosscheck/jax_reference.py
 	EPSILON_LAYERNORM_REQUIRE_TORCH=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_codegen.py -k torch
@@ -66,11 +83,11 @@ accuracy: $(STAMP)
 
 # A seeded sample of 100 of cosmic-ray's mutants, each against the suite with -x:
 # the score, and every survivor not listed in tests/mutation/equivalent.txt.
-mutation: $(STAMP)
+mutation: $(MUTATION)
 	$(PY) tests/mutation/run.py --sample 100 --seed 15
 
 # Review the example paper: every relation read, classified and checked (examples/paper/review.md).
-review: $(STAMP)
+review: $(RUNTIME)
 	$(PY) -m derivations review examples/paper/main.tex
 
 bench: $(STAMP)
@@ -86,3 +103,15 @@ golden: $(STAMP)
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(VENV)/pycache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The documentation site (mkdocs.yml, docs/) into build/site, every warning an error; the docs
+# extra is installed the first time.
+docs: $(RUNTIME)
+	$(PY) -c "import mkdocs, material, mkdocstrings_handlers.python, pymdownx" 2>/dev/null || $(PY) -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
+
+# The built site in headless Chromium (Debian's chromium): every page, the conventions table and
+# the claim reference first, fails on raw TeX or a console error; the screenshot is
+# build/docs-screenshot.png.
+docs-check: docs
+	$(PY) tests/docs_browser.py --site build/site --screenshot build/docs-screenshot.png

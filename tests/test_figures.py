@@ -251,3 +251,19 @@ def test_report_needs_the_figures(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="run make figures first"):
         report.build(tmp_path / "report.md", tmp_path / "nowhere")
+
+
+def test_the_claims_table_runs_over_pages_and_wraps_long_layer_keys():
+    """The whole claims file (69 claims, layer keys like layernorm_std_eps_biased) overflowed the
+    page as one tabular: the report ended in an overfull box and was not written."""
+    from types import SimpleNamespace
+
+    from figures import report
+
+    claim = SimpleNamespace(text="norm(J, 2) <= 1/sqrt(epsilon)", layer="layernorm_std_eps_biased", expect="refuted")
+    verdicts = [SimpleNamespace(claim=claim, verdict="refuted", met=True)] * 120
+    tex = report.document([], [], report._Checks({"agreement": 1}, verdicts))
+    assert r"\begin{longtable}" in tex
+    assert r"layernorm\_\allowbreak{}std" in tex
+    if _pdflatex.available():
+        assert _pdflatex.compile_pdf(tex).pdf.startswith(b"%PDF")

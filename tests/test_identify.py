@@ -154,3 +154,13 @@ def test_l2_normalization_at_epsilon_0_excludes_the_zero_input_instead_of_refusi
     assert refuted.verdict == "refuted", refuted.detail
     x = np.array(refuted.counterexample["x"], dtype=float)
     assert np.linalg.norm(x / np.linalg.norm(x)) != 2
+
+
+def test_a_relation_about_something_else_is_not_taken_for_a_definition():
+    """J 1 = 0 was read as y == 0 and said to match no layer."""
+    from derivations.claims import ClaimError
+
+    with pytest.raises(ClaimError, match="is not the layer's output"):
+        identify(r"J \mathbf{1} = 0", Notation())
+    with pytest.raises(ClaimError, match="is not the layer's output"):
+        identify(r"\|y\|_2 = \sqrt{n}", Notation())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,7 +123,7 @@ def classify(
         return entry
     context.notation = notation = _argument_is_input(link, context.notation)
     unread = context.unread
-    if _defines_output(link, notation):  # unread until read and matched: the layer in force is unknown
+    if paper.defines_output(link, notation):  # unread until read and matched: the layer in force is unknown
         context.unread = f"{found.file}:{found.line}"
         if context.gain_named:  # a new definition: the last one's gain letters (g, b) are letters again
             overrides = {k: v for k, v in notation.overrides.items() if k not in context.gain_named}
@@ -223,19 +222,6 @@ def _past_subscript(items: list[str]) -> list[str]:
                 return items[end + 1 :]
         return []
     return items[index + 1 :]
-
-
-def _defines_output(link: paper.Link, notation: paper.Notation) -> bool:
-    """Whether ``link`` defines the layer's output: ``y = ...``, ``\\hat{x}_i := ...``, ``\\mathrm{LN}(x) = ...``."""
-    if link.relation not in ("=", *paper.DEFINING):
-        return False
-    try:
-        lhs = paper.canonical(link.lhs, notation)
-    except ClaimError:
-        return False
-    return (
-        lhs in ("y", "\\operatorname { y\\_i }") or re.fullmatch(r"\\operatorname \{ \w+ \} \( x \)", lhs) is not None
-    )
 
 
 def _names(link: paper.Link, command: str) -> bool:

@@ -68,9 +68,23 @@ class Identification:
 def identify(definition: str, note: paper.Notation, timeout: float = 10.0) -> Identification:
     """The layer a LaTeX definition (``y = ...``, ``\\mathrm{LN}(x) = ...`` or the right side alone) equals."""
     links = paper.split(definition)
+    if links and _not_an_output(links[0].lhs, note):
+        raise ClaimError(
+            f"`{links[0].lhs}` is not the layer's output: a definition reads y = ..., \\hat{{x}} = ..."
+            " or \\mathrm{{LN}}(x) = ..."
+        )
     rhs = links[-1].rhs if links else definition
     expression = paper.read("y", rhs, "=", note).partition("==")[2].strip()
     return compare(expression, definition, timeout)
+
+
+def _not_an_output(lhs: str, note: paper.Notation) -> bool:
+    """Whether the left side of a written definition is a statement about something else (``J \\mathbf{1}``,
+    a norm, a sum) rather than a name for the output (y, h, \\bar{x}_i, N(x))."""
+    written = paper.tokens(lhs)
+    return any(token in ("\\partial", "\\nabla", "\\|", "|", "\\sum", "\\lVert") for token in written) or (
+        "J" in paper.tokens(paper.canonical(lhs, note))
+    )
 
 
 def compare(expression: str, written: str, timeout: float) -> Identification:

@@ -834,3 +834,16 @@ class _Fitter:
 def _partial(node: ast.expr) -> bool:
     """A partial sum (up to k): of squares, the paper's k r_k, with k the fraction kappa of n."""
     return isinstance(node, ast.BinOp) and "partial" in ast.unparse(node)
+
+
+def defines_output(link: Link, notation: Notation) -> bool:
+    """Whether ``link`` defines the layer's output: ``y = ...``, ``\\hat{x}_i := ...``, ``\\mathrm{LN}(x) = ...``."""
+    if link.relation not in ("=", *DEFINING):
+        return False
+    try:
+        lhs = canonical(link.lhs, notation)
+    except ClaimError:
+        return False
+    return (
+        lhs in ("y", "\\operatorname { y\\_i }") or re.fullmatch(r"\\operatorname \{ \w+ \} \( x \)", lhs) is not None
+    )

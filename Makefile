@@ -77,7 +77,7 @@ crosscheck: $(STAMP)
 	$(PY) tests/crosscheck/jax_reference.py
 	EPSILON_LAYERNORM_REQUIRE_TORCH=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_codegen.py -k torch
 
-# Worst errors against mpmath over the floating-point range; rewrites the README's accuracy block.
+# Worst errors against mpmath over the floating-point range; rewrites the accuracy block of docs/accuracy.md.
 accuracy: $(STAMP)
 	$(PY) tests/accuracy/report.py --readme
 
@@ -94,7 +94,7 @@ bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py
 	$(PY) tests/benchmarks/bench_review.py
 
-# Rewrite the committed golden output, and the README blocks generated from
+# Rewrite the committed golden output, and the README and docs blocks generated from
 # the derivations, after a deliberate change to a formula.
 golden: $(STAMP)
 	$(PY) -m derivations > tests/golden/derive.txt

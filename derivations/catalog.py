@@ -290,8 +290,11 @@ def _worker(parent: int, mask: set[signal.Signals]) -> None:
     end_with_parent(parent)
 
 
-def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, object]]:
-    """The rendered rows of several layers, in the order given, the LaTeX in ``notation``.
+def rows(
+    keys: Sequence[str], notation: Notation = DEFAULT, progress: Callable[[int], object] | None = None
+) -> list[dict[str, object]]:
+    """The rendered rows of several layers, in the order given, the LaTeX in ``notation``;
+    ``progress(k)`` hears of each k layers as they are done (a progress bar's update).
 
     Layers are independent, so on a machine with more than one core they are
     derived in forked worker processes.  A layer built on a base layer goes
@@ -301,8 +304,12 @@ def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, ob
 
     tasks = _tasks(keys)
     workers = min(len(tasks), os.cpu_count() or 1)
+    done: list[list[dict[str, object]]] = []
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        done = [_rows(task, notation) for task in tasks]
+        for task in tasks:
+            done.append(_rows(task, notation))
+            if progress is not None:
+                progress(len(task))
     else:
         # Ctrl-C is held back while the workers are forked, and they ignore it: the command
         # reports it once, and its workers end with it (`_worker`).
@@ -312,7 +319,12 @@ def rows(keys: Sequence[str], notation: Notation = DEFAULT) -> list[dict[str, ob
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         with pool:
-            done = pool.map(partial(_rows, notation=notation), tasks, chunksize=1)
+            for task, found in zip(
+                tasks, pool.imap(partial(_rows, notation=notation), tasks, chunksize=1), strict=True
+            ):
+                done.append(found)
+                if progress is not None:
+                    progress(len(task))
     order = {key: position for position, key in enumerate(keys)}
     # A stable sort by layer keeps each layer's own stable order.
     return sorted((row for chunk in done for row in chunk), key=lambda row: order[str(row["layer"])])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import difflib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from typing import Any, NoReturn
 
@@ -46,6 +47,87 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's own message, with the nearest choice named first: a misspelt layer,
+        # format or command is one line that says what was meant.
+        choices = action.choices
+        if choices is not None and value not in choices:
+            listed = ", ".join(map(repr, choices))
+            near = suggest(str(value), [str(choice) for choice in choices])
+            hint = f"; did you mean {near!r}?" if near else ""
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (choose from {listed})")
+
+
+def suggest(word: str, known: Iterable[str]) -> str | None:
+    """The known name ``word`` most likely stands for: one it begins (at least two letters),
+    else the closest spelling (`difflib.get_close_matches`), else None.
+
+    >>> suggest("rmsnrom", ["layernorm", "rmsnorm"]), suggest("chek", ["check", "codegen"])
+    ('rmsnorm', 'check')
+    >>> suggest("eps", ["epsilon", "n"]), suggest("zzz", ["check"]) is None
+    ('epsilon', True)
+    """
+    names = sorted(set(known))
+    if len(word) >= 2:
+        started = [name for name in names if name.startswith(word) and name != word]
+        if started:
+            return min(started, key=len)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def read_input(limit: int) -> bytes:
+    """Standard input, read whole, as bytes: at most ``limit`` of them.
+
+    Raises ValueError, in words fit for one line, where it is closed or holds more.
+    """
+    stream = sys.stdin
+    if stream is None:
+        raise ValueError("standard input is closed")
+    source = getattr(stream, "buffer", None)
+    try:
+        data = source.read(limit + 1) if source is not None else stream.read(limit + 1).encode()
+    except OSError as error:
+        raise ValueError(f"standard input: {error.strerror or error}") from None
+    if len(data) > limit:
+        raise ValueError(f"standard input is larger than {limit} bytes")
+    return data
+
+
+class _NoBar:
+    """What `progress` gives where stderr is not a terminal: every call does nothing."""
+
+    def update(self, count: int = 1) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress(total: int, unit: str, description: str) -> Any:
+    """A progress bar on stderr, ``total`` ticks of ``unit``, where stderr is a terminal; elsewhere
+    one that prints nothing (a pipe, a file, a test's capture).  The caller closes it; the bar
+    leaves no line behind.  tqdm's monitor thread is off: the commands fork workers while a bar
+    is shown.
+    """
+    stream = sys.stderr
+    try:
+        shown = stream is not None and stream.isatty()
+    except (OSError, ValueError):  # a closed stream
+        shown = False
+    if not shown:
+        return _NoBar()
+    from tqdm import tqdm
+
+    class Bar(tqdm):
+        monitor_interval = 0
+
+    # Each tick is slow work (a layer derived, a claim decided): each is shown as it comes.
+    return Bar(total=total, unit=unit, desc=description, file=stream, leave=False, mininterval=0, miniters=1)
 
 
 def run(main: Callable[[list[str] | None], int], prog: str, argv: list[str] | None = None) -> int:

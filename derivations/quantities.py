@@ -28,9 +28,10 @@ import sympy as sp
 
 from derivations.core.formula import Formula
 from derivations.core.layer import Layer
-from derivations.core.proof import DerivationError
+from derivations.core.proof import DerivationError, equal
 from derivations.derive import backward, eigen, grouped, jacobian, moments, regimes, response, scaling, spectral
-from derivations.symbols import beta, gamma, w_gemma
+from derivations.derive.elementwise import Largest
+from derivations.symbols import beta, gamma, gamma_max, n, w_gemma, x
 
 
 def _always(layer: Layer, item: Any) -> bool:
@@ -65,6 +66,11 @@ class Quantity:
     quantity's column in the conventions table (on the first pattern); several
     rows may share one, and a layer's cell is the first of them it has, written
     as ``cell`` says (a bound at each input says so).
+    ``claim_only`` marks a name only the claim language gives: a value derived
+    for claims that `make derive` states under another row (the Lipschitz
+    constant, which is the bound over all inputs shown tight).  It is no row of
+    a layer (`rows`): neither printed, nor a numeric function, nor a degree of
+    the homogeneity statement; `names` and `value` have it.
     """
 
     stem: str
@@ -87,6 +93,7 @@ class Quantity:
     # How the independent audit of claims evaluates it from the layer's definition alone
     # (`derivations.claims.audit.evaluate`), for a row a claim may name.
     audit: str | None = None
+    claim_only: bool = False
 
     def name(self, item: Any) -> str:
         if self.over == "pattern":
@@ -198,10 +205,80 @@ def left_out(layer: Layer) -> list[tuple[str, str]]:
     """The rows a layer defined by a user lacks that the built-in ones can have, each with why."""
     out = []
     for quantity in QUANTITIES:
+        if quantity.claim_only:  # no row to leave out: `make derive` prints none for it
+            continue
         why_not = getattr(quantity.applies, "why_not", None)
         if why_not is not None and not quantity.applies(layer, None):
             out.append((quantity.name(None), why_not(layer)))
     return out
+
+
+@cache
+def _lipschitz(layer: Layer) -> sp.Expr:
+    r"""The layer's Lipschitz constant in the 2-norm: :math:`\sup_x \|J(x)\|_2`.
+
+    Derived from the spectral norm (``spectral_norm``, a function of the input's statistics,
+    where J is symmetric), not read from a stated bound.  Two halves make the supremum:
+
+    - an upper bound: the bound over all inputs (``spectral_bound``, `spectral.bound_value`),
+      which its own derivation proves >= the spectral norm at every input, in every case of n;
+    - tightness, shown here: the spectral norm tends to that bound as the input tends to the
+      degenerate one, the spread to 0 (each entry x_k to 0 for an elementwise layer), in every
+      case of n (``n = 2`` as well as ``n >= 3``) and in the regime that holds there.
+
+    So wherever a layer has it, ``lipschitz == spectral_bound`` is proved, and it is the least
+    such bound: the maximum over inputs where an input attains it (RMSNorm at x = 0), else the
+    supremum (the std-eps layers, whose J has no value at a constant input).  A layer whose
+    bound is not shown tight, or whose J is not symmetric (a per-feature gain's
+    ``gamma_max / sqrt(epsilon)`` bounds ``||diag(gamma) J||_2`` without being its supremum for
+    each gain), has no Lipschitz constant derived: `DerivationError`.
+    """
+    norm = spectral.spectral_norm(layer)
+    top = spectral.bound_value(layer)
+    approached = _near_degenerate(layer, norm)
+    if not approached:
+        raise DerivationError(f"{layer.key}: no case of ||J||_2 holds near the degenerate input")
+    for value in approached:
+        equal(value, top, f"{layer.key}: ||J||_2 near the degenerate input against the bound over all inputs")
+    return top
+
+
+def _near_degenerate(layer: Layer, norm: sp.Expr) -> list[sp.Expr]:
+    """The limits of ``norm`` as the input tends to the degenerate one, one per case of n (or
+    regime) that holds there: each entry x_k at 0, then the spread to 0 from above."""
+    spread = layer.spread
+    at_zero = norm.replace(lambda e: isinstance(e, sp.Indexed) and e.base == x, lambda e: sp.Integer(0))
+    at_zero = at_zero.replace(lambda e: isinstance(e, Largest), _largest_entry)
+    pieces = at_zero.args if isinstance(at_zero, sp.Piecewise) else ((at_zero, sp.true),)
+    out = []
+    for value, condition in pieces:
+        # A regime's condition (epsilon > ||x||) is taken at the spread's limit; a case of n
+        # (n = 2, n >= 3) is a case to bound, each on its own.
+        holds = condition.subs(spread, 0) if condition.has(spread) else sp.true
+        if holds is sp.false:
+            continue
+        if holds is not sp.true and holds.free_symbols - {n}:
+            raise DerivationError(f"{layer.key}: cannot tell whether {condition} holds as {spread} -> 0")
+        out.append(sp.limit(value, spread, 0, "+") if value.has(spread) else value)
+    return out
+
+
+def _largest_entry(largest: sp.Expr) -> sp.Expr:
+    """max_k of an entry free of its index but for |gamma_k|: the entry with gamma_max for |gamma_k|."""
+    assert isinstance(largest, Largest)
+    index = largest.index
+    entry = largest.args[0].xreplace({sp.Abs(gamma[index]): gamma_max})
+    if entry.has(index):
+        raise DerivationError(f"the largest of {largest.args[0]} over {index} is not one expression")
+    return entry
+
+
+def _has_lipschitz(layer: Layer, _: Any) -> bool:
+    try:
+        _lipschitz(layer)
+    except DerivationError:
+        return False
+    return True
 
 
 # The Hessian product's name: its row, and the claim language's function hvp(u, w).
@@ -416,6 +493,20 @@ QUANTITIES: tuple[Quantity, ...] = (
         meaning="the bound on ||J||_2 over all inputs",
     ),
     Quantity(
+        "lipschitz",
+        "scalar",
+        "layer",
+        None,
+        _lipschitz,
+        applies=_has_lipschitz,
+        evaluate="of_epsilon",
+        numeric="bound",  # a counterexample re-checked by the bound it is proved equal to
+        claim=True,
+        audit="norm2_of_jacobian_over_inputs",
+        meaning="the Lipschitz constant (the supremum of ||J||_2 over all inputs)",
+        claim_only=True,
+    ),
+    Quantity(
         "norm_bound",
         "scalar",
         "layer",
@@ -500,7 +591,8 @@ def rows(layer: Layer) -> Iterator[tuple[Quantity, Any]]:
     layer's rows too, except its parameters' gradients: its own parameters differ.
     """
     source = layer.derived_as
-    for by_pattern, run in itertools.groupby(QUANTITIES, key=lambda quantity: quantity.over == "pattern"):
+    printed = (quantity for quantity in QUANTITIES if not quantity.claim_only)
+    for by_pattern, run in itertools.groupby(printed, key=lambda quantity: quantity.over == "pattern"):
         group = list(run)
         pairs = (
             [(quantity, pattern) for pattern in layer.patterns for quantity in group]

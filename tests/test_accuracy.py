@@ -111,7 +111,7 @@ def test_hvp_at_n_2_where_the_symbolic_n_form_cancels(key, dtype):
     assert result.worst <= result.bound, f"{result.worst:.3g} ulp at {result.where}"
 
 
-@pytest.mark.xfail(strict=True, reason="beyond accuracy.SECOND_ORDER_SPAN in float64: stated in the README")
+@pytest.mark.xfail(strict=True, reason="beyond accuracy.SECOND_ORDER_SPAN in float64: stated in docs/accuracy.md")
 def test_hvp_beyond_the_float64_span_is_a_known_limit(monkeypatch):
     """x ~ 1e-300 against epsilon = 1e60 (ratio 1e360): the product of layernorm_std_eps exists
     (about 1/epsilon**2) but no single float64 scaling keeps its terms in range."""

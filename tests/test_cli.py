@@ -1,6 +1,7 @@
 """`python -m derivations`: the golden LaTeX, the three formats, and clean errors."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,9 @@ def test_bad_arguments_print_one_line_and_exit_2(argv, capsys):
 
 
 def test_readme_blocks_are_generated_from_the_derivations():
+    """The README's formula and the documentation's generated blocks (the conventions table on
+    docs/conventions.md, the derive sample and the LaTeX excerpt on docs/getting-started.md, the
+    numeric functions on docs/numeric.md) are what the derivations give now."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("readme", GOLDEN / "readme.py")
@@ -92,10 +96,12 @@ def test_readme_blocks_are_generated_from_the_derivations():
     assert spec.loader is not None
     readme = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(readme)
-    text = readme.README.read_text()
-    for name in ("conventions", "sample", "latex"):
-        assert readme.block(name).search(text), f"README has no {name} block"
-    assert readme.update(text) == text, "README blocks are stale: run make golden"
+    contents = readme.generated()
+    for name, page in readme.PAGES.items():
+        assert readme.block(name).search(page.read_text()), f"{page.name} has no {name} block"
+    for page in sorted(set(readme.PAGES.values())):
+        text = page.read_text()
+        assert readme.update(text, contents) == text, f"{page.name}: generated blocks are stale: run make golden"
 
 
 def test_claims_are_read_from_a_pipe():
@@ -267,3 +273,430 @@ def test_a_memory_error_while_deriving_is_one_line_that_says_so(monkeypatch, cap
     monkeypatch.setattr(derivations.catalog, "rows", exhausted)
     assert main(["--layer", "rmsnorm"]) == 1
     assert capsys.readouterr().err == "python -m derivations: error: out of memory\n"
+
+
+# --- issue 32: the command line's habits --------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+L4NORM = ROOT / "examples" / "l4norm.toml"
+
+
+class _Terminal:
+    """A stderr that says it is a terminal, and keeps what is written to it."""
+
+    encoding = "utf-8"
+
+    def __init__(self):
+        self.parts = []
+
+    def write(self, text):
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+    def text(self):
+        return "".join(self.parts)
+
+
+def _usage_error(argv, capsys):
+    """``main(argv)`` as a usage error: its one line on stderr (status 2, nothing on stdout)."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2, err
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+def test_help_lists_every_command_with_one_line(capsys):
+    from derivations.__main__ import COMMANDS
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0]: line for line in out.splitlines() if line.startswith("    ") and line.split()}
+    assert set(COMMANDS) <= set(listed), listed
+    for name, help_line in COMMANDS.items():
+        assert help_line.split()[0] in listed[name]
+    assert {"check", "codegen", "review", "identify", "derive"} <= set(COMMANDS)
+    assert "--version" in out
+
+
+@pytest.mark.parametrize("command", ["check", "codegen", "review", "identify"])
+def test_each_command_has_its_own_help(command, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([command, "--help"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m derivations {command} ")
+
+
+def test_version_is_the_package_metadata(capsys):
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"epsilon-layernorm {importlib.metadata.version('epsilon-layernorm')}\n"
+
+
+def test_version_falls_back_to_pyproject_where_not_installed(monkeypatch):
+    import importlib.metadata
+    import tomllib
+
+    from derivations.__main__ import version
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert version() == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def test_derive_is_the_default_command(capsys):
+    assert main(["--layer", "rmsnorm", "--format", "json"]) == 0
+    default = capsys.readouterr().out
+    assert main(["derive", "--layer", "rmsnorm", "--format", "json"]) == 0
+    assert capsys.readouterr().out == default
+
+
+def test_the_console_script_runs_main_under_its_own_name():
+    """`entry` (pyproject's [project.scripts]) exits with main's status; its messages carry its name."""
+    script = "import sys; sys.argv[0] = 'epsilon-layernorm'; from derivations.__main__ import entry; entry()"
+    import subprocess
+    import sys
+
+    def run(*argv):
+        return subprocess.run(
+            [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=ROOT, timeout=300
+        )
+
+    done = run("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("epsilon-layernorm ")
+    done = run("chekc")
+    assert done.returncode == 2
+    assert done.stderr.startswith("epsilon-layernorm: error: argument COMMAND: invalid choice: 'chekc'")
+    done = run("check", "--layer", "rmsnorm", "slope_at_zero == 1/sqrt(epsilon)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("[inline] proved:")
+
+
+def test_check_takes_several_claims_each_with_its_verdict(capsys):
+    claims = ["slope_at_zero == 1/sqrt(epsilon)", "slope_at_zero == 1/epsilon"]
+    # Options between the claims too: each claim is checked, about the layer given.
+    assert main(["check", claims[0], "--layer", "rmsnorm", claims[1], "--no-cache"]) == 1
+    heads = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert heads == ["[inline-1] proved", "[inline-2] refuted"]
+
+
+def test_check_dash_reads_claims_from_standard_input_one_a_line():
+    text = "# RMSNorm\n\nslope_at_zero == 1/sqrt(epsilon)\n   \n  slope_at_zero == 1/epsilon  \n"
+    done = _command("check", "-", "--layer", "rmsnorm", stdin=text, text=True)
+    heads = [line.split("  [")[0] for line in done.stdout.splitlines() if line.startswith("[")]
+    assert heads == [
+        "[stdin-3] proved: slope_at_zero == 1/sqrt(epsilon)",
+        "[stdin-5] refuted: slope_at_zero == 1/epsilon",
+    ], done.stderr
+    assert done.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("stdin", "line"),
+    [
+        ("zeros", "argument claim: standard input is larger than 1048576 bytes"),
+        ("# only a comment\n\n", "argument claim: standard input holds no claim"),
+        (b"\xff\n", "argument claim: standard input is not UTF-8 text (byte 0)"),
+    ],
+)
+def test_claims_from_standard_input_that_cannot_be_read_are_one_line(stdin, line):
+    if stdin == "zeros":
+        with open("/dev/zero", "rb") as zeros:
+            done = _command("check", "-", stdin=zeros, timeout=120)
+    else:
+        done = _command("check", "-", stdin=stdin.encode() if isinstance(stdin, str) else stdin)
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert done.stderr.decode().startswith(f"python -m derivations check: error: {line}")
+    assert done.stderr.count(b"\n") == 1
+
+
+def test_a_definition_is_read_from_standard_input():
+    selected = ["--formula", "*.slope_at_zero", "--no-cache"]
+    from_file = _command("--definition", str(L4NORM), *selected, text=True)
+    from_stdin = _command("--definition", "-", *selected, stdin=L4NORM.read_text(), text=True)
+    assert from_file.returncode == from_stdin.returncode == 0, from_stdin.stderr
+    assert from_stdin.stdout == from_file.stdout
+    assert from_stdin.stdout.startswith("l4norm.slope_at_zero\n")
+    checked = _command(
+        "check", "--definition", "-", "slope_at_zero == epsilon**(-1/4)", stdin=L4NORM.read_text(), text=True
+    )
+    assert checked.stdout.startswith("[inline] proved: slope_at_zero == epsilon**(-1/4)  [l4norm]"), checked.stderr
+    assert checked.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "line"),
+    [
+        (
+            ["--definition", "-"],
+            "zeros",
+            "python -m derivations: error: argument --definition: standard input is larger than 65536 bytes",
+        ),
+        (
+            ["--definition", "-"],
+            "output = \n",
+            "python -m derivations: error: standard input: the file is not valid TOML",
+        ),
+        (
+            ["identify", "--definition", "-"],
+            "zeros",
+            "python -m derivations identify: error: argument --definition: standard input is larger than 100000 bytes",
+        ),
+        (
+            ["check", "-", "--definition", "-"],
+            "",
+            "python -m derivations check: error: standard input is read once: "
+            "give - to one of a claim and --definition",
+        ),
+    ],
+)
+def test_standard_input_that_cannot_be_a_definition_is_one_line(argv, stdin, line):
+    if stdin == "zeros":
+        with open("/dev/zero", "rb") as zeros:
+            done = _command(*argv, stdin=zeros, timeout=120)
+    else:
+        done = _command(*argv, stdin=stdin.encode())
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert done.stderr.decode().startswith(line), done.stderr
+    assert done.stderr.count(b"\n") == 1
+
+
+def _selected(pattern):
+    """The formulas ``pattern`` names, by the rule --formula documents."""
+    from fnmatch import fnmatchcase
+
+    every = [f.qualified for key in LAYERS for f in formulas(key)]
+    return [
+        name
+        for name in every
+        if fnmatchcase(name, pattern) or ("." not in pattern and fnmatchcase(name.partition(".")[2], pattern))
+    ]
+
+
+def _names_printed(form, out):
+    import re
+
+    if form == "text":
+        return [block.split("\n", 1)[0] for block in out.strip("\n").split("\n\n")]
+    if form == "json":
+        return [row["name"] for row in json.loads(out)]
+    if form == "markdown":
+        return re.findall(r"^### `([^`]+)`$", out, flags=re.M)
+    if form == "latex":
+        return re.findall(r"\\label\{eq:([^}]+)\}", out)
+    raise AssertionError(form)
+
+
+@pytest.mark.parametrize("form", ["text", "json", "markdown", "latex"])
+@pytest.mark.parametrize("pattern", ["layernorm.jac*", "*.slope_at_zero", "rmsnorm.spectral_bound", "eigen_x"])
+def test_formula_selects_by_name_or_glob_in_every_format(form, pattern, capsys):
+    assert main(["--formula", pattern, "--format", form]) == 0
+    printed = _names_printed(form, capsys.readouterr().out)
+    assert printed == _selected(pattern)
+    assert 0 < len(printed) < sum(len(formulas(key)) for key in LAYERS)
+
+
+def test_several_formula_options_select_the_union_in_catalog_order(capsys):
+    assert main(["--formula", "rmsnorm.jacobian", "--formula", "layernorm.definition", "--format", "json"]) == 0
+    assert _names_printed("json", capsys.readouterr().out) == ["layernorm.definition", "rmsnorm.jacobian"]
+
+
+def test_formula_selects_the_columns_of_the_conventions_table(capsys):
+    assert main(["--formula", "*.spectral_bound", "--format", "conventions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| library and function | layer | bound on ‖J‖₂ |"
+    assert lines[1] == "|---|---|---|"
+    assert any("`rmsnorm` | $\\frac{1}{\\sqrt{\\varepsilon}}$ |" in line for line in lines)
+    assert main(["--format", "conventions"]) == 0
+    assert "slope at 0" in capsys.readouterr().out  # without --formula, every column
+
+
+def test_a_formula_selection_is_a_whole_output_cached_by_its_arguments():
+    from derivations.__main__ import _output_entry
+
+    assert _output_entry(["--formula", "layernorm.jac*", "--format", "json"]) is not None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "line"),
+    [
+        ("rmsnorm.jacobain", "'rmsnorm.jacobain' matches no formula; did you mean 'rmsnorm.jacobian'?"),
+        ("rmsnrom.jacobian", "did you mean 'rmsnorm.jacobian'?"),
+        ("spectral_bond", "'spectral_bond' matches no formula; did you mean 'spectral_bound'?"),
+        ("layernorm.nothing*", "'layernorm.nothing*' matches no formula"),
+    ],
+)
+def test_an_unknown_formula_is_one_line_with_the_nearest_name(pattern, line, capsys):
+    err = _usage_error(["--formula", pattern], capsys)
+    assert err.startswith("python -m derivations: error: argument --formula: ")
+    assert line in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--layer", "rmsnrom"],
+            "python -m derivations: error: argument --layer: invalid choice: 'rmsnrom'; did you mean 'rmsnorm'?",
+        ),
+        (
+            ["chekc", "x"],
+            "python -m derivations: error: argument COMMAND: invalid choice: 'chekc'; did you mean 'check'?",
+        ),
+        (
+            ["check", "--layer", "layernrom", "x"],
+            "python -m derivations check: error: argument --layer: invalid "
+            "choice: 'layernrom'; did you mean 'layernorm'?",
+        ),
+        (["codegen", "--layer", "dty", "--target", "c"], "did you mean 'dyt'?"),
+        (
+            ["codegen", "--layer", "dyt", "--target", "numpi"],
+            "argument --target: invalid choice: 'numpi'; did you mean 'numpy'?",
+        ),
+        (["--format", "jsno"], "argument --format: invalid choice: 'jsno'; did you mean 'json'?"),
+    ],
+)
+def test_an_unknown_layer_command_or_choice_says_what_was_meant(argv, line, capsys):
+    assert line in _usage_error(argv, capsys)
+
+
+def test_a_claims_file_entry_about_an_unknown_layer_says_which_was_meant(tmp_path, capsys):
+    path = tmp_path / "claims.toml"
+    path.write_text('[[claim]]\nid = "a"\nclaim = "slope_at_zero > 0"\nlayer = "rmsnrom"\n')
+    assert main(["check", "--claims", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("[a] error: slope_at_zero > 0  [rmsnrom]")
+    assert "layer 'rmsnrom' is not a layer of the catalog; did you mean 'rmsnorm'?" in out
+
+
+@pytest.mark.parametrize(
+    ("claim", "status"),
+    [("lipschitz == 1/sqrt(epsilon)", 0), ("lipschitz <= 1/sqrt(epsilon)", 0), ("lipschitz <= 1/epsilon", 1)],
+)
+def test_rmsnorm_is_one_over_root_epsilon_lipschitz(claim, status, capsys):
+    assert main(["check", "--layer", "rmsnorm", claim, "--no-cache"]) == status
+    verdict = "proved" if status == 0 else "refuted"
+    assert capsys.readouterr().out.startswith(f"[inline] {verdict}: {claim}  [rmsnorm]")
+
+
+def test_a_cold_derivation_shows_a_progress_bar_ticking_once_per_layer_on_a_terminal(monkeypatch, capsys):
+    from derivations import __main__ as command
+
+    argv = ["--formula", "rmsnorm*.slope_at_zero", "--format", "json"]
+    assert main(argv) == 0
+    quiet, err = capsys.readouterr()
+    assert err == ""  # stderr is not a terminal: no bar
+    terminal = _Terminal()
+    monkeypatch.setattr(command, "_output_entry", lambda *args: None)  # not the stored output: derive
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == quiet  # the same output
+    shown = terminal.text()
+    assert "deriving" in shown
+    assert "4/4" in shown  # rmsnorm, rmsnorm_affine, rmsnorm_eps_outside, rmsnorm_gemma
+    assert "layer" in shown
+
+
+def test_a_claims_file_shows_a_progress_bar_ticking_once_per_claim_on_a_terminal(monkeypatch, capsys, tmp_path):
+    path = tmp_path / "claims.toml"
+    path.write_text(
+        '[[claim]]\nid = "a"\nclaim = "slope_at_zero > 0"\n[[claim]]\nid = "b"\nclaim = "slope_at_zero < 0"\n'
+    )
+    assert main(["check", "--claims", str(path)]) == 1
+    quiet, err = capsys.readouterr()
+    assert err == ""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["check", "--claims", str(path)]) == 1
+    assert capsys.readouterr().out == quiet
+    assert "2/2" in terminal.text()
+    assert "claim" in terminal.text()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check"],
+        ["check", "x", "--claims", "file.toml"],
+        ["check", "x", "--timeout", "0"],
+        ["check", "x", "--format", "yaml"],
+        ["check", "x", "--bogus"],
+        ["codegen", "--layer", "rmsnorm"],
+        ["identify"],
+        ["review"],
+        ["--standalone"],
+        ["--layer", "rmsnorm", "check", "x"],
+        ["--formula", "nothing.x"],
+        ["--timeout", "soon"],
+    ],
+)
+def test_every_bad_argument_is_one_line_that_names_it_with_status_2(argv, capsys):
+    err = _usage_error(argv, capsys)
+    assert any(word in err for word in ("argument", "--", "COMMAND")), err
+
+
+def test_a_reader_that_stops_early_ends_several_verdicts_quietly():
+    """``check a b c | head -1``: the verdicts after the pipe closed are not written, and nothing is said."""
+    import subprocess
+    import sys
+
+    claims = ["slope_at_zero > 0", "slope_at_zero < 0", "slope_at_zero == 1/sqrt(epsilon)"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "derivations", "check", *claims, "--no-cache"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        err = process.stderr.read()
+        status = process.wait(timeout=300)
+    assert first.startswith(b"[inline-1] proved")
+    assert b"Traceback" not in err
+    assert err == b""
+    assert status in (0, 1)  # 0 where the pipe closed before the end; 1 (a refutation) where it did not
+
+
+def test_identify_names_the_definition_file_it_cannot_read(tmp_path):
+    """A binary, missing or empty --definition gave the codec's text, "No such file or directory"
+    and "a side of the relation is empty", none naming the file."""
+    (tmp_path / "binary.tex").write_bytes(b"\x8e\x00\x01")
+    (tmp_path / "empty.tex").write_text("  \n")
+    expected = {
+        "binary.tex": "binary.tex: a binary file, not LaTeX",
+        "missing.tex": "missing.tex: No such file or directory",
+        "empty.tex": "the definition is empty",
+    }
+    for name, message in expected.items():
+        done = _command("identify", "--definition", str(tmp_path / name), text=True)
+        assert done.returncode == 2
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert message in done.stderr
+
+
+def test_a_paper_without_relations_says_so(tmp_path):
+    (tmp_path / "main.tex").write_text("\\section{A}\nNo relation: $x$.\n")
+    done = _command("review", str(tmp_path / "main.tex"), text=True)
+    assert done.returncode == 0, done.stderr
+    assert "main.tex: no relation found" in done.stdout

@@ -248,7 +248,7 @@ def test_the_machinerys_old_module_paths_import_the_moved_modules():
 
 
 def test_an_old_path_runs_with_python_m():
-    """The README's python -m numeric.verify, its path before numeric/checks/: it crashed on the
+    """docs/getting-started.md's python -m numeric.verify, its path before numeric/checks/: it crashed on the
     finder (no get_code)."""
     done = subprocess.run([sys.executable, "-m", "numeric.verify", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -116,7 +116,7 @@ def test_on_the_boundary_the_derivatives_do_not_exist():
             function(on, 0.5)
     with pytest.raises(ValueError, match=r"x has a row on"):
         l2norm_clamped.vjp(on, 0.5, np.ones(4))
-    # The side within rounding of the sphere is the rounded norm's (README): (1, 0) at 1 is
+    # The side within rounding of the sphere is the rounded norm's (docs/conventions.md): (1, 0) at 1 is
     # computed as 1 + 2**-52, above; (1, 1) at fl(sqrt(2)), off the sphere, is on it as rounded.
     assert_agree(l2norm_clamped.jacobian(np.array([1.0, 0.0]), 1.0), [[0, 0], [0, 1]], rtol=1e-15, what="J above")
     for layer, named in ((l2norm_clamped, {}), (numeric.scalenorm, {"gain": 2.0})):

@@ -3,7 +3,7 @@
 The table comes from `numeric.checks.accuracy`; the failure cases compare the
 seed's hand-typed expressions (kept in tests/seed_reference.py) and, when it
 is installed, PyTorch's ``layer_norm`` with ours at the same inputs.  With
-``--readme`` the README's accuracy block is rewritten from these numbers.
+``--readme`` the accuracy block of docs/accuracy.md is rewritten from these numbers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import seed_reference
 from numeric import layernorm
 from numeric.checks import accuracy
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "accuracy.md"
 
 
 def _true(name: str, t: Any, eps: Any) -> float:
@@ -75,8 +75,10 @@ def main(argv: list[str]) -> int:
         print(f"{case:<58}{true:>14.7g}{theirs:>22}{ours:>14.7g}")
     if "--readme" in argv:
         pattern = re.compile(r"(<!-- accuracy:start -->\n)(.*?)(<!-- accuracy:end -->)", re.S)
-        text = README.read_text()
-        README.write_text(pattern.sub(lambda m: m.group(1) + markdown(results, broken) + m.group(3), text))
+        text = PAGE.read_text()
+        if pattern.search(text) is None:
+            raise SystemExit(f"{PAGE}: no accuracy block (<!-- accuracy:start --> ... <!-- accuracy:end -->)")
+        PAGE.write_text(pattern.sub(lambda m: m.group(1) + markdown(results, broken) + m.group(3), text))
     passed = sum(r.ok for r in results)
     print(f"accuracy: {passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1

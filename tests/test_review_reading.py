@@ -136,3 +136,27 @@ def test_an_input_is_found_beside_the_main_file_as_pdflatex_finds_it(tmp_path):
     (tmp_path / "sections" / "b.tex").write_text("\\[ \\|y\\|_2 \\le \\sqrt{n} \\]\n")
     found = document.read(tmp_path / "main.tex")
     assert [relation.file for relation in found.relations] == ["sections/b.tex"]
+
+
+def test_an_affine_output_of_the_normalized_one_keeps_the_normalized_layer_in_force(tmp_path):
+    """Ioffe & Szegedy: y_i = gamma x_hat_i + beta was read as y == gamma * y + beta; relations about
+    x_hat after it are about the normalization, and y is the paper's own symbol."""
+    source = (
+        "\\[ \\hat{x}_i = \\frac{x_i - \\mu_\\mathcal{B}}{\\sqrt{\\sigma_\\mathcal{B}^2 + \\epsilon}} \\]\n"
+        "\\[ y_i = \\gamma \\hat{x}_i + \\beta \\]\n"
+        "\\[ \\sum_i \\hat{x}_i = 0 \\]\n"
+        "\\[ \\sum_i y_i = 0 \\]\n"
+        "\\[ \\frac{1}{m}\\sum_{i=1}^{m} x_i = \\mu \\]\n"
+    )
+    rows = _rows(tmp_path, source)
+    assert rows[1] == ("defined", "affine output", "batchnorm_train")
+    assert rows[2] == ("checked", "proved", "batchnorm_train")
+    assert rows[3][0] == "not in the vocabulary"  # the affine y is not the normalized output
+    assert rows[4] == ("checked", "proved", "batchnorm_train")  # m, the batch size, is the width here
+
+
+def test_the_largest_gain_entry_is_gamma_max():
+    from derivations.review.notation import read
+
+    claim = read("\\|J\\|_2", "|\\alpha| \\max_i |\\gamma_i|", "\\le", Notation())
+    assert claim == "norm(J, 2) <= abs(alpha) * gamma_max"

@@ -151,6 +151,16 @@ def classify(
         entry.kind, entry.layer, entry.verdict = "defined", "", "notation"
         entry.reason = f"defines the paper's notation: {link.lhs} is `{lhs}`"
         return entry
+    if _affine_output(link, lhs, rhs):
+        # y = gamma * \hat{x} + beta: \hat{x} stays the layer's output; the paper's y is its own from here on.
+        context.unread = unread
+        context.redefined["y"] = f"{found.file}:{found.line}"
+        entry.kind, entry.layer, entry.verdict = "defined", context.current, "affine output"
+        entry.reason = (
+            f"defines the paper's {link.lhs} as a gain and bias applied to the normalized output: relations about "
+            f"the normalized output are about `{context.current}`, and {link.lhs} is the paper's own symbol after this"
+        )
+        return entry
     defined = _definition(claim, link.relation)
     if defined is not None:
         return _define(entry, defined, called, context)
@@ -222,6 +232,18 @@ def _past_subscript(items: list[str]) -> list[str]:
                 return items[end + 1 :]
         return []
     return items[index + 1 :]
+
+
+def _affine_output(link: paper.Link, lhs: str, rhs: str) -> bool:
+    """Whether ``link`` writes y as a gain and bias on the normalized output (``y_i = \\gamma \\hat{x}_i + \\beta``)."""
+    import re
+
+    normalized = re.search(r"\\(?:hat|widehat)\s*\{", link.rhs) is not None and re.search(r"\\hat", link.lhs) is None
+    return (
+        lhs in ("y", "y_i")
+        and normalized
+        and re.fullmatch(r".*\by(?:_i)?\b.*\bbeta\b.*|.*\bgamma\b.*\by(?:_i)?\b.*", rhs) is not None
+    )
 
 
 def _names(link: paper.Link, command: str) -> bool:
@@ -343,8 +365,9 @@ def review(document: Document, context: Context, progress: Callable[[int], Any] 
 
     context.names_epsilon = any(re.search(r"\\(?:var)?epsilon(?![A-Za-z])", f.latex) for f in document.relations)
     # H is the width only in a paper that uses it as one (1/H, a sum to H, R^H); else its own symbol (a Hessian).
-    width = any(paper.WIDTH_H.search(f.latex) for f in document.relations)
-    context.notation = dataclasses.replace(context.notation, width_h=width)
+    width_h = any(paper.WIDTH_H.search(f.latex) for f in document.relations)
+    width_m = any(paper.WIDTH_M.search(f.latex) for f in document.relations) and "m" not in context.notation.overrides
+    context.notation = dataclasses.replace(context.notation, width_h=width_h, width_m=width_m)
     entries = []
     deferred: list[tuple[Entry, Request]] = []
     for found, link, text, conditions in links(document):

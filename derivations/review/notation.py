@@ -64,6 +64,8 @@ def tokens(text: str) -> list[str]:
     return [token for token in _TOKEN.findall(text) if not token.isspace()]
 
 
+# Where a paper uses m as the width: 1/m, a sum up to m.
+WIDTH_M = re.compile(r"\\frac\s*\{\s*1\s*\}\s*\{\s*m\s*\}|\\sum_\{[^}]*\}\^\{?\s*m\b")
 # Where a paper uses H as the width: 1/H, a sum up to H, R^H, H - 1, H bounded by a number.
 WIDTH_H = re.compile(
     r"\\frac\s*\{\s*1\s*\}\s*\{\s*H\s*\}|\^\s*\{?\s*H\b|\\mathbb\{R\}\^\{?H|\bH\s*-\s*1\b|\\sqrt\{H\}"
@@ -80,6 +82,8 @@ class Notation:
     layers: dict[str, str] = field(default_factory=lambda: dict(LAYER_NAMES))
     # Whether H is the width n (Ba et al.'s H hidden units); a paper that never uses it as one has its own H.
     width_h: bool = True
+    # Whether m is the width (Ioffe & Szegedy's batch of m, Wu & He's group of m): only where a paper uses it as one.
+    width_m: bool = False
 
     @classmethod
     def parse(cls, entries: list[str]) -> Notation:
@@ -391,6 +395,8 @@ def _rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, lis
         return index + 1, ["(" if token == "[" else ")"]
     if token == "H" and following != "_" and notation.width_h:
         return index + 1, ["n"]
+    if token == "m" and following != "_" and notation.width_m:
+        return index + 1, ["n"]
     if re.fullmatch(r"[A-Za-z]", token) and following == "_":
         return _subscript(items, index, token)
     if token in ("\\gamma", "\\beta") and following == "_":
@@ -484,7 +490,13 @@ def _extreme(items: list[str], index: int, notation: Notation) -> tuple[int, lis
     """``\\max_i |y_i|``: the largest entry of the vector the entries make."""
     start = _past_scripts(items, index + 1)
     stop = _summand_end(items, start)
+    if items[index] == "\\max" and _flat(items[start:stop]) in _LARGEST_GAIN:  # \max_i |\gamma_i|
+        return stop, ["\\gamma", "_", "{", "\\max", "}"]
     return stop, [*_operator(items[index][1:]), "(", *_rewritten(items[start:stop], notation), ")"]
+
+
+# The largest gain entry in absolute value, as papers write it: the claim language's gamma_max.
+_LARGEST_GAIN = {"|\\gamma_i|", "|\\gamma_{i}|", "\\lvert\\gamma_i\\rvert", "\\left|\\gamma_i\\right|"}
 
 
 def _applied(items: list[str], index: int, name: str, notation: Notation) -> tuple[int, list[str]]:

@@ -160,3 +160,11 @@ def test_the_largest_gain_entry_is_gamma_max():
 
     claim = read("\\|J\\|_2", "|\\alpha| \\max_i |\\gamma_i|", "\\le", Notation())
     assert claim == "norm(J, 2) <= abs(alpha) * gamma_max"
+
+
+def test_a_loss_gradient_by_entry_and_an_operator_on_a_derivative_are_read():
+    """sum_i dl/dx_i and det dy/dx were "names \\ell" and "unknown LaTeX command \\partial"."""
+    from derivations.review.notation import read
+
+    assert read("\\sum_i \\frac{\\partial \\ell}{\\partial x_i}", "0", "=", Notation()) == "sum(J.T * g) == 0"
+    assert read("\\det \\frac{\\partial y}{\\partial x}", "0", "=", Notation()) == "det(J) == 0"

@@ -438,6 +438,8 @@ def _derivative(items: list[str], index: int) -> tuple[int, list[str] | None]:
     if denominator not in ("x", "{x}"):
         if numerator in ("\\mathcal{L}", "L", "\\ell") and denominator in ("y", "\\hat{x}"):
             return end, ["g"]
+        if numerator in ("\\mathcal{L}", "L", "\\ell") and denominator in ("x_i", "x_{i}"):
+            return end, ["(", "J", "^", "\\top", "g", ")"]  # its entries, read as their vector as x_i is
         return index, None
     if numerator in ("\\mathcal{L}", "L", "\\ell"):
         return end, ["(", "J", "^", "\\top", "g", ")"]
@@ -506,6 +508,8 @@ def _applied(items: list[str], index: int, name: str, notation: Notation) -> tup
     if index >= len(items) or items[index] in ("(", "\\left", "["):
         return index, _operator(name)
     _, end = _group(items, index)
+    if items[index] in ("\\frac", "\\dfrac", "\\tfrac"):  # \det \frac{\partial y}{\partial x}: the fraction whole
+        _, end = _group(items, _group(items, end)[1])
     if end < len(items) and items[end] in ("^", "_"):  # J^\top, J_{\mathrm{LN}}
         _, end = _group(items, end + 1)
     return end, [*_operator(name), "(", *_rewritten(items[index:end], notation), ")"]

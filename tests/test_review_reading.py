@@ -168,3 +168,13 @@ def test_a_loss_gradient_by_entry_and_an_operator_on_a_derivative_are_read():
 
     assert read("\\sum_i \\frac{\\partial \\ell}{\\partial x_i}", "0", "=", Notation()) == "sum(J.T * g) == 0"
     assert read("\\det \\frac{\\partial y}{\\partial x}", "0", "=", Notation()) == "det(J) == 0"
+
+
+def test_a_letter_inside_a_word_is_not_the_redefined_symbol(tmp_path):
+    """After y became the affine output, DyT's definition (\\mathrm{DyT} holds a y) was "names y"."""
+    source = (
+        "\\[ \\hat{x}_i = \\frac{x_i - \\mu}{\\sqrt{\\sigma^2 + \\epsilon}} \\]\n"
+        "\\[ y_i = \\gamma \\hat{x}_i + \\beta \\]\n"
+        "\\[ \\mathrm{DyT}(\\mathbf{x}) = \\gamma \\odot \\tanh(\\alpha \\mathbf{x}) + \\beta \\]\n"
+    )
+    assert _rows(tmp_path, source)[2][:2] == ("defined", "equals dyt")

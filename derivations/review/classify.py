@@ -129,6 +129,7 @@ def classify(
             overrides = {k: v for k, v in notation.overrides.items() if k not in context.gain_named}
             context.notation = notation = dataclasses.replace(notation, overrides=overrides)
             context.gain_named = ()
+        context.redefined.pop("y", None)  # and an affine output's y (`_affine_output`) is the output again
     unknown = paper.foreign(paper.canonical(f"{link.lhs} {link.rhs}", notation))
     if unknown:
         entry.kind, entry.reason = "not in the vocabulary", "names " + ", ".join(f"`{u}`" for u in unknown)
@@ -247,7 +248,11 @@ def _affine_output(link: paper.Link, lhs: str, rhs: str) -> bool:
 
 
 def _names(link: paper.Link, command: str) -> bool:
-    return command in paper.tokens(f"{link.lhs} {link.rhs}")
+    """Whether ``link`` writes ``command`` (a letter inside a word, the y of \\mathrm{DyT}, is not it)."""
+    import re
+
+    written = re.sub(r"\\(?:mathrm|operatorname|text|mathit|textrm)\s*\{[^{}]*\}", " ", f"{link.lhs} {link.rhs}")
+    return command in paper.tokens(written)
 
 
 def _argument_is_input(link: paper.Link, notation: paper.Notation) -> paper.Notation:

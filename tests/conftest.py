@@ -55,9 +55,9 @@ if "EPSILON_LAYERNORM_TEST_CACHE" not in os.environ:
 os.environ["XDG_CACHE_HOME"] = os.environ["EPSILON_LAYERNORM_TEST_CACHE"]
 os.environ.pop("EPSILON_LAYERNORM_NO_CACHE", None)
 
-# Scripts run by make targets, not tests; crosscheck needs torch, which
+# Scripts run by make targets, not tests; crosscheck needs torch and mutation cosmic-ray, which
 # `make test` does not install.
-collect_ignore_glob = ["crosscheck/*", "benchmarks/*", "golden/*", "accuracy/*"]
+collect_ignore_glob = ["crosscheck/*", "benchmarks/*", "golden/*", "accuracy/*", "mutation/*"]
 
 # Derandomized so a failure reproduces; no deadline because the first call
 # of a numeric function compiles its lambdified code.

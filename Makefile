@@ -20,6 +20,10 @@ $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	# Bytecode beside the sources as well (pip wrote it under PYTHONPYCACHEPREFIX, below): then
+	# .venv/bin/python run by hand, where PYTHONDONTWRITEBYTECODE is set, starts as fast as under
+	# make.  Only a speed-up: a file that does not compile is left to fail where it is imported.
+	env -u PYTHONPYCACHEPREFIX $(PY) -m compileall -q -j 0 $(VENV)/lib derivations numeric figures > /dev/null || true
 	touch $@
 
 $(STAMP): $(RUNTIME)
@@ -87,8 +91,10 @@ mutation: $(MUTATION)
 	$(PY) tests/mutation/run.py --sample 100 --seed 15
 
 # Review the example paper: every relation read, classified and checked (examples/paper/review.md).
+# The paper states false relations on purpose: review's status 1 (refuted relations found) is its
+# expected outcome here, not a failure of the target.
 review: $(RUNTIME)
-	$(PY) -m derivations review examples/paper/main.tex
+	$(PY) -m derivations review examples/paper/main.tex || [ $$? -eq 1 ]
 
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py

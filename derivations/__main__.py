@@ -531,19 +531,27 @@ def _verdicts(claims: list[Claim], form: str, timeout: float) -> tuple[int, str,
     sys.stdout.write(stream.head)
     status, decided = 0, True
     bar = progress(len(claims), "claim", "checking") if len(claims) > 1 else None
+    verdicts = check_each(claims, confirm, timeout)
+    shown = 0
     try:
-        for number, verdict in enumerate(check_each(claims, confirm, timeout)):
+        for number, verdict in enumerate(verdicts):
             written.append((stream.between if number else "") + stream.row(verdict))
             if bar is not None:
                 bar.clear()  # on a terminal, the verdict's lines are not written over the bar
-            sys.stdout.write(written[-1])
-            sys.stdout.flush()
-            if bar is not None:
-                bar.update(1)
             decided = decided and verdict.verdict != "error"
             if not verdict.met:
                 status = max(status, 2 if verdict.verdict in ("error", "vacuous") else 1)
+            sys.stdout.write(written[-1])
+            sys.stdout.flush()
+            shown += 1
+            if bar is not None:
+                bar.update(1)
+    except BrokenPipeError:
+        # The reader stopped early (| head -1): the claims after it are not decided, so the
+        # status cannot say that every claim holds (an undecided claim is status 2).
+        return (2 if shown + 1 < len(claims) else status), "".join(written), False
     finally:
+        verdicts.close()  # the children still deciding end with it
         if bar is not None:
             bar.close()
     written.append(stream.tail)
@@ -695,7 +703,7 @@ def _run_review(parser: OneLineParser, args: argparse.Namespace) -> int:
         if entries
         else "no relation found (no displayed or inline math with =, <, >)"
     )
-    sys.stdout.write(f"{title}: {found}; wrote {folder / 'review.md'}\n")
+    sys.stdout.write(f"{title}: {found}; wrote {', '.join(str(folder / name) for name in outputs)}\n")
     return report.status(entries)
 
 

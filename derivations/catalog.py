@@ -37,6 +37,17 @@ DEFINITIONS = (
 )
 
 
+class UnknownLayer(KeyError):
+    """A key no layer has: a KeyError (its argument the key) that names the nearest key."""
+
+    def __init__(self, key: object, known: Sequence[str]) -> None:
+        super().__init__(key)
+        self.known = tuple(known)
+
+    def __str__(self) -> str:
+        return f"{self.args[0]!r} is not a layer{_nearest(self.args[0], self.known)}"
+
+
 class Catalog(MutableMapping[str, Layer]):
     """The layers by key, in `DEFINITIONS` order, then the registered ones.
 
@@ -53,7 +64,7 @@ class Catalog(MutableMapping[str, Layer]):
         if key in self._registered:
             return self._registered[key]
         if key not in self._built_in:
-            raise KeyError(key)
+            raise UnknownLayer(key, list(self))
         layer: Layer = importlib.import_module(f"{PACKAGE}.{key}").LAYER
         if layer.key != key:
             raise RuntimeError(f"derivations/layers/{key}.py defines a layer keyed {layer.key!r}")
@@ -73,6 +84,9 @@ class Catalog(MutableMapping[str, Layer]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._built_in or key in self._registered
+
+    def __repr__(self) -> str:
+        return f"<Catalog of {len(self)} layers: {', '.join(self)}>"
 
     def loaded(self) -> tuple[Layer, ...]:
         """The layers built so far in this process (a built-in one once its module is imported)."""
@@ -115,8 +129,16 @@ PAPERS: dict[str, str] = {
 
 def _known(key: object) -> Layer:
     if not isinstance(key, str) or key not in LAYERS:
-        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
+        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}{_nearest(key, list(LAYERS))}")
     return LAYERS[key]
+
+
+def _nearest(given: object, known: Sequence[str]) -> str:
+    """ "; did you mean 'x'?" for the known name nearest ``given``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(given, known, n=1) if isinstance(given, str) else []
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def register(layer: Layer) -> None:
@@ -254,8 +276,9 @@ def formula(name: str, key: str | None = None) -> Formula:
     for f in formulas(key):
         if f.name == name:
             return f
+    names = [f.name for f in formulas(key)]
     known = ", ".join(f.qualified for f in formulas(key))
-    raise ValueError(f"name must be one of {known}; got {name!r}")
+    raise ValueError(f"name must be one of {known}; got {name!r}{_nearest(name, names)}")
 
 
 def _rows(keys: tuple[str, ...], notation: Notation) -> list[dict[str, object]]:

@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "build" / "site"
 SCREENSHOT = ROOT / "build" / "docs-screenshot.png"
 # The pages the check must find, whatever else the site holds.
-REQUIRED = ("conventions/", "claims/")
+REQUIRED = ("conventions.html", "claims.html")
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -251,13 +251,14 @@ def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, list[str]]:
 
 
 def pages(site: Path) -> list[str]:
-    """Every page of the site, the required ones first, by its path under the site's root."""
+    """Every page of the site, the required ones first, by its path under the site's root (the
+    site is built with plain .html names, so that it opens from disk too)."""
     found = sorted(
-        str(path.parent.relative_to(site)) + "/"
-        for path in site.rglob("index.html")
-        if path.parent != site and path.relative_to(site).parts[0] not in ("assets", "search")
+        str(path.relative_to(site))
+        for path in site.rglob("*.html")
+        if path.name != "404.html" and path.relative_to(site).parts[0] not in ("assets", "search")
     )
-    return [*REQUIRED, *(page for page in ["", *found] if page not in REQUIRED)]
+    return [*REQUIRED, *(page for page in found if page not in REQUIRED)]
 
 
 # --- Chromium -------------------------------------------------------------------------------
@@ -415,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     if chromium is None:
         print("docs_browser: no chromium on PATH (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
         return 2
-    if not all((args.site / page / "index.html").is_file() for page in REQUIRED):
+    if not all((args.site / page).is_file() for page in REQUIRED):
         print(f"docs_browser: no built site in {args.site} (run make docs)", file=sys.stderr)
         return 2
     start = time.monotonic()

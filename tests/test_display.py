@@ -254,3 +254,26 @@ def test_sympy_gets_its_cache_size_and_the_environment_keeps_none():
     assert imported(code, SYMPY_CACHE_SIZE="2000") == ["2000", "2000", "False"]  # the user's own kept
     first = "import os, sys, sympy, sympy.core.cache, derivations; " + shown.format("derivations")
     assert imported(first) == ["None", "1000", "False"]  # too late: nothing done
+
+
+def test_a_misspelt_layer_or_formula_in_python_names_the_nearest():
+    """LAYERS['layrnorm'] was a bare KeyError, formula('...slop') listed names and suggested none,
+    and LAYERS printed as an object address."""
+    import derivations
+
+    with pytest.raises(KeyError, match="did you mean 'layernorm'") as raised:
+        derivations.LAYERS["layrnorm"]
+    assert raised.value.args == ("layrnorm",)  # still the key, for code that reads it
+    with pytest.raises(ValueError, match="did you mean 'slope'"):
+        derivations.formula("layernorm.slop")
+    assert repr(derivations.LAYERS).startswith("<Catalog of 14 layers: layernorm, layernorm_affine,")
+
+
+def test_a_verdict_echoes_at_most_the_claim_languages_length_of_its_claim():
+    from derivations.claims import Claim, check
+    from derivations.claims.render import ECHOED, verdict_text
+
+    text = "norm(y) <= " + "+".join(["1"] * 3000)
+    shown = verdict_text(check(Claim(text, "layernorm")))
+    assert shown.startswith("[claim] error: norm(y) <= 1+1")
+    assert len(shown.splitlines()[0]) < ECHOED + 40

@@ -371,10 +371,12 @@ def _events(tmp_path: Path) -> None:
     assert len(found) == 5
     assert "console.error: broken" in found
     assert not any("fine" in problem or "katex.min.js" in problem for problem in found)
-    for page in ("conventions", "claims", "numeric", "assets/katex", "search"):
-        (tmp_path / page).mkdir(parents=True)
-        (tmp_path / page / "index.html").write_text("")
-    assert docs_browser.pages(tmp_path) == ["conventions/", "claims/", "", "numeric/"]
+    for folder in ("assets/katex", "search"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "index.html").write_text("")
+    for page in ("conventions.html", "claims.html", "numeric.html", "index.html", "404.html"):
+        (tmp_path / page).write_text("")
+    assert docs_browser.pages(tmp_path) == ["conventions.html", "claims.html", "index.html", "numeric.html"]
 
 
 def _made_to_fail(tmp_path: Path) -> None:
@@ -388,13 +390,12 @@ def _made_to_fail(tmp_path: Path) -> None:
         "claims": '<div class="arithmatex">\\[x\\]</div><script>console.error("broken")</script>'
         '<img src="https://example.invalid/x.png">',
     }.items():
-        (tmp_path / page).mkdir()
-        (tmp_path / page / "index.html").write_text(f"<!doctype html><html><body>{body}</body></html>")
+        (tmp_path / f"{page}.html").write_text(f"<!doctype html><html><body>{body}</body></html>")
     failures = "\n".join(docs_browser.run(tmp_path, None, str(docs_browser.find_chromium())))
-    assert "conventions/: raw TeX in the rendered text" in failures
-    assert "claims/: math KaTeX did not typeset" in failures
-    assert "claims/: console.error: broken" in failures
-    assert "claims/: a request outside the site" in failures
+    assert "conventions.html: raw TeX in the rendered text" in failures
+    assert "claims.html: math KaTeX did not typeset" in failures
+    assert "claims.html: console.error: broken" in failures
+    assert "claims.html: a request outside the site" in failures
 
 
 def _built_site(tmp_path: Path) -> None:

@@ -364,6 +364,17 @@ CASES = {
         set(),
     ),
     "derivations check | head -1": ("derivations", ["check", CLAIM], "closed pipe", _nothing, 0, None, set()),
+    # A reader gone before the second claim is decided: not "every claim holds" (status 0), but an
+    # undecided claim's status.
+    "derivations check a b | head -1": (
+        "derivations",
+        ["check", CLAIM, CLAIM],
+        "closed pipe",
+        _nothing,
+        2,
+        None,
+        set(),
+    ),
     "derivations check > /dev/full": (
         "derivations",
         ["check", CLAIM],

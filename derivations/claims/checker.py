@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import importlib
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,7 +185,7 @@ def check(claim: Claim, confirm: Confirm | None = None, timeout: float | None = 
 
 def check_each(
     claims: Sequence[Claim], confirm: Confirm | None = None, timeout: float = 60.0, workers: int | None = None
-) -> Iterator[Verdict]:
+) -> Generator[Verdict, None, None]:
     """Each claim's verdict, in order, as `check` with ``timeout`` gives it: decided in children,
     up to ``workers`` at once (default: one per processor), that start with the layers loaded."""
     pending = [number for number, claim in enumerate(claims) if claim.problem is None]

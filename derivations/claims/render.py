@@ -57,8 +57,14 @@ def escaped(text: object) -> str:
 def verdict_text(v: Verdict) -> str:
     """One verdict as a block of text."""
     expect = "" if v.claim.expect is None else f" (expected {v.claim.expect}{'' if v.met else ': NOT MET'})"
-    head = f"[{escaped(v.claim.id)}] {v.verdict}{expect}: {escaped(v.claim.text)}  [{escaped(v.claim.layer)}]"
+    claim = shortened(escaped(v.claim.text), ECHOED)
+    head = f"[{escaped(v.claim.id)}] {v.verdict}{expect}: {claim}  [{escaped(v.claim.layer)}]"
     return f"{head}\n  {escaped(v.detail)}\n"
+
+
+# The longest claim echoed whole in a verdict's text: the claim language's own limit (a longer
+# claim is an error verdict, which need not repeat all of it).
+ECHOED = 2000
 
 
 @dataclass(frozen=True)

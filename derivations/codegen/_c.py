@@ -193,4 +193,4 @@ def emit(program: Program) -> str:
         " */",
     ]
     body = ["#include <math.h>", "", HELPER, "", *forward, "", *backward, ""]
-    return "\n".join([program.header("// "), *notes, "", *body])
+    return "\n".join([program.header("// ", "c"), *notes, "", *body])

@@ -110,4 +110,4 @@ def emit(program: Program) -> str:
         f"    return {returned}",
     ]
     body = ["import numpy as np", "", *HELPERS.strip("\n").splitlines(), "", "", *forward, "", "", *backward, ""]
-    return "\n".join([program.header("# "), "", *body])
+    return "\n".join([program.header("# ", "numpy"), "", *body])

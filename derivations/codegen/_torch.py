@@ -131,7 +131,7 @@ def emit(program: Program) -> str:
     helpers = HELPERS.strip("\n").splitlines()
     forward, backward, autograd = _forward(program, printer), _backward(program, printer), _autograd(program)
     body = [*helpers, "", "", *forward, "", "", *backward, "", "", *autograd, ""]
-    return "\n".join([program.header("# "), "", "import math", "", "import torch", "", "", *body])
+    return "\n".join([program.header("# ", "torch"), "", "import math", "", "import torch", "", "", *body])
 
 
 def _parameters(program: Program) -> str:

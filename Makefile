@@ -14,7 +14,7 @@ MUTATION := $(VENV)/.mutation
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: derive test test-slow test-all figures report check bench crosscheck accuracy clean golden mutation review docs docs-check
+.PHONY: derive test test-slow test-all figures report check bench bench-peers crosscheck accuracy clean golden mutation review docs docs-check
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,11 @@ review: $(RUNTIME)
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py
 	$(PY) tests/benchmarks/bench_review.py
+
+# The numeric functions against the best peers (hand-fused NumPy, torch on one thread and on all,
+# jax.jit where installed, the copy-bandwidth floor), interleaved, 15 rounds a row: long.
+bench-peers: $(STAMP)
+	$(PY) tests/benchmarks/bench_peers.py
 
 # Rewrite the committed golden output, and the README and docs blocks generated from
 # the derivations, after a deliberate change to a formula.

@@ -212,27 +212,12 @@ def _statistic(link: paper.Link, notation: paper.Notation) -> str | None:
     items = paper.tokens(link.lhs)
     if link.relation not in ("=", *paper.DEFINING) or not items or items[0] not in STATISTICS:
         return None
-    rest = _past_subscript(items[1:])  # sigma_i, sigma_{\mathcal{B}}: the paper's group is its own
+    rest = items[1:]
+    if rest[:1] == ["_"]:  # sigma_i, sigma_{\mathcal{B}}: the paper's group is its own
+        rest = rest[paper.argument(rest, 1)[1] :]
     if rest in ([], ["^", "2"], ["^", "{", "2", "}"]) and "x" in paper.tokens(paper.canonical(link.rhs, notation)):
         return items[0]
     return None
-
-
-def _past_subscript(items: list[str]) -> list[str]:
-    """``items`` after a leading subscript (``_i``, ``_{g}``, ``_\\mathcal{B}``)."""
-    if items[:1] != ["_"]:
-        return items
-    index = 1
-    if index < len(items) and items[index].startswith("\\") and items[index + 1 : index + 2] == ["{"]:
-        index += 1  # a command with its braced argument: \mathcal{B}
-    if index < len(items) and items[index] == "{":
-        depth = 0
-        for end in range(index, len(items)):
-            depth += {"{": 1, "}": -1}.get(items[end], 0)
-            if depth == 0:
-                return items[end + 1 :]
-        return []
-    return items[index + 1 :]
 
 
 def _affine_output(link: paper.Link, lhs: str, rhs: str) -> bool:

@@ -250,6 +250,10 @@ def _bracket(items: list[str], index: int) -> tuple[list[str], int] | None:
     return None
 
 
+# The argument at an index (a braced group, one token, or a command with its braced argument).
+argument = _group
+
+
 def _flat(items: list[str]) -> str:
     return "".join(items)
 

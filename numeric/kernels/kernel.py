@@ -150,27 +150,33 @@ def fused(
     params: list[np.ndarray],
     compute: np.dtype,
     safe: Callable[[np.ndarray], list[np.ndarray]],
+    summed: int = 0,
 ) -> list[np.ndarray]:
     """``program`` over cache-sized blocks of ``rows``, in the ``compute`` dtype; the rows it
     cannot take as they are (`numeric.kernels.rescale.fits`) are computed again by ``safe(index)``.
     A row whose `Compiled.witness` statistic is not finite is searched for an entry that is
-    not (a `ValueError` naming x); where none is (finite entries overflowing), it goes on."""
+    not (a `ValueError` naming x); where none is (finite entries overflowing), it goes on.
+
+    The last ``summed`` results are wanted only as their sum over the rows (a parameter's
+    gradient): each is reduced block by block, in float64, and returned as shape (1, n), so
+    that no array of the input's size is made for it.
+    """
     c = layer._c
     size = rows.shape[-1]
     degree = c.statistic_degrees[c.statistics[c.spread]]
     shifted = [m for m, symbol in enumerate(c.statistics) if symbol in c.shifted]
     eps_compute = eps_rows.astype(compute)
-    results = [np.empty(rows.shape, dtype=compute) for _ in range(program.results)]
-    # What decides whether a row needs the rescaled path, gathered block by block and
-    # checked once for every row: the loop itself only runs the program.
-    spread = np.empty((rows.shape[0], 1), dtype=compute)
-    means = [np.empty((rows.shape[0], 1), dtype=compute) for _ in shifted]
-    tops = [np.empty((rows.shape[0], 1), dtype=compute) for _ in vectors]
-    witness = np.zeros((rows.shape[0], 1), dtype=compute)
+    roots = layer.epsilon_root(eps_rows)
+    kept = program.results - summed
+    results = [np.empty(rows.shape, dtype=compute) for _ in range(kept)]
+    totals = [np.zeros((1, size), dtype=np.float64) for _ in range(summed)]
+    # Whether a row needs the rescaled path, decided block by block from the block's statistics.
+    ok = np.empty(rows.shape[0], dtype=bool)
     step = max(1, FUSED_BLOCK // size)
     with np.errstate(all="ignore"):
         for start in range(0, rows.shape[0], step):
             block = slice(start, start + step)
+            count = len(rows[block])
             here = [vector[block].astype(compute, copy=False) for vector in vectors]
             values = program.function(
                 rows[block].astype(compute, copy=False),
@@ -179,26 +185,32 @@ def fused(
                 eps_compute[block],
                 size,
             )
+            stats = [np.broadcast_to(stat, (count, 1)) for stat in values[2 * program.results :]]
+            if c.witness is not None:
+                unseen = np.flatnonzero(~np.isfinite(stats[c.witness][:, 0]))
+                if unseen.size:
+                    _validate._finite(rows[block][unseen], "x")
+            fits = _rescale.fits(
+                _rescale.epsilon_root(stats[c.spread], degree),
+                [stats[m] for m in shifted],
+                roots[block],
+                [_rescale.largest(vector) for vector in here],
+                compute,
+            )
+            ok[block] = fits
             for r, out in enumerate(results):
                 np.multiply(values[2 * r], values[2 * r + 1], out=out[block])
-            stats = values[2 * program.results :]
-            spread[block] = stats[c.spread]
-            if c.witness is not None:
-                witness[block] = stats[c.witness]
-            for mean, m in zip(means, shifted, strict=True):
-                mean[block] = stats[m]
-            for top, vector in zip(tops, here, strict=True):
-                top[block] = _rescale.largest(vector)
-        unseen = np.flatnonzero(~np.isfinite(witness[:, 0]))
-        if unseen.size:
-            _validate._finite(rows[unseen], "x")
-        scale = _rescale.epsilon_root(spread, degree)
-        ok = _rescale.fits(scale, means, layer.epsilon_root(eps_rows), tops, compute)
+            for r, total in enumerate(totals, start=kept):
+                product = np.broadcast_to(values[2 * r] * values[2 * r + 1], (count, size))
+                total += np.sum(product if fits.all() else product[fits], axis=0, dtype=np.float64)
     index = np.flatnonzero(~ok)
     if index.size:
-        for out, value in zip(results, safe(index), strict=True):
+        found = safe(index)
+        for out, value in zip(results, found[:kept], strict=True):
             out[index] = value
-    return results
+        for total, value in zip(totals, found[kept:], strict=True):
+            total += np.sum(value, axis=0, dtype=np.float64)
+    return [*results, *totals]
 
 
 def jacobian(layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
@@ -302,7 +314,7 @@ def products(
     else:
         compute = dtype if len(takes) == 1 else np.dtype(np.float64)
         program = layer._c.fused_products(tuple(names))
-        found = fused(layer, program, rows, eps_rows, vector_rows, params, compute, safe)
+        found = fused(layer, program, rows, eps_rows, vector_rows, params, compute, safe, summed=len(names) - 1)
     first, *summed = found
     totals = [np.asarray(np.sum(value, axis=0, dtype=np.float64)) for value in summed]
     return [_validate.output(first.reshape(full), dtype), *(_validate.output(t, dtype) for t in totals)]

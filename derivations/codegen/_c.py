@@ -12,6 +12,8 @@ a centered entry ((x[j] / m_x - mu) - center) / m_c.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
@@ -21,8 +23,17 @@ INDEX = "j"
 FIRST = f"{SCALE}_{X}"  # the scale of x
 SECOND = f"{SCALE}_{CENTERED}"  # the further scale of the centered entries
 CENTER = "center"  # the mean of the centered entries as first computed, a rounding error
+# Each scale is a power of two: dividing by it is multiplying by its inverse, exactly (both are
+# the correctly rounded value of one real number), and a multiply is several times cheaper.
+INVERSE = "inv_"
+# A mean or a largest magnitude is taken in this many lanes, entry j in lane j % LANES, and the
+# lanes combined pairwise at the end: a fixed order of operations that the compiler vectorises
+# without being allowed to reassociate (no -ffast-math).  A power of two.
+LANES = 8
 
-HELPER = f"""static double power_of_two_above(double size, double {ROOT}, double within)
+HELPER = f"""static const uint64_t MAGNITUDE = 0x7fffffffffffffffu; /* the bits of a double but its sign */
+
+static double power_of_two_above(double size, double {ROOT}, double within)
 {{
     /* A power of two above max(size, {ROOT}), at most 2**1023 / within (a power of two):
        dividing by it is exact, and within times it is finite. */
@@ -30,7 +41,8 @@ HELPER = f"""static double power_of_two_above(double size, double {ROOT}, double
     frexp(fmax(size, {ROOT}), &exponent);
     frexp(within, &used);
     return ldexp(1.0, exponent < 1024 - used ? exponent : 1024 - used);
-}}"""
+}}
+"""
 
 
 class Printer(C99CodePrinter):
@@ -40,14 +52,18 @@ class Printer(C99CodePrinter):
         super().__init__()
         self._vectors = vectors
         self._centered = centered
+        # The names of the values computed once per row (h) and of shared parts (t): one
+        # printer prints one function, and each name is declared once in it.
+        self.hoisted = sp.numbered_symbols("h", real=True)
+        self.shared = sp.numbered_symbols("t", real=True)
 
     def _print_Symbol(self, expr: sp.Symbol) -> str:
         name = super()._print_Symbol(expr)
         if expr == X:
-            return f"({name}[{INDEX}] / {FIRST})"
+            return f"({name}[{INDEX}] * {INVERSE}{FIRST})"
         if expr == CENTERED and self._centered is not None:
             # Subtracted in this order: a constant row's entries become exactly 0.
-            return f"(({self._print(self._centered)} - {CENTER}) / {SECOND})"
+            return f"(({self._print(self._centered)} - {CENTER}) * {INVERSE}{SECOND})"
         return f"{name}[{INDEX}]" if expr in self._vectors else name
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
@@ -65,6 +81,70 @@ class Printer(C99CodePrinter):
         return out
 
 
+def _hoisted(
+    exprs: list[sp.Expr], vectors: set[sp.Symbol], names: Any
+) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+    """``exprs`` with each sum's or product's terms that hold no entry gathered into a scalar
+    computed once per row (named by ``names``): c / sqrt(epsilon + q) becomes c * h0, not a
+    square root and a division per entry."""
+    found: list[tuple[sp.Symbol, sp.Expr]] = []
+
+    def scalar(expr: sp.Basic) -> bool:
+        return not (expr.free_symbols & vectors)
+
+    def walk(expr: sp.Basic) -> sp.Basic:
+        if expr.is_Atom or scalar(expr):
+            return expr
+        args = [walk(arg) for arg in expr.args]
+        if isinstance(expr, (sp.Add, sp.Mul)):
+            fixed = [arg for arg in args if scalar(arg)]
+            if fixed and not (len(fixed) == 1 and (fixed[0].is_Atom or (-fixed[0]).is_Atom)):
+                symbol = next(names)
+                found.append((symbol, expr.func(*fixed)))
+                return expr.func(symbol, *(arg for arg in args if not scalar(arg)), evaluate=False)
+            return expr.func(*args, evaluate=False)
+        return expr.func(*args)
+
+    return found, [walk(expr) for expr in exprs]
+
+
+def _ordered(definitions: list[tuple[sp.Symbol, sp.Expr]]) -> list[tuple[sp.Symbol, sp.Expr]]:
+    """``definitions`` ordered so that each comes after those it uses."""
+    pending = dict(definitions)
+    out: list[tuple[sp.Symbol, sp.Expr]] = []
+
+    def visit(symbol: sp.Symbol) -> None:
+        value = pending.pop(symbol, None)
+        if value is None:
+            return
+        for used in sorted(value.free_symbols & set(pending), key=str):
+            visit(used)
+        out.append((symbol, value))
+
+    for symbol, _ in definitions:
+        visit(symbol)
+    return out
+
+
+def _entry(program: Program, printer: Printer, exprs: list[sp.Expr]) -> tuple[list[str], list[str], list[str]]:
+    """The lines before a loop over the entries (what is the same for every entry), the lines
+    inside it, and each of ``exprs`` as printed there."""
+    vectors = set(program.vectors)
+    hoisted, exprs = _hoisted(exprs, vectors, printer.hoisted)
+    replacements, reduced = shared([value for _, value in hoisted] + exprs, printer.shared)
+    definitions = [(symbol, value) for (symbol, _), value in zip(hoisted, reduced, strict=False)]
+    before, inside = [], []
+    scalars = list(definitions)
+    for symbol, value in replacements:
+        if value.free_symbols & vectors:
+            vectors.add(symbol)
+            inside.append(f"const double {symbol} = {printer.doprint(value)};")
+        else:
+            scalars.append((symbol, value))
+    before = [f"    const double {symbol} = {printer.doprint(value)};" for symbol, value in _ordered(scalars)]
+    return before, inside, [printer.doprint(e) for e in reduced[len(hoisted) :]]
+
+
 def _loop(
     program: Program,
     printer: Printer,
@@ -74,34 +154,79 @@ def _loop(
     degrees: list[int] | None = None,
 ) -> list[str]:
     """Scalar shared parts before the loop, the entry's own inside it; each result times m**degree."""
-    replacements, reduced = shared(exprs)
-    vectors = set(program.vectors)
-    before, inside = [], []
-    for symbol, value in replacements:
-        line = f"const double {symbol} = {printer.doprint(value)};"
-        if value.free_symbols & vectors:
-            vectors.add(symbol)
-            inside.append(f"        {line}")
-        else:
-            before.append(f"    {line}")
-    values = [printer.doprint(e) for e in reduced]
-    values = [rescaled(f"({v})", d) if d else v for v, d in zip(values, degrees or [0] * len(values), strict=True)]
-    inside += [f"        {t} {op} {v};" for t, v, op in zip(targets, values, assign, strict=True)]
+    before, inside, values = _entry(program, printer, exprs)
+    values = [
+        rescaled(f"({v})", d, INVERSE) if d else v for v, d in zip(values, degrees or [0] * len(values), strict=True)
+    ]
+    body = [f"        {line}" for line in inside]
+    body += [f"        {t} {op} {v};" for t, v, op in zip(targets, values, assign, strict=True)]
     loop = f"    for (int {INDEX} = 0; {INDEX} < {SIZE}_; ++{INDEX}) {{"
-    return [*before, loop, *inside, "    }"]
+    return [*before, loop, *body, "    }"]
 
 
-def _mean(program: Program, printer: Printer, name: str, expr: sp.Expr) -> list[str]:
+def _lanes(name: str, before: list[str], inside: list[str], value: str, largest: bool) -> list[str]:
+    """``name`` = the sum (or, ``largest``, the largest magnitude) of ``value`` over the entries,
+    in `LANES` lanes, entry j in lane j % LANES (the last n % LANES entries in lane 0), the lanes
+    combined in a fixed order.  A magnitude is compared by its bits, sign cleared: for IEEE
+    doubles that order is the order of the values, and the comparison vectorises where a
+    floating max (with its NaN rules) does not; a NaN is above infinity, so that the largest
+    magnitude is not finite where an entry is not."""
+    lanes = [f"l{k}_" for k in range(LANES)]
+    kind = "uint64_t" if largest else "double"
+
+    def step(lane: str) -> list[str]:
+        if not largest:
+            return [f"{lane} += {value};"]
+        return [
+            f"const double v_ = {value};",
+            "uint64_t b_;",
+            "memcpy(&b_, &v_, sizeof b_);",
+            "b_ &= MAGNITUDE;",
+            f"{lane} = b_ > {lane} ? b_ : {lane};",
+        ]
+
+    def entry(index: str, lane: str) -> list[str]:
+        return [
+            f"            const int {INDEX} = {index};",
+            *(f"            {line}" for line in [*inside, *step(lane)]),
+        ]
+
+    unrolled = [line for k, lane in enumerate(lanes) for line in ["        {", *entry(f"j0_ + {k}", lane), "        }"]]
+    if largest:
+        combined = [
+            f"        uint64_t b_ = {lanes[0]};",
+            *(f"        b_ = {lane} > b_ ? {lane} : b_;" for lane in lanes[1:]),
+            f"        memcpy(&{name}, &b_, sizeof {name});",
+        ]
+    else:
+        pairs = lanes
+        while len(pairs) > 1:
+            pairs = [f"({pairs[k]} + {pairs[k + 1]})" for k in range(0, len(pairs), 2)]
+        combined = [f"        {name} = {pairs[0]};"]
     return [
-        f"    double {name} = 0.0;",
-        *_loop(program, printer, [name], [expr], ["+="]),
-        f"    {name} /= {SIZE};",
+        *before,
+        f"    double {name};",
+        "    {",
+        f"        {kind} {', '.join(f'{lane} = 0' for lane in lanes)};",
+        "        int j0_ = 0;",
+        f"        for (; j0_ + {LANES} <= {SIZE}_; j0_ += {LANES}) {{",
+        *(f"    {line}" for line in unrolled),
+        "        }",
+        f"        for (int j_ = j0_; j_ < {SIZE}_; ++j_) {{",
+        *(f"    {line}" for line in entry("j_", lanes[0])),
+        "        }",
+        *combined,
+        "    }",
     ]
 
 
+def _mean(program: Program, printer: Printer, name: str, expr: sp.Expr) -> list[str]:
+    before, inside, (value,) = _entry(program, printer, [expr])
+    return [*_lanes(name, before, inside, value, largest=False), f"    {name} /= {SIZE};"]
+
+
 def _largest(name: str, entry: str) -> list[str]:
-    loop = f"    for (int {INDEX} = 0; {INDEX} < {SIZE}_; ++{INDEX}) {{"
-    return [f"    double {name} = 0.0;", loop, f"        {name} = fmax({name}, fabs({entry}));", "    }"]
+    return _lanes(name, [], [], entry, largest=True)
 
 
 def _statistics(program: Program, printer: Printer) -> list[str]:
@@ -110,11 +235,19 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
         f"    const double {SIZE} = (double){SIZE}_;",
         f"    const double {ROOT} = {printer.doprint(program.root)};",
         *_largest("top", f"{X}[{INDEX}]"),
+        "    if (!isfinite(top)) return 1;",
         f"    const double {FIRST} = power_of_two_above(top, {ROOT}, 1.0);",
+        f"    const double {INVERSE}{FIRST} = 1.0 / {FIRST};",
     ]
     scaled = [f"    epsilon = {printer.doprint(program.scaled_epsilon)};"]
+    unused = [f"    (void){INVERSE}{SCALE};"]  # a result of degree 0 (the output) is not rescaled
     if not program.centered:
-        out += [f"    const double {SCALE} = {FIRST};", *scaled]
+        out += [
+            f"    const double {SCALE} = {FIRST};",
+            f"    const double {INVERSE}{SCALE} = {INVERSE}{FIRST};",
+            *unused,
+            *scaled,
+        ]
     for step in program.statistics:
         if step.vector:
             # Centered once more (the first mean's rounding is left in c: a constant row becomes
@@ -124,9 +257,12 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
             out += _largest("top_c", f"{first} - {CENTER}")
             out += [
                 f"    const double {SECOND} = power_of_two_above(top_c, {ROOT} / {FIRST}, {FIRST});",
+                f"    const double {INVERSE}{SECOND} = 1.0 / {SECOND};",
                 # A constant row (top_c exactly 0) has epsilon's scale alone: ROOT / FIRST may underflow.
                 f"    const double {SCALE} = top_c == 0.0 ? power_of_two_above({ROOT}, {ROOT}, 1.0)"
                 f" : {FIRST} * {SECOND};",
+                f"    const double {INVERSE}{SCALE} = 1.0 / {SCALE};",
+                *unused,
                 *scaled,
             ]
         elif step.mean:
@@ -141,45 +277,55 @@ def _unused(program: Program, names: list[str], exprs: list[sp.Expr]) -> list[st
     return [f"    (void){name};" for name in names if sp.Symbol(name, real=True) not in used]
 
 
-def emit(program: Program) -> str:
-    """A self-contained C99 source for ``program``."""
+def _functions(program: Program, real: str = "double", suffix: str = "", storage: str = "") -> list[str]:
+    """The forward and backward functions of one row, its vectors of type ``real`` (computed in
+    double); a parameter's gradient is a double in every variant (a batch's sum)."""
     centered = next((step.expr for step in program.statistics if step.vector), None)
     printer = Printer(program.vectors, centered)
-    params = "".join(f", const double *{p}" for p in program.parameters)
+    params = "".join(f", const {real} *{p}" for p in program.parameters)
     names = [name for name, _ in program.evaluated]
-    outputs = "".join(f", double *{name}" for name in names)
+    outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])
     statistics = [s.expr for s in program.statistics]
     forward = [
-        f"void {program.key}_{program.forward}(int {SIZE}_, const double *{X}, double epsilon{params}, double *y)",
+        f"{storage}int {program.key}_{program.forward}{suffix}(int {SIZE}_, const {real} *{X}, "
+        f"double epsilon{params}, {real} *y)",
         "{",
         *_unused(program, [str(p) for p in program.parameters], [*statistics, program.output]),
         *_statistics(program, printer),
         *_loop(program, printer, ["y[j]"], [program.output], ["="], [program.degrees["y"]]),
+        "    return 0;",
         "}",
     ]
     gradients = [expr for _, expr in program.evaluated]
-    means = [line for step in program.means for line in _mean(program, printer, str(step.symbol), step.expr)]
-    guards = [f"    const double {s.symbol} = {printer.doprint(s.expr)};" for s in program.guards]
-    backward = [
-        f"void {program.key}_backward(int {SIZE}_, const double *{X}, double epsilon, const double *{DY}{params}"
-        f"{outputs})",
+    printer = Printer(program.vectors, centered)  # the backward function's own names
+    head = [
+        f"{storage}int {program.key}_backward{suffix}(int {SIZE}_, const {real} *{X}, double epsilon, "
+        f"const {real} *{DY}{params}{outputs})",
         "{",
         *_unused(
             program, [str(p) for p in program.parameters], [*statistics, *(s.expr for s in program.means), *gradients]
         ),
         *_statistics(program, printer),
-        *guards,
-        *means,
-        *_loop(
-            program,
-            printer,
-            [f"{name}[j]" for name in names],
-            gradients,
-            ["=", *("+=" for _ in names[1:])],
-            [program.degrees[name] for name in names],
-        ),
-        "}",
+        *_lanes("gap", [], [], f"{DY}[{INDEX}] - {DY}[{INDEX}]", largest=False),
+        "    if (!(gap == 0.0)) return 2; /* dy - dy is 0 where every entry of dy is finite, else NaN */",
+        *(f"    const double {s.symbol} = {printer.doprint(s.expr)};" for s in program.guards),
     ]
+    means = [line for step in program.means for line in _mean(program, printer, str(step.symbol), step.expr)]
+    body = _loop(
+        program,
+        printer,
+        [f"{name}[j]" for name in names],
+        gradients,
+        ["=", *("+=" for _ in names[1:])],
+        [program.degrees[name] for name in names],
+    )
+    backward = [*head, *means, *body, "    return 0;", "}"]
+    return [*forward, "", *backward, ""]
+
+
+def emit(program: Program) -> str:
+    """A self-contained C99 source for ``program``."""
+    names = [name for name, _ in program.evaluated]
     accumulate = (
         [f" * {', '.join(names[1:])} are added to (zero them before the first row): a batch's sum."]
         if names[1:]
@@ -189,8 +335,57 @@ def emit(program: Program) -> str:
         "/*",
         f" * {program.key}_{program.forward}: y = the layer of one row x[0 .. n-1].",
         f" * {program.key}_backward: {names[0]} for the upstream gradient {DY} of one row.",
+        f" * Each returns 0, or 1 where an entry of x is not finite, 2 where one of {DY} is not",
+        " * (and then writes nothing).",
         *accumulate,
         " */",
     ]
-    body = ["#include <math.h>", "", HELPER, "", *forward, "", *backward, ""]
+    body = ["#include <math.h>", "#include <stdint.h>", "#include <string.h>", "", HELPER, "", *_functions(program)]
     return "\n".join([program.header("// ", "c"), *notes, "", *body])
+
+
+# The types of the library's two variants, by the suffix of their functions' names.
+TYPES = {"f64": "double", "f32": "float"}
+
+
+def library(program: Program) -> str:
+    """`emit`'s source with functions over a batch of rows, for `numeric.kernels.native` to compile.
+
+    For each of float64 and float32 (the rows read and written in their own type, every value
+    computed in double), ``{key}_forward_rows_{f64,f32}(rows, n, x, epsilon, eps_step, *parameters, y)``
+    and ``{key}_backward_rows_...(rows, n, x, epsilon, eps_step, dy, *parameters, dx, *sums)``:
+    row r at x + r n, its epsilon at epsilon[r eps_step] (double), the parameters the same for
+    every row.  Each returns -1, or 2 r (2 r + 1) for the first row r whose x (dy) holds an entry
+    that is not finite, the rows before it done.
+    """
+    names = [name for name, _ in program.evaluated]
+    parameters = [str(p) for p in program.parameters]
+    out = [emit(program), *_functions(program, "float", "_f32", "static ")]
+    for suffix, real in TYPES.items():
+        row = "" if suffix == "f64" else f"_{suffix}"
+        params = "".join(f", const {real} *{p}" for p in parameters)
+        outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])
+        head = f"(long rows, int {SIZE}_, const {real} *{X}, const double *epsilon, long eps_step"
+        at = f"(long)r * {SIZE}_"
+        given = "".join(f", {p}" for p in parameters)
+        calls = {
+            f"{program.forward}": (f"{head}{params}, {real} *y)", f"{given}, y + {at}"),
+            "backward": (
+                f"{head}, const {real} *{DY}{params}{outputs})",
+                f", {DY} + {at}{given}, {names[0]} + {at}" + "".join(f", {name}" for name in names[1:]),
+            ),
+        }
+        for function, (signature, arguments) in calls.items():
+            out += [
+                f"long {program.key}_{function}_rows_{suffix}{signature}",
+                "{",
+                "    for (long r = 0; r < rows; ++r) {",
+                f"        const int status = {program.key}_{function}{row}({SIZE}_, {X} + {at}, "
+                f"epsilon[r * eps_step]{arguments});",
+                "        if (status) return 2 * r + status - 1;",
+                "    }",
+                "    return -1;",
+                "}",
+                "",
+            ]
+    return "\n".join(out)

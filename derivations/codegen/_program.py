@@ -279,9 +279,10 @@ def _mean_name(monomial: sp.Expr) -> str:
     return "mean_" + "_".join(parts)
 
 
-def shared(exprs: list[sp.Expr]) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
-    """``sympy.cse`` of ``exprs``, the shared parts named t0, t1, ..."""
-    replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("t", real=True), order="none")
+def shared(exprs: list[sp.Expr], names: Any = None) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+    """``sympy.cse`` of ``exprs``, the shared parts named t0, t1, ... (or by ``names``, an iterator of symbols)."""
+    names = sp.numbered_symbols("t", real=True) if names is None else names
+    replacements, reduced = sp.cse(exprs, symbols=names, order="none")
     return list(replacements), list(reduced)
 
 
@@ -301,10 +302,11 @@ def half_power(printer: object, expr: sp.Pow, sqrt: str, one: str = "1") -> str 
     return f"({one}/({product}))" if exponent < 0 else f"({product})"
 
 
-def rescaled(value: str, degree: int) -> str:
+def rescaled(value: str, degree: int, inverse: str = "") -> str:
     """``value`` times m**degree, one exact multiply or divide by the power of two m at a time
-    (m**degree itself can leave the range where the product does not)."""
-    op = " * " if degree > 0 else " / "
+    (m**degree itself can leave the range where the product does not).  With ``inverse``, the
+    prefix of a name for 1/m, a division is a multiply by 1/m (the same, m a power of two)."""
+    op = " * " if degree > 0 else f" * {inverse}" if inverse else " / "
     return value + "".join(f"{op}{SCALE}" for _ in range(abs(degree)))
 
 

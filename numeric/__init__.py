@@ -34,8 +34,10 @@ from typing import Any
 from derivations import LAYERS, Moved, catalog
 from numeric import _affine, _elementwise, _grouped, _regimes, _reparametrized  # noqa: F401 - register the facades
 from numeric._layer import NumericLayer, facade
+from numeric.kernels import native
 from numeric.kernels.compiled import compiled
 from numeric.kernels.lambdify import compile as lambdified
+from numeric.kernels.native import backend
 
 # The checks moved to numeric/checks/: numeric.verify, numeric.accuracy and numeric.agreement
 # still import, as the same modules.
@@ -92,11 +94,12 @@ for _key in LAYERS:
 
 # Besides the layers: the facade's type and constructor, and the one lambdify path, for code
 # that evaluates derived expressions of its own (claims' numeric confirmation).
-__all__ = [*LAYERS, "NumericLayer", "facade", "from_definition", "lambdified"]
+__all__ = [*LAYERS, "NumericLayer", "backend", "facade", "from_definition", "lambdified"]
 
 # A layer registered again under its key (a user's file, changed) is compiled again.
 catalog.on_register(facade.cache_clear)
 catalog.on_register(compiled.cache_clear)
+catalog.on_register(native.library.cache_clear)
 
 
 def from_definition(path: str | os.PathLike[str], timeout: float | None = 300.0) -> NumericLayer:

@@ -86,6 +86,18 @@ def _unregister():
 
 
 @pytest.fixture
+def numpy_backend(monkeypatch):
+    """The NumPy path for every layer, the compiled one off (`numeric.kernels.native`), for this test."""
+    from numeric.kernels import native
+
+    monkeypatch.setenv(native.ENVIRONMENT, "numpy")
+    native.library.cache_clear()
+    yield
+    monkeypatch.undo()
+    native.library.cache_clear()
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261129)
 

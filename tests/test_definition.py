@@ -118,7 +118,8 @@ def test_the_golden_comparison_can_fail():
 
 
 @pytest.mark.parametrize("key", ["rmsnorm_eps_outside", "layernorm"])
-def test_a_rewritten_built_in_layer_computes_bit_for_bit_the_same(key, tmp_path, rng):
+def test_a_rewritten_built_in_layer_computes_bit_for_bit_the_same(key, tmp_path, rng, numpy_backend):
+    """On NumPy's path, which a user's layer takes (a built-in one may run compiled C)."""
     built_in = getattr(numeric, key).LAYER
     user = numeric.from_definition(_renamed(key, tmp_path), timeout=None)
     assert user.names() == built_in.names()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from derivations.catalog import LAYERS
 from derivations.codegen import _c, _numpy, _torch
 from derivations.codegen._program import Program, program
+from derivations.core.layer import Layer
 from derivations.derive.grouped import Grouped
 
 TARGETS: dict[str, Callable[[Program], str]] = {"numpy": _numpy.emit, "torch": _torch.emit, "c": _c.emit}
@@ -64,6 +65,28 @@ def emit(key: str, target: str) -> str:
         raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
+    return TARGETS[target](program(emittable(key)))
+
+
+def library(key: str) -> str:
+    """The C source `numeric.kernels.native` compiles for a layer: `emit`'s C, and batch drivers
+    over rows of float64 and float32 (`derivations.codegen._c.library`).
+
+    Raises:
+      ValueError: as `emit`, for a layer the emitted signature cannot take.
+    """
+    return _c.library(program(emittable(key)))
+
+
+def emittable(key: str) -> Layer:
+    """The layer ``key``, where the emitted signature (x, epsilon, per-feature parameters) takes it.
+
+    Raises:
+      ValueError: an unknown layer, or one the emitted signature cannot take (the message says
+        what to emit instead).
+    """
+    if key not in LAYERS:
+        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
     layer = LAYERS[key]
     if isinstance(layer, Grouped):
         # The emitted code works on one row; a row of this layer is one block of the base.
@@ -79,7 +102,7 @@ def emit(key: str, target: str) -> str:
         # The emitted signature has no keyword that picks the entries a partial mean runs over.
         names = ", ".join(f"{subset.keyword} ({subset.meaning})" for subset in layer.subsets)
         raise ValueError(f"layer {key} takes {names}, which the emitted code does not take")
-    return TARGETS[target](program(layer))
+    return layer
 
 
-__all__ = ["TARGETS", "Program", "emit", "program"]
+__all__ = ["TARGETS", "Program", "emit", "emittable", "library", "program"]

@@ -35,10 +35,11 @@ HELPER = f"""static const uint64_t MAGNITUDE = 0x7fffffffffffffffu; /* the bits 
 
 static double power_of_two_above(double size, double {ROOT}, double within)
 {{
-    /* A power of two above max(size, {ROOT}), at most 2**1023 / within (a power of two):
-       dividing by it is exact, and within times it is finite. */
+    /* A power of two above max(size, {ROOT}) and at least the smallest normal double (so that
+       its inverse is finite), at most 2**1023 / within (a power of two): dividing by it (or
+       multiplying by its inverse) is exact, and within times it is finite. */
     int exponent, used;
-    frexp(fmax(size, {ROOT}), &exponent);
+    frexp(fmax(fmax(size, {ROOT}), DBL_MIN), &exponent);
     frexp(within, &used);
     return ldexp(1.0, exponent < 1024 - used ? exponent : 1024 - used);
 }}
@@ -256,7 +257,9 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
             out += _mean(program, printer, CENTER, step.expr)
             out += _largest("top_c", f"{first} - {CENTER}")
             out += [
-                f"    const double {SECOND} = power_of_two_above(top_c, {ROOT} / {FIRST}, {FIRST});",
+                # At least DBL_MIN / m_x: the scale m = m_x m_c is a normal double, 1 / m finite.
+                f"    const double {SECOND} = "
+                f"power_of_two_above(top_c, fmax({ROOT} / {FIRST}, DBL_MIN / {FIRST}), {FIRST});",
                 f"    const double {INVERSE}{SECOND} = 1.0 / {SECOND};",
                 # A constant row (top_c exactly 0) has epsilon's scale alone: ROOT / FIRST may underflow.
                 f"    const double {SCALE} = top_c == 0.0 ? power_of_two_above({ROOT}, {ROOT}, 1.0)"
@@ -340,7 +343,16 @@ def emit(program: Program) -> str:
         *accumulate,
         " */",
     ]
-    body = ["#include <math.h>", "#include <stdint.h>", "#include <string.h>", "", HELPER, "", *_functions(program)]
+    body = [
+        "#include <float.h>",
+        "#include <math.h>",
+        "#include <stdint.h>",
+        "#include <string.h>",
+        "",
+        HELPER,
+        "",
+        *_functions(program),
+    ]
     return "\n".join([program.header("// ", "c"), *notes, "", *body])
 
 

@@ -19,6 +19,7 @@ from derivations import Direction
 from numeric import _validate
 from numeric.kernels import assemble as _assemble
 from numeric.kernels import backward as _backward
+from numeric.kernels import native as _native
 from numeric.kernels import rescale as _rescale
 from numeric.kernels.compiled import Fused
 
@@ -109,6 +110,9 @@ def forward(layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike, *parameters: 
     not (`Compiled.witness`), x's finiteness is read off it, not off a
     pass of its own (so the other arguments' errors come first).
     """
+    compiled = _native.forward(layer, x, epsilon, parameters, named)
+    if compiled is not None:
+        return compiled
     array, e, dtype, batch = _rescale.validated(x, epsilon, keep_float=True, finite=layer._c.witness is None)
     size = array.shape[-1]
     full = np.broadcast_to(array, (*batch, size))
@@ -275,6 +279,9 @@ def products(
     row where n = 2 and the layer applies J through its eigenstructure (the
     entry formula cancels there), go through `numeric.kernels.backward.evaluate`.
     """
+    compiled = _native.products(layer, names, x, epsilon, args, named)
+    if compiled is not None:
+        return compiled
     products = [layer._c.product(name) for name in names]
     takes = products[0].vectors
     if len(args) < len(takes):

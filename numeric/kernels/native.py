@@ -1,0 +1,328 @@
+"""The compiled path: the C that `derivations.codegen` emits, built into a shared library.
+
+For a layer the emitted signature takes (`derivations.codegen.emittable`), the source of
+`derivations.codegen.library` (the emitted C, and batch drivers over rows of float64 and
+float32) is compiled with the system's C compiler on first use, with ``-O3 -march=native`` and
+never ``-ffast-math``, and cached like the derivations (`derivations.cache`: an authenticated
+entry, keyed on the source, the compiler's identity, its flags and the processor).  `forward`
+and `vjp` then call it for the plain cases (x of float32 or float64 rows, epsilon a scalar or
+one per row, the parameters the same in every row); any other case, and every case where no
+library could be built, is NumPy's (`numeric.kernels.kernel`), silently.
+
+The environment variable ``EPSILON_LAYERNORM_BACKEND`` chooses: ``numpy`` turns the compiled
+path off, ``c`` requires it (a layer whose library cannot be built raises), anything else or
+unset uses it where it can be built.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from derivations import cache
+from numeric import _validate
+
+ENVIRONMENT = "EPSILON_LAYERNORM_BACKEND"
+# Exact IEEE arithmetic: no -ffast-math (nor -Ofast), no contraction of a * b + c into one
+# rounding, which would make the result depend on the processor.
+FLAGS = ("-std=c99", "-O3", "-march=native", "-ffp-contract=off", "-fPIC", "-shared")
+BUILD_SECONDS = 120.0
+# The width of each parameter's pointer type, by dtype: the drivers' names end in it.
+SUFFIX = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}
+
+_long, _int, _pointer = ctypes.c_long, ctypes.c_int, ctypes.c_void_p
+
+
+def _choice() -> str:
+    return os.environ.get(ENVIRONMENT, "").strip().lower()
+
+
+def compiler() -> str | None:
+    """The C compiler: ``$CC`` where it is set (and found), else ``cc``, ``gcc`` or ``clang`` on PATH."""
+    names = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@functools.cache
+def _identity(path: str) -> bytes:
+    """What a built library depends on besides its source: the compiler's version, the flags,
+    and the processor (-march=native)."""
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        version = b""
+    processor = b""
+    try:
+        for line in Path("/proc/cpuinfo").read_bytes().splitlines():
+            if line.startswith((b"flags", b"Features", b"model name")):
+                processor += line
+    except OSError:
+        processor = platform.processor().encode()
+    return b"\0".join([path.encode(), version, " ".join(FLAGS).encode(), platform.machine().encode(), processor])
+
+
+@dataclass(frozen=True)
+class Library:
+    """A layer's compiled drivers: ``forward[suffix]`` and ``backward[suffix]`` by dtype suffix."""
+
+    key: str
+    forward: dict[str, Any]
+    backward: dict[str, Any]
+    parameters: int  # how many per-feature parameters the layer takes
+    products: tuple[str, ...]  # the backward products `backward` returns, by their registry names
+
+
+class BuildError(RuntimeError):
+    """A library that could not be built where ``EPSILON_LAYERNORM_BACKEND=c`` requires it."""
+
+
+def _build(source: str, path: str) -> bytes:
+    """The shared library of ``source``, compiled by ``path``, as bytes."""
+    with tempfile.TemporaryDirectory(prefix="epsilon-layernorm-c-") as folder:
+        c_file, library = Path(folder) / "layer.c", Path(folder) / "layer.so"
+        c_file.write_text(source)
+        done = subprocess.run(
+            [path, *FLAGS, "-o", str(library), str(c_file), "-lm"],
+            capture_output=True,
+            timeout=BUILD_SECONDS,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise BuildError(done.stderr.decode(errors="replace").strip()[-2000:] or "the compiler failed")
+        return library.read_bytes()
+
+
+def _load(payload: bytes) -> ctypes.CDLL:
+    """The library whose bytes are ``payload`` (checked against the cache's tag when read), loaded
+    from a file of this process's own that is removed again once loaded."""
+    with tempfile.TemporaryDirectory(prefix="epsilon-layernorm-so-") as folder:
+        path = Path(folder) / "layer.so"
+        path.write_bytes(payload)
+        return ctypes.CDLL(str(path))
+
+
+@functools.cache
+def library(key: str) -> Library | None:
+    """Layer ``key``'s compiled drivers, built (or read from the cache) once a process, or None:
+    the compiled path is off, the layer is not one the emitted C takes, or no compiler built it."""
+    from derivations import catalog, codegen
+    from derivations.catalog import LAYERS
+
+    choice = _choice()
+    if choice == "numpy":
+        return None
+    try:
+        source = codegen.library(key)
+        plan = codegen.program(LAYERS[key])
+    except ValueError:
+        return None  # not a layer the emitted signature takes: NumPy's
+    if key not in catalog.BUILT_IN:
+        # A user's layer stays NumPy's: the emitted C evaluates a row at one scale, where a
+        # statistic or a result can leave the float range (epsilon * x at x = 1e200,
+        # tests/test_definition.py and tests/test_extreme_scales.py), and NumPy's path rescales
+        # for it.  The built-in layers' C is checked at the extreme scales by the same tests.
+        return None
+    path = compiler()
+    try:
+        if path is None:
+            raise BuildError("no C compiler: set CC, or put cc, gcc or clang on PATH")
+        extra = hashlib.sha256(source.encode() + b"\0" + _identity(path)).digest()
+        name = f"native library {key}"
+        payload = cache.read(name, extra)
+        if payload is None:
+            payload = _build(source, path)
+            cache.write(name, payload, extra)
+        handle = _load(payload)
+    except (BuildError, OSError, subprocess.SubprocessError) as error:
+        if choice == "c":
+            raise BuildError(f"{ENVIRONMENT}=c, but layer {key}'s C did not build: {error}") from None
+        return None
+    parameters = len(plan.parameters)
+    gradients = len(plan.gradients) - 1
+    forward, backward = {}, {}
+    for suffix in SUFFIX.values():
+        vector = [_pointer] * parameters
+        function = getattr(handle, f"{key}_{plan.forward}_rows_{suffix}")
+        function.argtypes = [_long, _int, _pointer, _pointer, _long, *vector, _pointer]
+        function.restype = _long
+        forward[suffix] = function
+        function = getattr(handle, f"{key}_backward_rows_{suffix}")
+        function.argtypes = [
+            _long,
+            _int,
+            _pointer,
+            _pointer,
+            _long,
+            _pointer,
+            *vector,
+            _pointer,
+            *[_pointer] * gradients,
+        ]
+        function.restype = _long
+        backward[suffix] = function
+    products = tuple(name.partition(".")[2] for name in plan.formulas[1:])
+    return Library(key, forward, backward, parameters, products)
+
+
+def backend(key: str | None = None) -> str:
+    """``"c"`` where layer ``key`` (the core layer by default) runs on the compiled path, else ``"numpy"``."""
+    from derivations import CORE
+
+    return "numpy" if library(key or CORE) is None else "c"
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _array(value: Any) -> np.ndarray | None:
+    """``value`` as an ndarray of float32 or float64, or None: another dtype, ragged, or a
+    subclass of ndarray (a masked array, which NumPy's path refuses)."""
+    if isinstance(value, np.ndarray):
+        return value if type(value) is np.ndarray and value.dtype in SUFFIX else None
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        return None  # ragged, or not numbers: NumPy's path says what is wrong
+    return array if array.dtype in SUFFIX else None
+
+
+class _Prepared(NamedTuple):
+    """The arguments of a driver: the rows (x, then each vector), epsilon and its step, the
+    parameters, all contiguous in the result's dtype, and the batch shape."""
+
+    rows: list[np.ndarray]
+    epsilon: np.ndarray
+    step: int
+    parameters: list[np.ndarray]
+    batch: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _prepared(x: Any, epsilon: Any, vectors: tuple[Any, ...], parameters: tuple[Any, ...]) -> _Prepared | None:
+    """The arguments as a driver takes them, or None where it does not (NumPy's path then takes
+    them, and says what is wrong with any): x and the vectors real arrays of n >= 2 entries a row,
+    broadcast together with epsilon (finite and positive) to one batch of rows, and each
+    parameter n finite entries, the same for every row."""
+    arrays = [_array(value) for value in (x, *vectors)]
+    if any(array is None or array.ndim == 0 for array in arrays):
+        return None
+    size = arrays[0].shape[-1]
+    e = _array(epsilon) if type(epsilon) is not float else np.array(epsilon)
+    if size < 2 or e is None or any(array.shape[-1] != size for array in arrays):
+        return None
+    try:
+        # The parameters do not widen it (NumPy's path computes them in x's dtype too).
+        dtype = _validate.result_dtype(x, epsilon, *vectors)
+        batch = np.broadcast_shapes(*(array.shape[:-1] for array in arrays), e.shape)
+    except (ValueError, TypeError):
+        return None
+    if not all(count > 0 for count in batch) or not ((e > 0) & (e < np.inf)).all():
+        return None
+    params = []
+    for value in parameters:
+        array = _array(value)
+        if array is None or array.shape != (size,) or not np.isfinite(array).all():
+            return None
+        params.append(np.ascontiguousarray(array, dtype=dtype))
+    rows = [np.ascontiguousarray(np.broadcast_to(array, (*batch, size)), dtype=dtype) for array in arrays]
+    if e.size == 1:
+        return _Prepared(rows, np.array([float(e.reshape(-1)[0])]), 0, params, batch, dtype)
+    flat = np.ascontiguousarray(np.broadcast_to(e, batch), dtype=np.float64).reshape(-1)
+    return _Prepared(rows, flat, 1, params, batch, dtype)
+
+
+def _given(layer: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Every parameter of the layer, in its order, from ``parameters`` by position and ``named``
+    by name; None where one is missing or another keyword is given (NumPy's path decides)."""
+    names = [name for name, _ in layer.definition.parameters]
+    rest = names[len(parameters) :]
+    if len(parameters) > len(names) or any(name not in rest for name in named):
+        return None
+    values = (*parameters, *(named[name] for name in rest if name in named))
+    return values if len(values) == len(names) else None
+
+
+def _refuse(status: int, arrays: list[np.ndarray], names: tuple[str, ...]) -> None:
+    """Raise the `ValueError` of the row a driver stopped at: status 2 r + k for array k's row r."""
+    row, which = divmod(status, 2)
+    size = arrays[which].shape[-1]
+    _validate._finite(arrays[which].reshape(-1, size)[row], names[which])
+    raise ValueError(f"{names[which]} must be finite")  # pragma: no cover - the row held a non-finite entry
+
+
+def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> np.ndarray | None:
+    """The layer applied along the last axis of x by its compiled driver, or None where that does
+    not apply (``layer`` is the facade, `numeric._layer.NumericLayer`)."""
+    lib = library(layer.key)
+    given = _given(layer, parameters, named) if lib is not None else None
+    found = _prepared(x, epsilon, (), given) if given is not None else None
+    if lib is None or found is None:
+        return None
+    (rows,) = found.rows
+    size = rows.shape[-1]
+    y = np.empty_like(rows)
+    status = lib.forward[SUFFIX[found.dtype]](
+        rows.size // size,
+        size,
+        _address(rows),
+        _address(found.epsilon),
+        found.step,
+        *map(_address, found.parameters),
+        _address(y),
+    )
+    if status >= 0:
+        _refuse(status, found.rows, ("x",))
+    return y
+
+
+def products(
+    layer: Any, names: list[str], x: Any, epsilon: Any, args: tuple[Any, ...], named: dict[str, Any]
+) -> list[Any] | None:
+    """The vjp (and the parameters' gradients, summed over the rows) by the compiled driver, or None.
+
+    Not at n = 2 where the layer applies J through its eigenstructure: the emitted entry formula
+    cancels there, and NumPy's path takes the eigenstructure (`numeric.kernels.kernel.products`)."""
+    lib = library(layer.key)
+    if lib is None or tuple(names) != lib.products or not args:
+        return None
+    dy, *rest = args
+    given = _given(layer, tuple(rest), named)
+    found = _prepared(x, epsilon, (dy,), given) if given is not None else None
+    if found is None:
+        return None
+    rows, upstream = found.rows
+    size = rows.shape[-1]
+    if size == 2 and layer.through_eigen:
+        return None
+    dx = np.empty_like(rows)
+    sums = [np.zeros(size) for _ in names[1:]]
+    status = lib.backward[SUFFIX[found.dtype]](
+        rows.size // size,
+        size,
+        _address(rows),
+        _address(found.epsilon),
+        found.step,
+        _address(upstream),
+        *map(_address, found.parameters),
+        _address(dx),
+        *map(_address, sums),
+    )
+    if status >= 0:
+        _refuse(status, found.rows, ("x", "dy"))
+    return [dx, *(total.astype(found.dtype, copy=False) for total in sums)]

@@ -1,0 +1,196 @@
+"""The compiled path (`numeric.kernels.native`): the emitted C, built and called for forward and vjp.
+
+It must agree with NumPy's path wherever both apply, refuse what NumPy's path refuses, and be
+optional: without a compiler every function still runs, on NumPy's path, and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numeric
+from derivations import LAYERS, codegen
+from numeric.kernels import native
+
+ROOT = Path(__file__).resolve().parent.parent
+EMITTABLE = []
+for _key in LAYERS:
+    try:
+        codegen.emittable(_key)
+    except ValueError:
+        continue
+    EMITTABLE.append(_key)
+
+needs_compiler = pytest.mark.skipif(
+    native.compiler() is None and not os.environ.get("EPSILON_LAYERNORM_REQUIRE_C"),
+    reason="no C compiler here: the compiled path is off (EPSILON_LAYERNORM_REQUIRE_C=1 makes this a failure)",
+)
+
+
+def _both(monkeypatch, call):
+    """``call()`` on the compiled path, then on NumPy's."""
+    native.library.cache_clear()
+    compiled = call()
+    monkeypatch.setenv(native.ENVIRONMENT, "numpy")
+    native.library.cache_clear()
+    try:
+        return compiled, call()
+    finally:
+        monkeypatch.delenv(native.ENVIRONMENT)
+        native.library.cache_clear()
+
+
+def _normwise(got, want) -> float:
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), np.finfo(float).tiny))
+
+
+@needs_compiler
+def test_the_compiled_path_is_in_use_for_every_layer_the_emitted_c_takes():
+    assert numeric.backend() == "c"
+    for key in EMITTABLE:
+        assert numeric.backend(key) == "c", key
+    # A layer applied block by block, or one with a scalar input, is NumPy's.
+    assert numeric.backend("groupnorm") == "numpy"
+    assert numeric.backend("dyt") == "numpy"
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", EMITTABLE)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_and_numpy_paths_agree(key, dtype, monkeypatch):
+    rng = np.random.default_rng(sum(map(ord, key)))
+    n = 37  # not a multiple of the 8 lanes: the last entries take the tail loop
+    layer = getattr(numeric, key)
+    named = {name: rng.normal(0, 2, n).astype(dtype) for name, _ in LAYERS[key].parameters}
+    # Rows at ordinary and extreme scales, offset far from 0, and a constant row.
+    extreme = 1e150 if dtype == np.float64 else 1e30
+    scales = np.array([1.0, 1e-3, 1e3, 1 / extreme, extreme, 1.0, 1.0])[:, None]
+    x = rng.standard_normal((7, n)) * scales
+    x[5] += 1e6
+    x[6] = 2.5
+    x = x.astype(dtype)
+    dy = rng.standard_normal((7, n)).astype(dtype)
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    for epsilon in (1e-5, 0.25, 1e-300 if dtype == np.float64 else 1e-12):
+        forward = _both(monkeypatch, lambda: layer.forward(x, epsilon, **named))  # noqa: B023
+        backward = _both(monkeypatch, lambda: layer.vjp(x, epsilon, dy, **named))  # noqa: B023
+        assert forward[0].dtype == forward[1].dtype == dtype
+        for row in range(x.shape[0]):
+            assert _normwise(forward[0][row], forward[1][row]) <= tolerance, (key, epsilon, row)
+        compiled, reference = (found if isinstance(found, tuple) else (found,) for found in backward)
+        for got, want in zip(compiled, reference, strict=True):
+            assert got.dtype == want.dtype == dtype
+            if got.ndim == 2:
+                for row in range(x.shape[0]):
+                    assert _normwise(got[row], want[row]) <= tolerance, (key, epsilon, row)
+            else:
+                assert _normwise(got, want) <= tolerance, (key, epsilon)
+
+
+@needs_compiler
+def test_compiled_results_agree_with_finite_differences():
+    """Independently of either path: J^T g from the compiled vjp against central differences of
+    the compiled forward, in random directions."""
+    rng = np.random.default_rng(5)
+    for key in ("layernorm", "rmsnorm", "layernorm_affine"):
+        layer = getattr(numeric, key)
+        x, g, v = rng.standard_normal((3, 64))
+        parameters = tuple(rng.normal(1, 0.5, 64) for _ in LAYERS[key].parameters)
+        found = layer.vjp(x, 1e-3, g, *parameters)
+        dx = found[0] if isinstance(found, tuple) else found
+        h = 1e-6
+        ahead = layer.forward(x + h * v, 1e-3, *parameters)
+        behind = layer.forward(x - h * v, 1e-3, *parameters)
+        assert abs(dx @ v - g @ (ahead - behind) / (2 * h)) <= 1e-6 * (1 + abs(dx @ v)), key
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_non_finite_entry_is_named(dtype):
+    x = np.ones((3, 5), dtype=dtype) * np.arange(5, dtype=dtype)
+    for bad in (np.nan, np.inf, -np.inf):
+        broken = x.copy()
+        broken[2, 3] = bad
+        with pytest.raises(ValueError, match="x must be finite"):
+            numeric.layernorm.forward(broken, 1e-5)
+        with pytest.raises(ValueError, match="x must be finite"):
+            numeric.layernorm.vjp(broken, 1e-5, x)
+        with pytest.raises(ValueError, match="dy must be finite"):
+            numeric.layernorm.vjp(x, 1e-5, broken)
+
+
+@needs_compiler
+def test_broadcast_epsilon_and_named_parameters_take_the_compiled_path(monkeypatch):
+    """The same rows give the same bits however epsilon and the parameters are spelled."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 6))
+    gain, bias = rng.standard_normal((2, 6))
+    layer = numeric.layernorm_affine
+    one = layer.forward(x, 1e-3, gain, bias)
+    assert np.array_equal(one, layer.forward(x, np.full(4, 1e-3), gain=gain, bias=bias))
+    assert np.array_equal(one, layer.forward(x, np.float64(1e-3), gain, bias=bias))
+    stacked = layer.forward(x, np.array([[1e-3], [0.5]]), gain, bias)  # x broadcast to 2 batches
+    assert stacked.shape == (2, 4, 6)
+    assert np.array_equal(stacked[0], one)
+    assert np.array_equal(stacked[1], layer.forward(x, 0.5, gain, bias))
+
+
+def _run(code: str, **environment: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **environment, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+
+
+def test_without_a_compiler_everything_runs_on_numpys_path(tmp_path):
+    code = (
+        "import numpy as np, numeric\n"
+        "x = np.array([[1.0, 2.0, 4.0], [0.0, -1.0, 3.0]])\n"
+        "print(numeric.backend(), numeric.layernorm.forward(x, 0.25).tolist())\n"
+    )
+    done = _run(code, CC=str(tmp_path / "no-such-compiler"), XDG_CACHE_HOME=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    backend, values = done.stdout.split(" ", 1)
+    assert backend == "numpy"
+    x = np.array([[1.0, 2.0, 4.0], [0.0, -1.0, 3.0]])
+    centered = x - x.mean(axis=1, keepdims=True)
+    want = centered / np.sqrt((centered**2).mean(axis=1, keepdims=True) + 0.25)
+    assert np.allclose(eval(values), want, rtol=1e-12)  # our own child's printed list
+
+
+def test_requiring_the_compiled_path_without_a_compiler_is_an_error(tmp_path):
+    code = "import numeric\nnumeric.backend()\n"
+    done = _run(
+        code, CC=str(tmp_path / "no-such-compiler"), XDG_CACHE_HOME=str(tmp_path), EPSILON_LAYERNORM_BACKEND="c"
+    )
+    assert done.returncode != 0
+    assert "EPSILON_LAYERNORM_BACKEND=c" in done.stderr
+    assert "no C compiler" in done.stderr
+
+
+@needs_compiler
+def test_a_tampered_library_in_the_cache_is_not_loaded(tmp_path):
+    """The library is a cache entry with the cache's tag: bytes changed on disk are a miss, and
+    the library is built again (a changed .so is never loaded)."""
+    code = (
+        "import numpy as np, numeric\nprint(numeric.backend(), numeric.layernorm.forward(np.array([1.0, 3.0]), 1e-9))\n"
+    )
+    first = _run(code, XDG_CACHE_HOME=str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    name = hashlib.sha256(b"native library layernorm").hexdigest()[:40]
+    entries = list((tmp_path / "epsilon-layernorm").rglob(name))
+    assert entries, "the built library was not cached"
+    for entry in entries:
+        data = bytearray(entry.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        entry.write_bytes(bytes(data))
+    second = _run(code, XDG_CACHE_HOME=str(tmp_path))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    assert first.stdout.split()[0] == "c"

@@ -17,7 +17,9 @@ from typing import Any
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
+from derivations.catalog import LAYERS
 from derivations.codegen._program import CENTERED, DY, ROOT, SCALE, SIZE, Program, X, half_power, rescaled, shared
+from derivations.derive import scaling
 
 INDEX = "j"
 FIRST = f"{SCALE}_{X}"  # the scale of x
@@ -26,12 +28,27 @@ CENTER = "center"  # the mean of the centered entries as first computed, a round
 # Each scale is a power of two: dividing by it is multiplying by its inverse, exactly (both are
 # the correctly rounded value of one real number), and a multiply is several times cheaper.
 INVERSE = "inv_"
+# The bits a magnitude is compared by, for each floating type: the type, its unsigned integer
+# of the same width, and the mask that clears the sign.
+_BITS = {
+    "double": ("double", "uint64_t", "MAGNITUDE"),
+    "float": ("float", "uint32_t", "0x7fffffffu"),
+}
+# A row at its own scale is computed as it is, as in NumPy's fused path (the same bounds as
+# numeric.kernels.rescale.fast_range and OFFSET, which tests/test_native.py holds them to).
+FAST_LIMIT = 128
+OFFSET = 4.0
 # A mean or a largest magnitude is taken in this many lanes, entry j in lane j % LANES, and the
 # lanes combined pairwise at the end: a fixed order of operations that the compiler vectorises
 # without being allowed to reassociate (no -ffast-math).  A power of two.
 LANES = 8
 
 HELPER = f"""static const uint64_t MAGNITUDE = 0x7fffffffffffffffu; /* the bits of a double but its sign */
+/* A row is computed as it is where its scales lie within LOW .. HIGH and a mean of x within
+   OFFSET spreads of 0 (numeric.kernels.rescale.fits), else at a scale. */
+#define LOW 0x1p-{FAST_LIMIT}
+#define HIGH 0x1p{FAST_LIMIT}
+#define OFFSET {OFFSET}
 
 static double power_of_two_above(double size, double {ROOT}, double within)
 {{
@@ -49,10 +66,14 @@ static double power_of_two_above(double size, double {ROOT}, double within)
 class Printer(C99CodePrinter):
     """C99 printer in which a vector's symbol is its entry ``name[j]``, x and c at their scale."""
 
-    def __init__(self, vectors: frozenset[sp.Symbol], centered: sp.Expr | None = None) -> None:
+    def __init__(
+        self, vectors: frozenset[sp.Symbol], centered: sp.Expr | None = None, scaled: bool = True, real: str = "double"
+    ) -> None:
         super().__init__()
+        self.real = real  # the type of the vectors' entries in memory
         self._vectors = vectors
         self._centered = centered
+        self._scaled = scaled  # False: x and c as they are (a row at its own scale)
         # The names of the values computed once per row (h) and of shared parts (t): one
         # printer prints one function, and each name is declared once in it.
         self.hoisted = sp.numbered_symbols("h", real=True)
@@ -60,6 +81,10 @@ class Printer(C99CodePrinter):
 
     def _print_Symbol(self, expr: sp.Symbol) -> str:
         name = super()._print_Symbol(expr)
+        if not self._scaled:
+            if expr == CENTERED and self._centered is not None:
+                return f"({self._print(self._centered)})"
+            return f"{name}[{INDEX}]" if expr in self._vectors else name
         if expr == X:
             return f"({name}[{INDEX}] * {INVERSE}{FIRST})"
         if expr == CENTERED and self._centered is not None:
@@ -165,77 +190,120 @@ def _loop(
     return [*before, loop, *body, "    }"]
 
 
-def _lanes(name: str, before: list[str], inside: list[str], value: str, largest: bool) -> list[str]:
-    """``name`` = the sum (or, ``largest``, the largest magnitude) of ``value`` over the entries,
-    in `LANES` lanes, entry j in lane j % LANES (the last n % LANES entries in lane 0), the lanes
-    combined in a fixed order.  A magnitude is compared by its bits, sign cleared: for IEEE
-    doubles that order is the order of the values, and the comparison vectorises where a
-    floating max (with its NaN rules) does not; a NaN is above infinity, so that the largest
-    magnitude is not finite where an entry is not."""
-    lanes = [f"l{k}_" for k in range(LANES)]
-    kind = "uint64_t" if largest else "double"
+def _lanes(
+    before: list[str],
+    inside: list[str],
+    sums: list[tuple[str, str]],
+    largest: list[tuple[str, str]],
+    kinds: dict[str, str] | None = None,
+) -> list[str]:
+    """One pass over the entries: each ``sums`` (name, value) the sum of its value, each
+    ``largest`` (name, value) the largest magnitude of its value.  Each is taken in `LANES`
+    lanes, entry j in lane j % LANES (the last n % LANES entries in lane 0), the lanes combined
+    in a fixed order.  A magnitude is compared by its bits, sign cleared (as a float where
+    ``kinds`` says a largest's value is one, else as a double): for IEEE doubles that
+    order is the order of the values, and the comparison vectorises where a floating max (with
+    its NaN rules) does not; a NaN is above infinity, so that the largest magnitude is not
+    finite where an entry is not."""
 
-    def step(lane: str) -> list[str]:
-        if not largest:
-            return [f"{lane} += {value};"]
-        return [
-            f"const double v_ = {value};",
-            "uint64_t b_;",
-            "memcpy(&b_, &v_, sizeof b_);",
-            "b_ &= MAGNITUDE;",
-            f"{lane} = b_ > {lane} ? b_ : {lane};",
-        ]
+    kinds = kinds or {}
+    if len(sums) + len(largest) > 1:
+        # A loop each: GCC 12 vectorises a body with one accumulator, not one with two (sums,
+        # or a sum and a comparison of bits); the later loops read the row from L1.
+        loops = [_lanes([], [], [], [one], kinds) for one in largest]
+        loops += [_lanes([], inside, [one], []) for one in sums]
+        return [*before, *(line for loop in loops for line in loop)]
 
-    def entry(index: str, lane: str) -> list[str]:
-        return [
-            f"            const int {INDEX} = {index};",
-            *(f"            {line}" for line in [*inside, *step(lane)]),
-        ]
+    def lanes(name: str) -> list[str]:
+        return [f"{name}_{k}" for k in range(LANES)]
 
-    unrolled = [line for k, lane in enumerate(lanes) for line in ["        {", *entry(f"j0_ + {k}", lane), "        }"]]
-    if largest:
-        combined = [
-            f"        uint64_t b_ = {lanes[0]};",
-            *(f"        b_ = {lane} > b_ ? {lane} : b_;" for lane in lanes[1:]),
-            f"        memcpy(&{name}, &b_, sizeof {name});",
-        ]
-    else:
-        pairs = lanes
+    def step(k: int) -> list[str]:
+        out = [f"{lanes(name)[k]} += {value};" for name, value in sums]
+        for name, value in largest:
+            lane = lanes(name)[k]
+            real, bits, mask = _BITS[kinds.get(name, "double")]
+            out += [
+                "{",
+                f"    const {real} v_ = {value};",
+                f"    {bits} b_;",
+                "    memcpy(&b_, &v_, sizeof b_);",
+                f"    b_ &= {mask};",
+                f"    {lane} = b_ > {lane} ? b_ : {lane};",
+                "}",
+            ]
+        return out
+
+    def entry(index: str, k: int) -> list[str]:
+        return [f"            const int {INDEX} = {index};", *(f"            {line}" for line in [*inside, *step(k)])]
+
+    unrolled = [line for k in range(LANES) for line in ["        {", *entry(f"j0_ + {k}", k), "        }"]]
+    declared = [f"    double {', '.join(name for name, _ in [*sums, *largest])};"]
+    zeros = [f"        double {', '.join(f'{lane} = 0.0' for lane in lanes(name))};" for name, _ in sums]
+    zeros += [
+        f"        {_BITS[kinds.get(name, 'double')][1]} {', '.join(f'{lane} = 0' for lane in lanes(name))};"
+        for name, _ in largest
+    ]
+    combined = []
+    for name, _ in sums:
+        pairs = lanes(name)
         while len(pairs) > 1:
             pairs = [f"({pairs[k]} + {pairs[k + 1]})" for k in range(0, len(pairs), 2)]
-        combined = [f"        {name} = {pairs[0]};"]
+        combined.append(f"        {name} = {pairs[0]};")
+    for name, _ in largest:
+        first, *rest = lanes(name)
+        real, bits, _ = _BITS[kinds.get(name, "double")]
+        combined += [
+            "        {",
+            f"            {bits} b_ = {first};",
+            *(f"            b_ = {lane} > b_ ? {lane} : b_;" for lane in rest),
+            f"            {real} v_;",
+            "            memcpy(&v_, &b_, sizeof v_);",
+            f"            {name} = v_;",
+            "        }",
+        ]
     return [
         *before,
-        f"    double {name};",
+        *declared,
         "    {",
-        f"        {kind} {', '.join(f'{lane} = 0' for lane in lanes)};",
+        *zeros,
         "        int j0_ = 0;",
         f"        for (; j0_ + {LANES} <= {SIZE}_; j0_ += {LANES}) {{",
         *(f"    {line}" for line in unrolled),
         "        }",
         f"        for (int j_ = j0_; j_ < {SIZE}_; ++j_) {{",
-        *(f"    {line}" for line in entry("j_", lanes[0])),
+        *(f"    {line}" for line in entry("j_", 0)),
         "        }",
         *combined,
         "    }",
     ]
 
 
+def _means(
+    program: Program,
+    printer: Printer,
+    steps: list[tuple[str, sp.Expr]],
+    largest: tuple[tuple[str, str], ...] = (),
+    kinds: dict[str, str] | None = None,
+) -> list[str]:
+    """One pass for the means ``steps`` (name, elementwise expression) and the largest magnitudes
+    ``largest`` (name, printed entry, of the type ``kinds`` gives: `_lanes`)."""
+    before, inside, values = _entry(program, printer, [expr for _, expr in steps])
+    sums = [(name, value) for (name, _), value in zip(steps, values, strict=True)]
+    return [*_lanes(before, inside, sums, list(largest), kinds), *(f"    {name} /= {SIZE};" for name, _ in steps)]
+
+
 def _mean(program: Program, printer: Printer, name: str, expr: sp.Expr) -> list[str]:
-    before, inside, (value,) = _entry(program, printer, [expr])
-    return [*_lanes(name, before, inside, value, largest=False), f"    {name} /= {SIZE};"]
+    return _means(program, printer, [(name, expr)])
 
 
-def _largest(name: str, entry: str) -> list[str]:
-    return _lanes(name, [], [], entry, largest=True)
+def _largest(name: str, entry: str, kind: str = "double") -> list[str]:
+    return _lanes([], [], [], [(name, entry)], {name: kind})
 
 
 def _statistics(program: Program, printer: Printer) -> list[str]:
     """The scale, epsilon at it, and the statistics of the scaled row."""
     out = [
-        f"    const double {SIZE} = (double){SIZE}_;",
-        f"    const double {ROOT} = {printer.doprint(program.root)};",
-        *_largest("top", f"{X}[{INDEX}]"),
+        *_largest("top", f"{X}[{INDEX}]", printer.real),
         "    if (!isfinite(top)) return 1;",
         f"    const double {FIRST} = power_of_two_above(top, {ROOT}, 1.0);",
         f"    const double {INVERSE}{FIRST} = 1.0 / {FIRST};",
@@ -275,6 +343,75 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
     return out
 
 
+def _witness(steps: list[Any], entry: sp.Symbol) -> Any:
+    """A mean among ``steps`` that is not finite wherever an entry of ``entry`` is not (NaN and
+    inf reach a polynomial of positive degree in it, and any sum of its values), or None."""
+    for step in steps:
+        if not step.mean or not step.expr.free_symbols <= {entry}:
+            continue
+        try:
+            if sp.Poly(step.expr, entry).degree() >= 1:
+                return step
+        except sp.PolynomialError:
+            continue
+    return None
+
+
+def _at_its_own_scale(
+    program: Program, printer: Printer, prepare: list[str], body: list[str], upstream: bool
+) -> list[str]:
+    """The row computed as it is, unscaled, where that is safe, then ``prepare`` (the means of dy),
+    ``body`` (the results) and a return: as
+    NumPy's fused path decides (`numeric.kernels.rescale.fits`), every statistic finite, the root
+    of epsilon and the spread's length scale within 2**-128 .. 2**128, and a mean of x within
+    `OFFSET` spreads of 0.  A statistic that is not finite wherever an entry of x is not (a
+    witness) stands for a pass checking x; where it is not finite (an entry, or an overflow),
+    the row goes on to the scaled path, which checks x entry by entry.  With ``upstream`` the
+    means of dy do the same for dy (status 2 on the scaled path)."""
+    layer = LAYERS[program.key]
+    degree = scaling.statistic_degrees(layer)[layer.spread]
+    spread = str(layer.spread)
+    shifted = [s for s in program.statistics if s.mean and sp.expand(s.expr - X) == 0 and program.centered]
+    out = []
+    for step in program.statistics:
+        if step.vector:
+            continue
+        if step.mean:
+            out += _mean(program, printer, str(step.symbol), step.expr)
+        else:
+            out += [f"    const double {step.symbol} = {printer.doprint(step.expr)};"]
+    length = {1: spread, 2: f"sqrt({spread})"}.get(degree, f"pow({spread}, 1.0 / {degree})")
+    out += [f"    const double length_ = {length};"]
+    checks = [
+        *(f"isfinite({s.symbol})" for s in program.statistics if not s.vector),
+        f"LOW <= {ROOT}",
+        f"{ROOT} <= HIGH",
+        "LOW <= length_",
+        "length_ <= HIGH",
+        *(f"fabs({s.symbol}) <= OFFSET * length_" for s in shifted),
+    ]
+    then = [*prepare, *body, "    return 0;"]
+    if upstream and _witness(list(program.means), DY) is None:
+        then = [*_gap(), *then]
+    elif upstream:
+        finite = " && ".join(f"isfinite({s.symbol})" for s in program.means)
+        then = [*prepare, f"    if ({finite}) {{", *(f"    {line}" for line in [*body, "    return 0;"]), "    }"]
+    out += [f"    if ({' && '.join(checks)}) {{", *(f"    {line}" for line in then), "    }"]
+    if _witness(list(program.statistics), X) is None:
+        # No statistic stands for x's check: a pass of its own, first.
+        check = [*_largest("top", f"{X}[{INDEX}]", printer.real), "    if (!isfinite(top)) return 1;"]
+        out = [*check, "    if (LOW <= top && top <= HIGH) {", *(f"    {line}" for line in out), "    }"]
+    return ["    {", *(f"    {line}" for line in out), "    }"]
+
+
+def _gap() -> list[str]:
+    """Status 2 where an entry of dy is not finite: dy - dy is 0 at each finite entry, else NaN."""
+    return [
+        *_lanes([], [], [("gap", f"{DY}[{INDEX}] - {DY}[{INDEX}]")], []),
+        "    if (!(gap == 0.0)) return 2;",
+    ]
+
+
 def _unused(program: Program, names: list[str], exprs: list[sp.Expr]) -> list[str]:
     used = set().union(*(e.free_symbols for e in exprs))
     return [f"    (void){name};" for name in names if sp.Symbol(name, real=True) not in used]
@@ -284,45 +421,71 @@ def _functions(program: Program, real: str = "double", suffix: str = "", storage
     """The forward and backward functions of one row, its vectors of type ``real`` (computed in
     double); a parameter's gradient is a double in every variant (a batch's sum)."""
     centered = next((step.expr for step in program.statistics if step.vector), None)
-    printer = Printer(program.vectors, centered)
     params = "".join(f", const {real} *{p}" for p in program.parameters)
     names = [name for name, _ in program.evaluated]
     outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])
     statistics = [s.expr for s in program.statistics]
+    gradients = [expr for _, expr in program.evaluated]
+    means = [(str(step.symbol), step.expr) for step in program.means]
+    start = [
+        f"    const double {SIZE} = (double){SIZE}_;",
+        f"    const double {ROOT} = {Printer(frozenset()).doprint(program.root)};",
+    ]
+
+    def prepare(printer: Printer, backward: bool) -> list[str]:
+        if not backward:
+            return []
+        return [
+            *(f"    const double {s.symbol} = {printer.doprint(s.expr)};" for s in program.guards),
+            *(_means(program, printer, means) if means else []),
+        ]
+
+    def results(printer: Printer, backward: bool) -> list[str]:
+        degrees = printer._scaled
+        if not backward:
+            return _loop(
+                program, printer, ["y[j]"], [program.output], ["="], [program.degrees["y"]] if degrees else None
+            )
+        return _loop(
+            program,
+            printer,
+            [f"{name}[j]" for name in names],
+            gradients,
+            ["=", *("+=" for _ in names[1:])],
+            [program.degrees[name] for name in names] if degrees else None,
+        )
+
+    def body(backward: bool) -> list[str]:
+        plain = Printer(program.vectors, centered, scaled=False, real=real)
+        printer = Printer(program.vectors, centered, real=real)
+        return [
+            *start,
+            *_at_its_own_scale(program, plain, prepare(plain, backward), results(plain, backward), upstream=backward),
+            *_statistics(program, printer),
+            *(_gap() if backward else []),
+            *prepare(printer, backward),
+            *results(printer, backward),
+            "    return 0;",
+        ]
+
     forward = [
         f"{storage}int {program.key}_{program.forward}{suffix}(int {SIZE}_, const {real} *{X}, "
         f"double epsilon{params}, {real} *y)",
         "{",
         *_unused(program, [str(p) for p in program.parameters], [*statistics, program.output]),
-        *_statistics(program, printer),
-        *_loop(program, printer, ["y[j]"], [program.output], ["="], [program.degrees["y"]]),
-        "    return 0;",
+        *body(backward=False),
         "}",
     ]
-    gradients = [expr for _, expr in program.evaluated]
-    printer = Printer(program.vectors, centered)  # the backward function's own names
-    head = [
+    backward = [
         f"{storage}int {program.key}_backward{suffix}(int {SIZE}_, const {real} *{X}, double epsilon, "
         f"const {real} *{DY}{params}{outputs})",
         "{",
         *_unused(
             program, [str(p) for p in program.parameters], [*statistics, *(s.expr for s in program.means), *gradients]
         ),
-        *_statistics(program, printer),
-        *_lanes("gap", [], [], f"{DY}[{INDEX}] - {DY}[{INDEX}]", largest=False),
-        "    if (!(gap == 0.0)) return 2; /* dy - dy is 0 where every entry of dy is finite, else NaN */",
-        *(f"    const double {s.symbol} = {printer.doprint(s.expr)};" for s in program.guards),
+        *body(backward=True),
+        "}",
     ]
-    means = [line for step in program.means for line in _mean(program, printer, str(step.symbol), step.expr)]
-    body = _loop(
-        program,
-        printer,
-        [f"{name}[j]" for name in names],
-        gradients,
-        ["=", *("+=" for _ in names[1:])],
-        [program.degrees[name] for name in names],
-    )
-    backward = [*head, *means, *body, "    return 0;", "}"]
     return [*forward, "", *backward, ""]
 
 

@@ -194,3 +194,21 @@ def test_a_tampered_library_in_the_cache_is_not_loaded(tmp_path):
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout
     assert first.stdout.split()[0] == "c"
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_one_call_path_and_the_converting_path_give_the_same_bits(dtype):
+    """A contiguous array with a float epsilon takes one call; a strided view, a list, an
+    epsilon array take the converting path first: the same rows give the same bits."""
+    rng = np.random.default_rng(11)
+    wide = rng.standard_normal((3, 20)).astype(dtype)
+    view = wide[:, ::2]
+    copy = np.ascontiguousarray(view)
+    g = rng.standard_normal((3, 10)).astype(dtype)
+    layer = numeric.layernorm
+    assert np.array_equal(layer.forward(view, 1e-3), layer.forward(copy, 1e-3))
+    assert np.array_equal(layer.forward(copy.tolist(), np.array(1e-3)).astype(dtype), layer.forward(copy, 1e-3))
+    assert np.array_equal(layer.vjp(view, 1e-3, g[:, :]), layer.vjp(copy, 1e-3, g))
+    assert np.array_equal(layer.vjp(copy, 1e-3, np.asfortranarray(g)), layer.vjp(copy, 1e-3, g))
+    assert layer.vjp(copy, 1e-3, g).dtype == dtype

@@ -527,9 +527,9 @@ def library(program: Program) -> str:
     """`emit`'s source with functions over a batch of rows, for `numeric.kernels.native` to compile.
 
     For each of float64 and float32 (the rows read and written in their own type, every value
-    computed in double), ``{key}_forward_rows_{f64,f32}(rows, n, x, epsilon, eps_step, *parameters, y)``
-    and ``{key}_backward_rows_...(rows, n, x, epsilon, eps_step, dy, *parameters, dx, *sums)``:
-    row r at x + r n, its epsilon at epsilon[r eps_step] (double), the parameters the same for
+    computed in double), ``{key}_forward_rows_{f64,f32}(rows, n, x, epsilons, epsilon, *parameters, y)``
+    and ``{key}_backward_rows_...(rows, n, x, epsilons, epsilon, dy, *parameters, dx, *sums)``:
+    row r at x + r n, its epsilon epsilons[r] (double), or epsilon where epsilons is NULL, the parameters the same for
     every row.  Each returns -1, or 2 r (2 r + 1) for the first row r whose x (dy) holds an entry
     that is not finite, the rows before it done.
     """
@@ -540,7 +540,7 @@ def library(program: Program) -> str:
         row = "" if suffix == "f64" else f"_{suffix}"
         params = "".join(f", const {real} *{p}" for p in parameters)
         outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])
-        head = f"(long rows, int {SIZE}_, const {real} *{X}, const double *epsilon, long eps_step"
+        head = f"(long rows, int {SIZE}_, const {real} *{X}, const double *epsilons, double epsilon"
         at = f"(long)r * {SIZE}_"
         given = "".join(f", {p}" for p in parameters)
         calls = {
@@ -556,7 +556,7 @@ def library(program: Program) -> str:
                 "{",
                 "    for (long r = 0; r < rows; ++r) {",
                 f"        const int status = {program.key}_{function}{row}({SIZE}_, {X} + {at}, "
-                f"epsilon[r * eps_step]{arguments});",
+                f"epsilons ? epsilons[r] : epsilon{arguments});",
                 "        if (status) return 2 * r + status - 1;",
                 "    }",
                 "    return -1;",

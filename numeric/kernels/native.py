@@ -41,7 +41,7 @@ BUILD_SECONDS = 120.0
 # The width of each parameter's pointer type, by dtype: the drivers' names end in it.
 SUFFIX = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}
 
-_long, _int, _pointer = ctypes.c_long, ctypes.c_int, ctypes.c_void_p
+_long, _int, _double, _pointer = ctypes.c_long, ctypes.c_int, ctypes.c_double, ctypes.c_void_p
 
 
 def _choice() -> str:
@@ -158,7 +158,7 @@ def library(key: str) -> Library | None:
     for suffix in SUFFIX.values():
         vector = [_pointer] * parameters
         function = getattr(handle, f"{key}_{plan.forward}_rows_{suffix}")
-        function.argtypes = [_long, _int, _pointer, _pointer, _long, *vector, _pointer]
+        function.argtypes = [_long, _int, _pointer, _pointer, _double, *vector, _pointer]
         function.restype = _long
         forward[suffix] = function
         function = getattr(handle, f"{key}_backward_rows_{suffix}")
@@ -167,7 +167,7 @@ def library(key: str) -> Library | None:
             _int,
             _pointer,
             _pointer,
-            _long,
+            _double,
             _pointer,
             *vector,
             _pointer,
@@ -203,12 +203,12 @@ def _array(value: Any) -> np.ndarray | None:
 
 
 class _Prepared(NamedTuple):
-    """The arguments of a driver: the rows (x, then each vector), epsilon and its step, the
-    parameters, all contiguous in the result's dtype, and the batch shape."""
+    """The arguments of a driver: the rows (x, then each vector), epsilon (one per row, or None
+    and one value), the parameters, all contiguous in the result's dtype, and the batch shape."""
 
     rows: list[np.ndarray]
-    epsilon: np.ndarray
-    step: int
+    epsilons: np.ndarray | None
+    epsilon: float
     parameters: list[np.ndarray]
     batch: tuple[int, ...]
     dtype: np.dtype
@@ -242,9 +242,24 @@ def _prepared(x: Any, epsilon: Any, vectors: tuple[Any, ...], parameters: tuple[
         params.append(np.ascontiguousarray(array, dtype=dtype))
     rows = [np.ascontiguousarray(np.broadcast_to(array, (*batch, size)), dtype=dtype) for array in arrays]
     if e.size == 1:
-        return _Prepared(rows, np.array([float(e.reshape(-1)[0])]), 0, params, batch, dtype)
+        return _Prepared(rows, None, float(e.reshape(-1)[0]), params, batch, dtype)
     flat = np.ascontiguousarray(np.broadcast_to(e, batch), dtype=np.float64).reshape(-1)
-    return _Prepared(rows, flat, 1, params, batch, dtype)
+    return _Prepared(rows, flat, 0.0, params, batch, dtype)
+
+
+def _plain(x: Any, epsilon: Any) -> bool:
+    """Whether x is a C-contiguous float32 or float64 ndarray of rows of n >= 2 entries (at least
+    one row) and epsilon a finite positive Python float: what a driver takes as it is."""
+    return (
+        type(x) is np.ndarray
+        and type(epsilon) is float
+        and x.dtype in SUFFIX
+        and x.ndim > 0
+        and x.flags.c_contiguous
+        and x.shape[-1] > 1
+        and x.size > 0
+        and 0.0 < epsilon < np.inf
+    )
 
 
 def _given(layer: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -270,6 +285,14 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
     """The layer applied along the last axis of x by its compiled driver, or None where that does
     not apply (``layer`` is the facade, `numeric._layer.NumericLayer`)."""
     lib = library(layer.key)
+    if lib is not None and not (parameters or named or lib.parameters) and _plain(x, epsilon):
+        # The common case, with nothing to convert: one call.
+        size = x.shape[-1]
+        y = np.empty_like(x)
+        status = lib.forward[SUFFIX[x.dtype]](x.size // size, size, x.ctypes.data, None, epsilon, y.ctypes.data)
+        if status >= 0:
+            _refuse(status, [x], ("x",))
+        return y
     given = _given(layer, parameters, named) if lib is not None else None
     found = _prepared(x, epsilon, (), given) if given is not None else None
     if lib is None or found is None:
@@ -281,8 +304,8 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
         rows.size // size,
         size,
         _address(rows),
-        _address(found.epsilon),
-        found.step,
+        None if found.epsilons is None else _address(found.epsilons),
+        found.epsilon,
         *map(_address, found.parameters),
         _address(y),
     )
@@ -302,6 +325,16 @@ def products(
     if lib is None or tuple(names) != lib.products or not args:
         return None
     dy, *rest = args
+    if not (rest or named or lib.parameters) and _plain(x, epsilon) and _plain(dy, 1.0):
+        size = x.shape[-1]
+        if dy.shape == x.shape and dy.dtype == x.dtype and not (size == 2 and layer.through_eigen):
+            dx = np.empty_like(x)
+            status = lib.backward[SUFFIX[x.dtype]](
+                x.size // size, size, x.ctypes.data, None, epsilon, dy.ctypes.data, dx.ctypes.data
+            )
+            if status >= 0:
+                _refuse(status, [x, dy], ("x", "dy"))
+            return [dx]
     given = _given(layer, tuple(rest), named)
     found = _prepared(x, epsilon, (dy,), given) if given is not None else None
     if found is None:
@@ -316,8 +349,8 @@ def products(
         rows.size // size,
         size,
         _address(rows),
-        _address(found.epsilon),
-        found.step,
+        None if found.epsilons is None else _address(found.epsilons),
+        found.epsilon,
         _address(upstream),
         *map(_address, found.parameters),
         _address(dx),

@@ -79,6 +79,9 @@ crosscheck: $(STAMP)
 	$(PY) -m pip install --quiet 'torch==2.13.0' -e '.[crosscheck]'
 	$(PY) tests/crosscheck/torch_reference.py
 	$(PY) tests/crosscheck/jax_reference.py
+	# Again on NumPy's path, where the above ran the compiled one (numeric.backend()).
+	EPSILON_LAYERNORM_BACKEND=numpy $(PY) tests/crosscheck/torch_reference.py
+	EPSILON_LAYERNORM_BACKEND=numpy $(PY) tests/crosscheck/jax_reference.py
 	EPSILON_LAYERNORM_REQUIRE_TORCH=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_codegen.py -k torch
 
 # Worst errors against mpmath over the floating-point range; rewrites the accuracy block of docs/accuracy.md.

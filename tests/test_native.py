@@ -34,17 +34,27 @@ needs_compiler = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _compiled_path_on(monkeypatch):
+    """These tests are about the compiled path: on, whatever EPSILON_LAYERNORM_BACKEND says."""
+    monkeypatch.delenv(native.ENVIRONMENT, raising=False)
+    native.library.cache_clear()
+    yield
+    monkeypatch.undo()
+    native.library.cache_clear()
+
+
 def _both(monkeypatch, call):
-    """``call()`` on the compiled path, then on NumPy's."""
-    native.library.cache_clear()
-    compiled = call()
-    monkeypatch.setenv(native.ENVIRONMENT, "numpy")
-    native.library.cache_clear()
-    try:
-        return compiled, call()
-    finally:
-        monkeypatch.delenv(native.ENVIRONMENT)
+    """``call()`` on the compiled path, then on NumPy's (the environment as it was after)."""
+    with monkeypatch.context() as patch:
+        patch.delenv(native.ENVIRONMENT, raising=False)
         native.library.cache_clear()
+        compiled = call()
+        patch.setenv(native.ENVIRONMENT, "numpy")
+        native.library.cache_clear()
+        reference = call()
+    native.library.cache_clear()
+    return compiled, reference
 
 
 def _normwise(got, want) -> float:
@@ -144,7 +154,8 @@ def test_broadcast_epsilon_and_named_parameters_take_the_compiled_path(monkeypat
 
 
 def _run(code: str, **environment: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, **environment, "PYTHONPATH": str(ROOT)}
+    env = {key: value for key, value in os.environ.items() if key != native.ENVIRONMENT}
+    env.update(environment, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
 
 

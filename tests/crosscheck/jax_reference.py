@@ -106,6 +106,7 @@ def _exact(key: str, x: np.ndarray, eps: float, dy: np.ndarray, params: list[np.
 def main() -> int:
     rng = np.random.default_rng(20261130)
     worst = 0.0
+    print(f"numeric's path: {numeric.backend()} (EPSILON_LAYERNORM_BACKEND=numpy for NumPy's)\n")
     print(f"{'function':<27}{'layer':<18}{'n':>5}{'epsilon':>9}{'forward':>11}{'J':>11}{'vjp':>11}")
     for name, key, library, gradients in CASES:
         module = getattr(numeric, key)

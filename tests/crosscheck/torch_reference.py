@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from exact import exact_gradients, exact_without_epsilon
 from torch.func import jacrev
 
+import numeric
 from derivations.derive.grouped import Grouped
 
 SIZES = (2, 3, 7, 64, 768)
@@ -663,6 +664,7 @@ def main() -> int:
     torch.set_default_dtype(torch.float64)
     rng = np.random.default_rng(20261129)
     worst = 0.0
+    print(f"numeric's path: {numeric.backend()} (EPSILON_LAYERNORM_BACKEND=numpy for NumPy's)\n")
     print(f"{'layer':<22}{'n':>5}{'epsilon':>9}{'max |forward diff|':>21}{'max |J diff|':>15}")
     for key in selected:
         if without_epsilon(key):  # alpha in epsilon's place: check_without_epsilon

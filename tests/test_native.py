@@ -223,3 +223,17 @@ def test_the_one_call_path_and_the_converting_path_give_the_same_bits(dtype):
     assert np.array_equal(layer.vjp(view, 1e-3, g[:, :]), layer.vjp(copy, 1e-3, g))
     assert np.array_equal(layer.vjp(copy, 1e-3, np.asfortranarray(g)), layer.vjp(copy, 1e-3, g))
     assert layer.vjp(copy, 1e-3, g).dtype == dtype
+
+
+@needs_compiler
+def test_a_numpy_scalar_epsilon_keeps_numpys_dtype_rules():
+    """np.float32 epsilon keeps float32 rows float32; np.float64 widens them, as on NumPy's path."""
+    x = np.random.default_rng(12).standard_normal((2, 9)).astype(np.float32)
+    g = np.ones_like(x)
+    assert numeric.layernorm.forward(x, np.float32(1e-3)).dtype == np.float32
+    assert numeric.layernorm.vjp(x, np.float32(1e-3), g).dtype == np.float32
+    assert numeric.layernorm.forward(x, np.float64(1e-3)).dtype == np.float64
+    with native.off():
+        assert numeric.layernorm.forward(x, np.float64(1e-3)).dtype == np.float64
+        assert numeric.layernorm.forward(x, np.float32(1e-3)).dtype == np.float32
+    assert np.array_equal(numeric.layernorm.forward(x, np.float32(1e-3)), numeric.layernorm.forward(x, 1e-3))

@@ -16,6 +16,7 @@ unset uses it where it can be built.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -24,6 +25,8 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -179,6 +182,24 @@ def library(key: str) -> Library | None:
     return Library(key, forward, backward, parameters, products)
 
 
+_off = threading.local()
+
+
+@contextlib.contextmanager
+def off() -> Iterator[None]:
+    """Within it, every function of this thread runs on NumPy's path (a benchmark's "before")."""
+    was = getattr(_off, "on", False)
+    _off.on = True
+    try:
+        yield
+    finally:
+        _off.on = was
+
+
+def _library(key: str) -> Library | None:
+    return None if getattr(_off, "on", False) else library(key)
+
+
 def backend(key: str | None = None) -> str:
     """``"c"`` where layer ``key`` (the core layer by default) runs on the compiled path, else ``"numpy"``."""
     from derivations import CORE
@@ -249,10 +270,11 @@ def _prepared(x: Any, epsilon: Any, vectors: tuple[Any, ...], parameters: tuple[
 
 def _plain(x: Any, epsilon: Any) -> bool:
     """Whether x is a C-contiguous float32 or float64 ndarray of rows of n >= 2 entries (at least
-    one row) and epsilon a finite positive Python float: what a driver takes as it is."""
+    one row) and epsilon a finite positive Python float (or a NumPy scalar of x's own type):
+    what a driver takes as it is."""
     return (
         type(x) is np.ndarray
-        and type(epsilon) is float
+        and (type(epsilon) is float or type(epsilon) is x.dtype.type)  # not one that widens x
         and x.dtype in SUFFIX
         and x.ndim > 0
         and x.flags.c_contiguous
@@ -284,12 +306,12 @@ def _refuse(status: int, arrays: list[np.ndarray], names: tuple[str, ...]) -> No
 def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> np.ndarray | None:
     """The layer applied along the last axis of x by its compiled driver, or None where that does
     not apply (``layer`` is the facade, `numeric._layer.NumericLayer`)."""
-    lib = library(layer.key)
+    lib = _library(layer.key)
     if lib is not None and not (parameters or named or lib.parameters) and _plain(x, epsilon):
         # The common case, with nothing to convert: one call.
         size = x.shape[-1]
         y = np.empty_like(x)
-        status = lib.forward[SUFFIX[x.dtype]](x.size // size, size, x.ctypes.data, None, epsilon, y.ctypes.data)
+        status = lib.forward[SUFFIX[x.dtype]](x.size // size, size, x.ctypes.data, None, float(epsilon), y.ctypes.data)
         if status >= 0:
             _refuse(status, [x], ("x",))
         return y
@@ -321,7 +343,7 @@ def products(
 
     Not at n = 2 where the layer applies J through its eigenstructure: the emitted entry formula
     cancels there, and NumPy's path takes the eigenstructure (`numeric.kernels.kernel.products`)."""
-    lib = library(layer.key)
+    lib = _library(layer.key)
     if lib is None or tuple(names) != lib.products or not args:
         return None
     dy, *rest = args
@@ -330,7 +352,7 @@ def products(
         if dy.shape == x.shape and dy.dtype == x.dtype and not (size == 2 and layer.through_eigen):
             dx = np.empty_like(x)
             status = lib.backward[SUFFIX[x.dtype]](
-                x.size // size, size, x.ctypes.data, None, epsilon, dy.ctypes.data, dx.ctypes.data
+                x.size // size, size, x.ctypes.data, None, float(epsilon), dy.ctypes.data, dx.ctypes.data
             )
             if status >= 0:
                 _refuse(status, [x, dy], ("x", "dy"))

@@ -10,7 +10,9 @@ are timed in the same rounds, in an order shuffled afresh each round:
     ``torch.func.grad``; the Jacobian ``torch.func.jacrev``;
   - ``jax.jit`` (XLA's own threads) of the forward, of ``jax.vjp``, of jvp-of-grad and of
     ``jax.jacrev``, where jax is importable (float64 with ``jax_enable_x64``);
-  - the copy floor: ``np.copyto`` of x into a preallocated array, the memory-bandwidth bound.
+  - the copy floor: ``np.copyto`` of x into a preallocated array, the memory-bandwidth bound;
+  - the project itself on NumPy's path (``numeric.kernels.native.off``), where it has a compiled
+    one: the "before" of the compiled path, in the same rounds.
 
 Before any timing every peer's output is compared with the project's (``np.allclose``, rtol and
 atol/max|project| of 1e-4 in float32, 1e-9 in float64); a peer that disagrees or fails is
@@ -26,6 +28,7 @@ peak / x.nbytes, outputs included.  A benchmark, never a test.
   --rows PATTERN   rows whose name has all the words of PATTERN, or matches it as a glob
                    (repeatable, or comma-separated); --list prints the names
   --rounds N       rounds per row (default 15)
+  --all            the Hessian product at 8192x4096 too (left out by default: about 12 minutes)
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers
 
 import numeric
+from numeric.kernels import native
 
 try:
     import torch
@@ -116,9 +120,17 @@ class Contestant:
     checked: bool = True  # its output is compared with the project's (not the copy floor's)
 
 
-def rows(quick: bool) -> list[Row]:
+def rows(quick: bool, every: bool = False) -> list[Row]:
+    """The rows; the Hessian product at the largest shape (about 2 minutes a row) only with ``every``."""
     shapes, memory_shape = (QUICK_SHAPES, QUICK_MEMORY_SHAPE) if quick else (SHAPES, MEMORY_SHAPE)
-    timed = [Row(layer, op, shape, d) for shape in shapes for d in DTYPES for layer in LAYERS for op in OPS]
+    timed = [
+        Row(layer, op, shape, d)
+        for shape in shapes
+        for d in DTYPES
+        for layer in LAYERS
+        for op in OPS
+        if every or quick or not (op == "hvp" and shape == max(SHAPES, key=math.prod))
+    ]
     jacobians = [Row(layer, "jacobian", (JACOBIAN_SIZE,), d) for d in DTYPES for layer in LAYERS]
     memory = [Row(layer, op, memory_shape, d, memory=True) for d in DTYPES for layer in LAYERS for op in OPS]
     return timed + jacobians + memory
@@ -261,7 +273,21 @@ def copy_peer(row: Row, data: Inputs) -> list[Contestant]:
     return [Contestant("copy floor", lambda: np.copyto(target, data.x), checked=False)]
 
 
-FAMILIES = (numpy_peers, torch_peers, jax_peers, copy_peer)
+def numpy_path(row: Row, data: Inputs) -> list[Contestant]:
+    """The project itself on NumPy's path (`numeric.kernels.native.off`): the "before" of the
+    compiled path, in the same run.  Only where the project has a compiled path (forward, vjp)."""
+    if row.op not in ("forward", "vjp", "forward+vjp") or numeric.backend(row.layer) != "c":
+        return []
+    call = project(row, data).call
+
+    def before() -> Any:
+        with native.off():
+            return call()
+
+    return [Contestant("project, NumPy's path", before)]
+
+
+FAMILIES = (numpy_path, numpy_peers, torch_peers, jax_peers, copy_peer)
 
 
 # Checking and timing.
@@ -452,7 +478,7 @@ def header(rounds: int) -> None:
         else "torch not importable: its columns are skipped"
     )
     print(f"# Honest peers ({now}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs)\n")
-    print(f"numpy {np.__version__}; {torch_note}; {JAX_NOTE}.")
+    print(f"numpy {np.__version__}; {torch_note}; {JAX_NOTE}; numeric's path: {numeric.backend()}.")
     print(
         f"{rounds} rounds per row, order shuffled each round; ratio = project / peer per round, "
         "median (interquartile range); above 1 the project is slower.  CPU time counts every thread.  "
@@ -466,9 +492,10 @@ def main() -> None:
     parser.add_argument("--rows", action="append", default=[], help="words or glob of row names (repeatable)")
     parser.add_argument("--rounds", type=int, help="rounds per row (default 15, 3 with --quick)")
     parser.add_argument("--list", action="store_true", help="print the row names and stop")
+    parser.add_argument("--all", action="store_true", help="the Hessian product at 8192x4096 too (about 12 minutes)")
     arguments = parser.parse_args()
     patterns = [p.strip() for group in arguments.rows for p in group.split(",") if p.strip()]
-    chosen = [row for row in rows(arguments.quick) if selected(row, patterns)]
+    chosen = [row for row in rows(arguments.quick, arguments.all) if selected(row, patterns)]
     if arguments.list:
         print("\n".join(row.name for row in chosen))
         return

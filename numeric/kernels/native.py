@@ -240,8 +240,9 @@ def _prepared(x: Any, epsilon: Any, vectors: tuple[Any, ...], parameters: tuple[
     them, and says what is wrong with any): x and the vectors real arrays of n >= 2 entries a row,
     broadcast together with epsilon (finite and positive) to one batch of rows, and each
     parameter n finite entries, the same for every row."""
-    arrays = [_array(value) for value in (x, *vectors)]
-    if any(array is None or array.ndim == 0 for array in arrays):
+    found = [_array(value) for value in (x, *vectors)]
+    arrays = [array for array in found if array is not None and array.ndim > 0]
+    if len(arrays) < len(found):
         return None
     size = arrays[0].shape[-1]
     e = _array(epsilon) if type(epsilon) is not float else np.array(epsilon)

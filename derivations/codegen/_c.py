@@ -81,16 +81,19 @@ class Printer(C99CodePrinter):
 
     def _print_Symbol(self, expr: sp.Symbol) -> str:
         name = super()._print_Symbol(expr)
+        # An entry read as a double: the product of two floats is a float in C (x**2 of a float
+        # near 1e-20 is subnormal there), and every value is computed in double.
+        entry = f"{name}[{INDEX}]" if self.real == "double" else f"((double){name}[{INDEX}])"
         if not self._scaled:
             if expr == CENTERED and self._centered is not None:
                 return f"({self._print(self._centered)})"
-            return f"{name}[{INDEX}]" if expr in self._vectors else name
+            return entry if expr in self._vectors else name
         if expr == X:
-            return f"({name}[{INDEX}] * {INVERSE}{FIRST})"
+            return f"({entry} * {INVERSE}{FIRST})"
         if expr == CENTERED and self._centered is not None:
             # Subtracted in this order: a constant row's entries become exactly 0.
             return f"(({self._print(self._centered)} - {CENTER}) * {INVERSE}{SECOND})"
-        return f"{name}[{INDEX}]" if expr in self._vectors else name
+        return entry if expr in self._vectors else name
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         return half_power(self, expr, "sqrt", "1.0") or super()._print_Pow(expr)

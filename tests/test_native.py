@@ -90,7 +90,8 @@ def test_compiled_and_numpy_paths_agree(key, dtype, monkeypatch):
     x = x.astype(dtype)
     dy = rng.standard_normal((8, n)).astype(dtype)
     tolerance = 4e-6 if dtype == np.float32 else 1e-12
-    # 1e-36: below the float32 rows' root mean square at 3e-22 (epsilon outside the root), where an error in their squares shows.
+    # 1e-36: below the float32 rows' root mean square at 3e-22 (epsilon outside the root), where
+    # an error in their squares shows.
     for epsilon in (1e-5, 0.25, *((1e-300,) if dtype == np.float64 else (1e-12, 1e-36))):
         forward = _both(monkeypatch, lambda: layer.forward(x, epsilon, **named))  # noqa: B023
         backward = _both(monkeypatch, lambda: layer.vjp(x, epsilon, dy, **named))  # noqa: B023

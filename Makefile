@@ -102,6 +102,7 @@ review: $(RUNTIME)
 bench: $(STAMP)
 	$(PY) tests/benchmarks/bench_seed.py
 	$(PY) tests/benchmarks/bench_review.py
+	$(PY) tests/benchmarks/bench_peers.py
 
 # The numeric functions against the best peers (hand-fused NumPy, torch on one thread and on all,
 # jax.jit where installed, the copy-bandwidth floor), interleaved, 15 rounds a row: long.

@@ -99,7 +99,7 @@ __all__ = [*LAYERS, "NumericLayer", "backend", "facade", "from_definition", "lam
 # A layer registered again under its key (a user's file, changed) is compiled again.
 catalog.on_register(facade.cache_clear)
 catalog.on_register(compiled.cache_clear)
-catalog.on_register(native.library.cache_clear)
+catalog.on_register(native.clear)
 
 
 def from_definition(path: str | os.PathLike[str], timeout: float | None = 300.0) -> NumericLayer:

@@ -91,10 +91,10 @@ def numpy_backend(monkeypatch):
     from numeric.kernels import native
 
     monkeypatch.setenv(native.ENVIRONMENT, "numpy")
-    native.library.cache_clear()
+    native.clear()
     yield
     monkeypatch.undo()
-    native.library.cache_clear()
+    native.clear()
 
 
 @pytest.fixture

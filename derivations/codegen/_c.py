@@ -369,8 +369,9 @@ def _at_its_own_scale(
     of epsilon and the spread's length scale within 2**-128 .. 2**128, and a mean of x within
     `OFFSET` spreads of 0.  A statistic that is not finite wherever an entry of x is not (a
     witness) stands for a pass checking x; where it is not finite (an entry, or an overflow),
-    the row goes on to the scaled path, which checks x entry by entry.  With ``upstream`` the
-    means of dy do the same for dy (status 2 on the scaled path)."""
+    the row goes on to the scaled path, which checks x entry by entry.  With ``upstream``, dy's
+    largest magnitude is checked finite (status 2) and within the range, and each parameter's
+    below its top, as NumPy's path holds the vectors it takes."""
     layer = LAYERS[program.key]
     degree = scaling.statistic_degrees(layer)[layer.spread]
     spread = str(layer.spread)
@@ -394,11 +395,22 @@ def _at_its_own_scale(
         *(f"fabs({s.symbol}) <= OFFSET * length_" for s in shifted),
     ]
     then = [*prepare, *body, "    return 0;"]
-    if upstream and _witness(list(program.means), DY) is None:
-        then = [*_gap(), *then]
-    elif upstream:
-        finite = " && ".join(f"isfinite({s.symbol})" for s in program.means)
-        then = [*prepare, f"    if ({finite}) {{", *(f"    {line}" for line in [*body, "    return 0;"]), "    }"]
+    if upstream:
+        # dy (and a parameter) enters products with unscaled entries: its largest magnitude
+        # within LOW .. HIGH too (NumPy's fits holds each vector so), else the scaled path.
+        used = set().union(
+            *(expr.free_symbols for _, expr in program.evaluated), *(s.expr.free_symbols for s in program.means)
+        )
+        scales = [(f"top_{DY}", DY), *((f"top_{p}", p) for p in program.parameters if p in used)]
+        tops = [line for name, symbol in scales for line in _largest(name, f"{symbol}[{INDEX}]", printer.real)]
+        ranges = [f"top_{DY} >= LOW", *(f"{name} <= HIGH" for name, _ in scales)]
+        then = [
+            *tops,
+            f"    if (!isfinite(top_{DY})) return 2;",
+            f"    if ({' && '.join(ranges)}) {{",
+            *(f"    {line}" for line in then),
+            "    }",
+        ]
     out += [f"    if ({' && '.join(checks)}) {{", *(f"    {line}" for line in then), "    }"]
     if _witness(list(program.statistics), X) is None:
         # No statistic stands for x's check: a pass of its own, first.

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -47,26 +48,33 @@ SUFFIX = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}
 _long, _int, _double, _pointer = ctypes.c_long, ctypes.c_int, ctypes.c_double, ctypes.c_void_p
 
 
+@functools.cache
 def _choice() -> str:
+    """EPSILON_LAYERNORM_BACKEND, read once a process (and again after `clear`)."""
     return os.environ.get(ENVIRONMENT, "").strip().lower()
 
 
-def compiler() -> str | None:
-    """The C compiler: ``$CC`` where it is set (and found), else ``cc``, ``gcc`` or ``clang`` on PATH."""
-    names = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
-    for name in names:
-        found = shutil.which(name)
+def compiler() -> list[str] | None:
+    """The C compiler's command: ``$CC`` where it is set (its words, the first found on PATH:
+    ``ccache gcc`` too), else ``cc``, ``gcc`` or ``clang`` on PATH; None where there is none."""
+    given = os.environ.get("CC", "").strip()
+    try:
+        candidates = [shlex.split(given)] if given else [["cc"], ["gcc"], ["clang"]]
+    except ValueError:
+        return None  # unbalanced quotes: no command
+    for words in candidates:
+        found = shutil.which(words[0]) if words else None
         if found:
-            return found
+            return [found, *words[1:]]
     return None
 
 
 @functools.cache
-def _identity(path: str) -> bytes:
-    """What a built library depends on besides its source: the compiler's version, the flags,
-    and the processor (-march=native)."""
+def _identity(command: tuple[str, ...]) -> bytes:
+    """What a built library depends on besides its source: the compiler's command and version,
+    the flags, the C library, and the processor (-march=native)."""
     try:
-        version = subprocess.run([path, "--version"], capture_output=True, timeout=30, check=False).stdout
+        version = subprocess.run([*command, "--version"], capture_output=True, timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         version = b""
     processor = b""
@@ -76,7 +84,8 @@ def _identity(path: str) -> bytes:
                 processor += line
     except OSError:
         processor = platform.processor().encode()
-    return b"\0".join([path.encode(), version, " ".join(FLAGS).encode(), platform.machine().encode(), processor])
+    parts = ["\0".join(command), " ".join(FLAGS), platform.machine(), " ".join(platform.libc_ver())]
+    return b"\0".join([*(part.encode() for part in parts), version, processor])
 
 
 @dataclass(frozen=True)
@@ -94,13 +103,13 @@ class BuildError(RuntimeError):
     """A library that could not be built where ``EPSILON_LAYERNORM_BACKEND=c`` requires it."""
 
 
-def _build(source: str, path: str) -> bytes:
-    """The shared library of ``source``, compiled by ``path``, as bytes."""
+def _build(source: str, command: list[str]) -> bytes:
+    """The shared library of ``source``, compiled by ``command``, as bytes."""
     with tempfile.TemporaryDirectory(prefix="epsilon-layernorm-c-") as folder:
         c_file, library = Path(folder) / "layer.c", Path(folder) / "layer.so"
         c_file.write_text(source)
         done = subprocess.run(
-            [path, *FLAGS, "-o", str(library), str(c_file), "-lm"],
+            [*command, *FLAGS, "-o", str(library), str(c_file), "-lm"],
             capture_output=True,
             timeout=BUILD_SECONDS,
             check=False,
@@ -119,42 +128,64 @@ def _load(payload: bytes) -> ctypes.CDLL:
         return ctypes.CDLL(str(path))
 
 
-@functools.cache
 def library(key: str) -> Library | None:
     """Layer ``key``'s compiled drivers, built (or read from the cache) once a process, or None:
-    the compiled path is off, the layer is not one the emitted C takes, or no compiler built it."""
-    from derivations import catalog, codegen
-    from derivations.catalog import LAYERS
-
+    the compiled path is off, the layer is not one the emitted C takes, or no compiler built it
+    (with ``EPSILON_LAYERNORM_BACKEND=c``, a `BuildError` saying why, every call)."""
     choice = _choice()
     if choice == "numpy":
         return None
-    try:
-        source = codegen.library(key)
-        plan = codegen.program(LAYERS[key])
-    except ValueError:
-        return None  # not a layer the emitted signature takes: NumPy's
+    found = _built(key)
+    if isinstance(found, str):
+        if choice == "c":
+            raise BuildError(f"{ENVIRONMENT}=c, but layer {key}'s C did not build: {found}")
+        return None
+    return found
+
+
+def clear() -> None:
+    """Forget every library this process built or loaded, and the environment's choice (a layer
+    registered again, a test that sets EPSILON_LAYERNORM_BACKEND)."""
+    _built.cache_clear()
+    _choice.cache_clear()
+
+
+@functools.cache
+def _built(key: str) -> Library | str | None:
+    """`library`'s work, once a process a layer: the drivers, None where the layer has no compiled
+    path, or why they could not be built."""
+    from derivations import catalog, codegen
+    from derivations.catalog import LAYERS
+
     if key not in catalog.BUILT_IN:
         # A user's layer stays NumPy's: the emitted C evaluates a row at one scale, where a
         # statistic or a result can leave the float range (epsilon * x at x = 1e200,
         # tests/test_definition.py and tests/test_extreme_scales.py), and NumPy's path rescales
         # for it.  The built-in layers' C is checked at the extreme scales by the same tests.
         return None
-    path = compiler()
     try:
-        if path is None:
-            raise BuildError("no C compiler: set CC, or put cc, gcc or clang on PATH")
-        extra = hashlib.sha256(source.encode() + b"\0" + _identity(path)).digest()
-        name = f"native library {key}"
+        source = codegen.library(key)
+        plan = codegen.program(LAYERS[key])
+    except ValueError:
+        return None  # not a layer the emitted signature takes: NumPy's
+    command = compiler()
+    if command is None:
+        given = os.environ.get("CC", "").strip()
+        return f"the compiler CC={given!r} is not found" if given else "no C compiler: set CC, or put cc on PATH"
+    extra = hashlib.sha256(source.encode() + b"\0" + _identity(tuple(command))).digest()
+    name = f"native library {key}"
+    try:
         payload = cache.read(name, extra)
-        if payload is None:
-            payload = _build(source, path)
+        try:
+            handle = _load(payload) if payload is not None else None
+        except OSError:
+            handle = None  # an entry this system cannot load (another C library): built again
+        if handle is None:
+            payload = _build(source, command)
+            handle = _load(payload)
             cache.write(name, payload, extra)
-        handle = _load(payload)
     except (BuildError, OSError, subprocess.SubprocessError) as error:
-        if choice == "c":
-            raise BuildError(f"{ENVIRONMENT}=c, but layer {key}'s C did not build: {error}") from None
-        return None
+        return str(error) or type(error).__name__
     parameters = len(plan.parameters)
     gradients = len(plan.gradients) - 1
     forward, backward = {}, {}
@@ -201,10 +232,12 @@ def _library(key: str) -> Library | None:
 
 
 def backend(key: str | None = None) -> str:
-    """``"c"`` where layer ``key`` (the core layer by default) runs on the compiled path, else ``"numpy"``."""
-    from derivations import CORE
+    """``"c"`` where layer ``key`` (the core layer by default) runs on the compiled path here,
+    else ``"numpy"``; a key that is not a layer raises `KeyError` naming the nearest."""
+    from derivations import CORE, LAYERS
 
-    return "numpy" if library(key or CORE) is None else "c"
+    layer = LAYERS[CORE if key is None else key].key
+    return "numpy" if _library(layer) is None else "c"
 
 
 def _address(array: np.ndarray) -> int:
@@ -297,11 +330,11 @@ def _given(layer: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> tu
 
 
 def _refuse(status: int, arrays: list[np.ndarray], names: tuple[str, ...]) -> None:
-    """Raise the `ValueError` of the row a driver stopped at: status 2 r + k for array k's row r."""
-    row, which = divmod(status, 2)
-    size = arrays[which].shape[-1]
-    _validate._finite(arrays[which].reshape(-1, size)[row], names[which])
-    raise ValueError(f"{names[which]} must be finite")  # pragma: no cover - the row held a non-finite entry
+    """Raise the `ValueError` NumPy's path raises where a driver stopped (status 2 r + k: array k's
+    row r holds an entry that is not finite): each argument checked whole, in order, x first."""
+    for array, name in zip(arrays, names, strict=True):
+        _validate._finite(array, name)
+    raise ValueError(f"{names[status % 2]} must be finite")  # pragma: no cover - a driver saw one
 
 
 def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> np.ndarray | None:

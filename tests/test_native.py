@@ -313,3 +313,20 @@ def test_an_authentic_entry_that_does_not_load_is_built_again(tmp_path):
     done = _run(code, XDG_CACHE_HOME=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["c", "True", "True"]
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", [key for key in EMITTABLE if not LAYERS[key].parameters])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_jvp_of_a_symmetric_layer_is_the_compiled_vjp(key, dtype, monkeypatch):
+    """J v = J^T v where J is symmetric (derived): the vjp's driver computes jvp, and agrees with
+    NumPy's path; a layer whose J is not symmetric keeps NumPy's jvp."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((6, 33)) * np.array([1.0, 1e-3, 1e3, 1.0, 1.0, 1.0])[:, None]).astype(dtype)
+    x[4] += 1e4
+    v = rng.standard_normal((6, 33)).astype(dtype)
+    compiled, reference = _both(monkeypatch, lambda: numeric.facade(key).jvp(x, 1e-3, v))
+    assert compiled.dtype == reference.dtype == dtype
+    tolerance = 4e-6 if dtype == np.float32 else 1e-12
+    for row in range(x.shape[0]):
+        assert _normwise(compiled[row], reference[row]) <= tolerance, (key, row)

@@ -373,13 +373,19 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
 def products(
     layer: Any, names: list[str], x: Any, epsilon: Any, args: tuple[Any, ...], named: dict[str, Any]
 ) -> list[Any] | None:
-    """The vjp (and the parameters' gradients, summed over the rows) by the compiled driver, or None.
+    """The vjp (and the parameters' gradients, summed over the rows) by the compiled driver, or
+    the jvp of a layer whose Jacobian is symmetric, or None.
 
     Not at n = 2 where the layer applies J through its eigenstructure: the emitted entry formula
     cancels there, and NumPy's path takes the eigenstructure (`numeric.kernels.kernel.products`)."""
     lib = _library(layer.key)
-    if lib is None or tuple(names) != lib.products or not args:
+    if lib is None or not args:
         return None
+    if tuple(names) != lib.products:
+        # J v is J^T v where J is symmetric (derived: `jacobian.is_symmetric`), the vjp's driver.
+        direct = len(names) == 1 and layer._c.product(names[0]).jacobian_product == "direct"
+        if not (direct and layer._c.symmetric and lib.parameters == 0 and len(lib.products) == 1):
+            return None
     dy, *rest = args
     if not (rest or named or lib.parameters) and _plain(x, epsilon) and _plain(dy, 1.0):
         size = x.shape[-1]

@@ -84,7 +84,14 @@ class NumericReparametrized:
                 return found
             # The base's parameter gradients, by the chain rule, as the stored parameter's.
             stored = _validate.parameter(named[self._stored[0]], self._stored[0], (np.shape(x)[-1],))
-            total = sum(gradient * chain(stored) for gradient, chain in zip(found[1:], self._chain, strict=True))
+            # A base parameter the stored one does not move (chain 0) adds nothing, even where its
+            # own gradient overflowed (inf * 0 would be NaN).
+            total = sum(
+                np.where(factor == 0, 0.0, gradient * np.where(factor == 0, 1.0, factor))
+                for gradient, factor in (
+                    (g, np.broadcast_to(c(stored), stored.shape)) for g, c in zip(found[1:], self._chain, strict=True)
+                )
+            )
             return found[0], np.asarray(total, dtype=found[1].dtype)
 
         function.__name__ = function.__qualname__ = name

@@ -330,3 +330,30 @@ def test_jvp_of_a_symmetric_layer_is_the_compiled_vjp(key, dtype, monkeypatch):
     tolerance = 4e-6 if dtype == np.float32 else 1e-12
     for row in range(x.shape[0]):
         assert _normwise(compiled[row], reference[row]) <= tolerance, (key, row)
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", EMITTABLE)
+def test_the_vjp_is_linear_in_dy_at_every_scale_of_dy(key):
+    """Every gradient is linear in dy: at dy times 1e-300, 1e300 or near the float64 maximum it is
+    that multiple of the gradient at dy (found from outside: with a gain of 1e-20 the product
+    gain * dy was subnormal, 1e-4 off; dy of 1.7e308 overflowed its sums; a true overflow was
+    NaN, not a signed inf).  The compiled path takes dy at its own power-of-two scale."""
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((3, 8)) * np.array([1e-30, 1.0, 1e10])[:, None]
+    dy = rng.standard_normal((3, 8))
+    named = {name: rng.normal(0, 1, 8) * 1e-20 for name, _ in LAYERS[key].parameters}
+    layer = numeric.facade(key)
+    unit = layer.vjp(x, 1e-5, dy, **named)
+    unit = unit if isinstance(unit, tuple) else (unit,)
+    for scale in (1e-300, 1e300, 1.7e308 / np.abs(dy).max()):
+        found = layer.vjp(x, 1e-5, dy * scale, **named)
+        found = found if isinstance(found, tuple) else (found,)
+        for got, want in zip(found, unit, strict=True):
+            with np.errstate(over="ignore"):
+                want = np.asarray(want) * scale
+            normal = np.isfinite(want) & (np.abs(want) >= np.finfo(float).tiny)
+            assert np.isfinite(got[normal]).all(), (key, scale)
+            assert np.allclose(got[normal], want[normal], rtol=1e-12, atol=0), (key, scale)
+            overflowing = np.isinf(want)
+            assert np.array_equal(got[overflowing], want[overflowing]), (key, scale)  # a signed inf, not NaN

@@ -25,6 +25,7 @@ INDEX = "j"
 FIRST = f"{SCALE}_{X}"  # the scale of x
 SECOND = f"{SCALE}_{CENTERED}"  # the further scale of the centered entries
 CENTER = "center"  # the mean of the centered entries as first computed, a rounding error
+UPSTREAM = f"{SCALE}_{DY}"  # the scale of dy: every gradient is linear in dy, computed for dy / m_dy
 # Each scale is a power of two: dividing by it is multiplying by its inverse, exactly (both are
 # the correctly rounded value of one real number), and a multiply is several times cheaper.
 INVERSE = "inv_"
@@ -87,7 +88,11 @@ class Printer(C99CodePrinter):
         if not self._scaled:
             if expr == CENTERED and self._centered is not None:
                 return f"({self._print(self._centered)})"
+            if expr == DY:
+                return f"({entry} * {INVERSE}{UPSTREAM})"
             return entry if expr in self._vectors else name
+        if expr == DY:
+            return f"({entry} * {INVERSE}{UPSTREAM})"
         if expr == X:
             return f"({entry} * {INVERSE}{FIRST})"
         if expr == CENTERED and self._centered is not None:
@@ -181,12 +186,18 @@ def _loop(
     exprs: list[sp.Expr],
     assign: list[str],
     degrees: list[int] | None = None,
+    factors: list[str] | None = None,
 ) -> list[str]:
-    """Scalar shared parts before the loop, the entry's own inside it; each result times m**degree."""
+    """Scalar shared parts before the loop, the entry's own inside it; each result times m**degree,
+    or times its ``factors`` (a printed product, `_upstream_factors`)."""
     before, inside, values = _entry(program, printer, exprs)
-    values = [
-        rescaled(f"({v})", d, INVERSE) if d else v for v, d in zip(values, degrees or [0] * len(values), strict=True)
-    ]
+    if factors is not None:
+        values = [f"({v}){factor}" for v, factor in zip(values, factors, strict=True)]
+    else:
+        values = [
+            rescaled(f"({v})", d, INVERSE) if d else v
+            for v, d in zip(values, degrees or [0] * len(values), strict=True)
+        ]
     body = [f"        {line}" for line in inside]
     body += [f"        {t} {op} {v};" for t, v, op in zip(targets, values, assign, strict=True)]
     loop = f"    for (int {INDEX} = 0; {INDEX} < {SIZE}_; ++{INDEX}) {{"
@@ -396,21 +407,15 @@ def _at_its_own_scale(
     ]
     then = [*prepare, *body, "    return 0;"]
     if upstream:
-        # dy (and a parameter) enters products with unscaled entries: its largest magnitude
-        # within LOW .. HIGH too (NumPy's fits holds each vector so), else the scaled path.
+        # dy is taken at its own power-of-two scale (`_upstream`); a parameter enters products
+        # with its unscaled entries, within HIGH (NumPy's fits holds each vector it takes so).
         used = set().union(
             *(expr.free_symbols for _, expr in program.evaluated), *(s.expr.free_symbols for s in program.means)
         )
-        scales = [(f"top_{DY}", DY), *((f"top_{p}", p) for p in program.parameters if p in used)]
+        scales = [(f"top_{p}", p) for p in program.parameters if p in used]
         tops = [line for name, symbol in scales for line in _largest(name, f"{symbol}[{INDEX}]", printer.real)]
-        ranges = [f"top_{DY} >= LOW", *(f"{name} <= HIGH" for name, _ in scales)]
-        then = [
-            *tops,
-            f"    if (!isfinite(top_{DY})) return 2;",
-            f"    if ({' && '.join(ranges)}) {{",
-            *(f"    {line}" for line in then),
-            "    }",
-        ]
+        ranges = " && ".join(f"{name} <= HIGH" for name, _ in scales) or "1"
+        then = [*_upstream(printer), *tops, f"    if ({ranges}) {{", *(f"    {line}" for line in then), "    }"]
     out += [f"    if ({' && '.join(checks)}) {{", *(f"    {line}" for line in then), "    }"]
     if _witness(list(program.statistics), X) is None:
         # No statistic stands for x's check: a pass of its own, first.
@@ -419,12 +424,33 @@ def _at_its_own_scale(
     return ["    {", *(f"    {line}" for line in out), "    }"]
 
 
-def _gap() -> list[str]:
-    """Status 2 where an entry of dy is not finite: dy - dy is 0 at each finite entry, else NaN."""
+def _upstream(printer: Printer) -> list[str]:
+    """Status 2 where an entry of dy is not finite (its largest magnitude, by the bits, is not),
+    else dy's scale: a power of two m_dy at least that magnitude, and its inverse."""
     return [
-        *_lanes([], [], [("gap", f"{DY}[{INDEX}] - {DY}[{INDEX}]")], []),
-        "    if (!(gap == 0.0)) return 2;",
+        *_largest(f"top_{DY}", f"{DY}[{INDEX}]", printer.real),
+        f"    if (!isfinite(top_{DY})) return 2;",
+        f"    const double {UPSTREAM} = power_of_two_above(top_{DY}, 0.0, 1.0);",
+        f"    const double {INVERSE}{UPSTREAM} = 1.0 / {UPSTREAM};",
     ]
+
+
+def _upstream_factors(program: Program, printer: Printer, names: list[str]) -> tuple[list[str], list[str]]:
+    """Each gradient's factor back from the scales: m_dy times m**degree on the scaled path (two
+    powers of two of half the exponent each, moving the same way: no intermediate leaves the
+    range that the result does not), m_dy alone at the row's own scale.  The lines before the
+    loop, and the printed factors."""
+    if not printer._scaled:
+        return [], [f" * {UPSTREAM}" for _ in names]
+    lines, factors = [], []
+    for name in names:
+        degree = program.degrees[name]
+        lines += [
+            f"    const int k_{name} = ilogb({UPSTREAM}) + {degree} * ilogb({SCALE});",
+            f"    const double f_{name} = ldexp(1.0, k_{name} / 2), g_{name} = ldexp(1.0, k_{name} - k_{name} / 2);",
+        ]
+        factors.append(f" * f_{name} * g_{name}")
+    return lines, factors
 
 
 def _unused(program: Program, names: list[str], exprs: list[sp.Expr]) -> list[str]:
@@ -461,14 +487,19 @@ def _functions(program: Program, real: str = "double", suffix: str = "", storage
             return _loop(
                 program, printer, ["y[j]"], [program.output], ["="], [program.degrees["y"]] if degrees else None
             )
-        return _loop(
-            program,
-            printer,
-            [f"{name}[j]" for name in names],
-            gradients,
-            ["=", *("+=" for _ in names[1:])],
-            [program.degrees[name] for name in names] if degrees else None,
-        )
+        lines, factors = _upstream_factors(program, printer, names)
+        return [
+            *lines,
+            *_loop(
+                program,
+                printer,
+                [f"{name}[j]" for name in names],
+                gradients,
+                ["=", *("+=" for _ in names[1:])],
+                None,
+                factors,
+            ),
+        ]
 
     def body(backward: bool) -> list[str]:
         plain = Printer(program.vectors, centered, scaled=False, real=real)
@@ -477,7 +508,7 @@ def _functions(program: Program, real: str = "double", suffix: str = "", storage
             *start,
             *_at_its_own_scale(program, plain, prepare(plain, backward), results(plain, backward), upstream=backward),
             *_statistics(program, printer),
-            *(_gap() if backward else []),
+            *(_upstream(printer) if backward else []),
             *prepare(printer, backward),
             *results(printer, backward),
             "    return 0;",

@@ -35,8 +35,9 @@ from numeric.kernels.lambdify import compile
 
 
 @pytest.mark.parametrize(("key", "size"), [("layernorm", 64), ("rmsnorm_affine", 48), ("layernorm_std_eps", 3)])
-def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size):
-    """Two whole blocks of the fused program and a partial third, with an epsilon and a gain per
+def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size, numpy_backend):
+    """(On NumPy's path: per-row parameters are its, where a row alone may run compiled.)
+    Two whole blocks of the fused program and a partial third, with an epsilon and a gain per
     row, and rows the program cannot take as they are (their scale near 1e±200, computed again
     rescaled) in each block: the forward pass and the vjp of each row as if it were alone."""
     layer = facade(key)

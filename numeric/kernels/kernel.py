@@ -399,7 +399,8 @@ def hvp_by_directions(
                 with np.errstate(all="ignore"):
                     value = _where_lost(value, along, there[0], there[1], size, product.degree)
             both = (lengths[first] > 0) & (lengths[second] > 0)
-            out = out + split.a[first] * split.b[second] * np.where(both, value, 0.0)
+            with np.errstate(all="ignore"):  # a row beyond the float range here is taken below
+                out = out + split.a[first] * split.b[second] * np.where(both, value, 0.0)
     # A row the split cannot take (a product beyond the float range: inf - inf) is the
     # general form's, which gives the overflow as it is.
     with np.errstate(invalid="ignore"):

@@ -342,6 +342,13 @@ def _refuse(status: int, arrays: list[np.ndarray], names: tuple[str, ...]) -> No
     raise ValueError(f"{names[status % 2]} must be finite")  # pragma: no cover - a driver saw one
 
 
+def _rows_and_epsilon(rows: np.ndarray, found: _Prepared) -> tuple[Any, ...]:
+    """A driver's first arguments: the row count, n, x, epsilon per row (or NULL) and epsilon."""
+    size = rows.shape[-1]
+    epsilons = None if found.epsilons is None else _address(found.epsilons)
+    return rows.size // size, size, _address(rows), epsilons, found.epsilon
+
+
 def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> np.ndarray | None:
     """The layer applied along the last axis of x by its compiled driver, or None where that does
     not apply (``layer`` is the facade, `numeric._layer.NumericLayer`)."""
@@ -362,11 +369,7 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
     size = rows.shape[-1]
     y = np.empty_like(rows)
     status = lib.forward[SUFFIX[found.dtype]](
-        rows.size // size,
-        size,
-        _address(rows),
-        None if found.epsilons is None else _address(found.epsilons),
-        found.epsilon,
+        *_rows_and_epsilon(rows, found),
         *map(_address, found.parameters),
         _address(y),
     )
@@ -414,11 +417,7 @@ def products(
     dx = np.empty_like(rows)
     sums = [np.zeros(size) for _ in names[1:]]
     status = lib.backward[SUFFIX[found.dtype]](
-        rows.size // size,
-        size,
-        _address(rows),
-        None if found.epsilons is None else _address(found.epsilons),
-        found.epsilon,
+        *_rows_and_epsilon(rows, found),
         _address(upstream),
         *map(_address, found.parameters),
         _address(dx),

@@ -41,6 +41,9 @@ import cosmic_ray.plugins
 from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generic
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("derivations", "numeric", "figures")
 EQUIVALENT = Path(__file__).with_name("equivalent.txt")
@@ -67,6 +70,8 @@ class Mutant:
         return (self.root / self.path).read_text(encoding="utf-8")
 
     def mutated(self) -> str | None:
+        if self.operator.startswith(generic.PREFIX):
+            return generic.mutate(self.source(), self.operator.removeprefix(generic.PREFIX), self.occurrence)
         operator = cosmic_ray.plugins.get_operator(self.operator)()
         return mutate_code(self.source(), operator, self.occurrence)
 
@@ -81,19 +86,29 @@ def modules(root: Path = ROOT) -> list[Path]:
     return sorted(path.relative_to(root) for package in PACKAGES for path in (root / package).rglob("*.py"))
 
 
-def population(root: Path = ROOT) -> list[Mutant]:
-    """Every mutant of the tree at ``root``, in a fixed order: by file, operator and occurrence."""
+FAMILIES = ("cosmic", "generic")
+
+
+def population(root: Path = ROOT, families: tuple[str, ...] = FAMILIES) -> list[Mutant]:
+    """Every mutant of the tree at ``root`` by the operators of ``families`` (cosmic-ray's, this folder's
+    generic ones), in a fixed order: by file, operator and occurrence."""
     out = []
     for path in modules(root):
         source = (root / path).read_text(encoding="utf-8")
         lines = source.splitlines()
-        nodes = list(ast_nodes(get_ast(source)))
-        for name in OPERATORS:
-            operator = cosmic_ray.plugins.get_operator(name)()
+        starts: dict[str, list[int]] = {}  # operator -> the line each of its mutants starts on
+        if "cosmic" in families:
+            nodes = list(ast_nodes(get_ast(source)))
+            for name in OPERATORS:
+                operator = cosmic_ray.plugins.get_operator(name)()
+                starts[name] = [start[0] for node in nodes for start, _ in operator.mutation_positions(node)]
+        if "generic" in families:
+            for name in generic.OPERATORS:
+                starts[generic.PREFIX + name] = [line for line, *_ in generic.positions(source, name)]
+        for name, numbers in starts.items():
             seen: dict[str, int] = {}
-            positions = (position for node in nodes for position in operator.mutation_positions(node))
-            for occurrence, (start, _) in enumerate(positions):
-                text = lines[start[0] - 1].strip() if 0 < start[0] <= len(lines) else ""
+            for occurrence, number in enumerate(numbers):
+                text = lines[number - 1].strip() if 0 < number <= len(lines) else ""
                 seen[text] = seen.get(text, -1) + 1
                 out.append(Mutant(path.as_posix(), name, occurrence, text, seen[text], root))
     return out
@@ -134,10 +149,12 @@ def key(path: str, operator: str, original: str, mutated: str) -> str:
     return SEPARATOR.join([path, operator, " / ".join(before), " / ".join(after)])
 
 
-def sample(size: int, seed: int, root: Path = ROOT) -> Iterator[tuple[Mutant, str, str]]:
+def sample(
+    size: int, seed: int, root: Path = ROOT, families: tuple[str, ...] = FAMILIES
+) -> Iterator[tuple[Mutant, str, str]]:
     """The first ``size`` mutants in the order of `Mutant.rank` that change behaviour: (mutant, key,
     mutated source)."""
-    everything = sorted(population(root), key=lambda mutant: mutant.rank(seed))
+    everything = sorted(population(root, families), key=lambda mutant: mutant.rank(seed))
     taken = 0
     for mutant in everything:
         if taken == size:
@@ -258,7 +275,9 @@ def run(arguments: argparse.Namespace) -> int:
         tree = Path(folder) / "tree"
         copy_tree(tree)
         warm = warm_cache(tree, Path(folder) / "warm", arguments.timeout)
-        for number, (mutant, name, mutated) in enumerate(sample(arguments.sample, arguments.seed, tree), 1):
+        for number, (mutant, name, mutated) in enumerate(
+            sample(arguments.sample, arguments.seed, tree, arguments.operators), 1
+        ):
             began = time.monotonic()
             if rerun is not None and name not in rerun:
                 continue
@@ -298,10 +317,29 @@ def run(arguments: argparse.Namespace) -> int:
     return 1 if results["survived"] and (arguments.strict or score < arguments.fail_under) else 0
 
 
+def seed(text: str) -> int:
+    """An integer seed, or for 'commit' the first 48 bits of git's HEAD: a fresh sample on every commit."""
+    if text != "commit":
+        return int(text)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True)
+    return int(head.stdout.strip()[:12], 16)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tests/mutation/run.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=100, help="how many mutants to run (default 100)")
-    parser.add_argument("--seed", type=int, default=15, help="the seed of the shuffle (default 15)")
+    parser.add_argument(
+        "--seed",
+        type=seed,
+        default=15,
+        help="the seed of the shuffle (default 15), or 'commit': one drawn from the commit checked out (git's HEAD)",
+    )
+    parser.add_argument(
+        "--operators",
+        type=lambda text: tuple(family for family in FAMILIES if family in text.split(",")),
+        default=FAMILIES,
+        help="whose mutants to draw from: cosmic (cosmic-ray's), generic (generic.py's); default cosmic,generic",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run; longer is a kill")
     parser.add_argument("--fail-under", type=float, default=85, help="the least score in percent (default 85)")
     parser.add_argument("--strict", action="store_true", help="fail on any survivor not listed as equivalent")
@@ -314,7 +352,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rerun", type=Path, help="run only the survivors listed in this earlier output")
     parser.add_argument("--verbose", action="store_true", help="print the end of pytest's output for survivors")
+    parser.add_argument("--list", action="store_true", help="print the sample's mutants, run none")
     arguments = parser.parse_args(argv)
+    if not arguments.operators:
+        parser.error(f"--operators: name one or more of {', '.join(FAMILIES)}")
+    if arguments.list:
+        for number, (_, name, _) in enumerate(sample(arguments.sample, arguments.seed, ROOT, arguments.operators), 1):
+            print(f"[{number:3d}] {name}")
+        return 0
     # SIGTERM ends the run as Ctrl-C does: the pytest running and the copied tree are removed.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     return run(arguments)

@@ -1,5 +1,8 @@
 """Accuracy across the floating-point range, against mpmath (reduced grids; make accuracy runs the full ones)."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from grids import core_fast, slow
@@ -212,3 +215,46 @@ def test_the_scalar_grid_counts_every_normal_true_value_and_skips_only_zero():
     found = accuracy.scalar("layernorm", "response", np.float64, np.array([0.0, 3.0]), np.array([3.0]))
     assert (found.points, found.silent) == (1, 0)
     assert found.worst == 0.0
+
+
+def _stated() -> str:
+    """docs/accuracy.md's guarantee, in one line: the ranges its grids are said to reach."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    return " ".join(text[text.index("**Guarantee**") :].split("\n\n")[0].split())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_grids_reach_the_ranges_the_accuracy_page_states(dtype):
+    """The guarantee names n in {2, 3, 16}, offsets 10^k for k = 4 ... 15, and every magnitude of the
+    format: the sizes measured are those, the offset powers run exactly over that span, and every
+    other family's powers of ten (and every family's epsilons) run in even steps from the smallest
+    normal power that is a multiple of the step to the largest, with at least five magnitudes."""
+    stated = _stated()
+    sizes = re.search(r"n ∈ \{([\d, ]+)\}", stated)
+    assert sizes is not None
+    assert tuple(int(n) for n in sizes.group(1).split(",")) == accuracy.SIZES
+    offsets = re.search(r"k = (\d+) … (\d+)", stated)
+    assert offsets is not None
+    info = np.finfo(dtype)
+    low, high = np.log10(info.tiny), np.log10(info.max)
+
+    def spans(powers: np.ndarray) -> None:
+        assert len(powers) >= 5, powers
+        step = int(np.diff(powers)[0])
+        assert (np.diff(powers) == step).all(), powers
+        assert powers[0] % step == 0, powers
+        assert powers[0] - step < low <= powers[0], powers
+        assert powers[-1] <= high < powers[-1] + step, powers
+
+    for family, (powers, epsilons) in accuracy.vector_grids(dtype).items():
+        if "offset" in family:
+            assert list(powers) == list(range(int(offsets.group(1)), int(offsets.group(2)) + 1)), family
+        else:
+            spans(powers)
+        spans(np.log10(epsilons).round().astype(int))
+    ts, epsilons = accuracy.scalar_grid(dtype)
+    spans(np.log10(epsilons.astype(np.float64)).round().astype(int))
+    count = len(accuracy.exponents(dtype, 10))  # t: 0, then +10**k and -10**k, then random magnitudes
+    assert ts[0] == 0.0
+    spans(np.log10(ts[1 : 1 + count].astype(np.float64)).round().astype(int))
+    spans(np.log10(-ts[1 + count : 1 + 2 * count].astype(np.float64)).round().astype(int))

@@ -2,6 +2,7 @@
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import pickle
@@ -201,6 +202,52 @@ def test_only_inline_claims_are_looked_up(argv, cached):
     found = _output_entry(argv, " check", _CACHED_CHECK_OPTIONS)
     assert (found is not None) is cached
     assert found is None or found != _entry(argv)  # never a derive run's entry
+
+
+# One valid value of each option a stored output may be looked up under, per command.
+_VALUES = {
+    "": {"--format": "latex", "--layer": "rmsnorm", "--notation": "n=N", "--formula": "*.slope*", "--standalone": None},
+    " check": {"--latex": "x", "--layer": "rmsnorm", "--assume": "n >= 3", "--format": "json", "--timeout": "5"},
+}
+
+
+def _parsers():
+    from derivations.__main__ import _CACHED_CHECK_OPTIONS, _CACHED_OPTIONS, _parser
+
+    parser, commands = _parser()
+    return {"": (parser, _CACHED_OPTIONS), " check": (commands["check"].filled(), _CACHED_CHECK_OPTIONS)}
+
+
+@pytest.mark.parametrize("command", ["", " check"])
+def test_the_stored_outputs_parse_every_option_as_the_command_line_does(command):
+    """The look-up's own reading of the arguments (how many values each option takes) is argparse's,
+    option by option and for every ordered pair, in both spellings (``--option value``,
+    ``--option=value``): each such run is looked up, and argparse leaves nothing over; with an
+    option outside the table, or one value too many, nothing is looked up."""
+    from derivations.__main__ import _output_entry
+
+    parser, table = _parsers()[command]
+    values = _VALUES[command]
+    assert set(table) == set(values)
+    actions = {option: action for action in parser._actions for option in action.option_strings}
+    for option in table:  # the table's counts are the parser's
+        assert table[option] == (0 if actions[option].nargs == 0 else 1), option
+    claim = ["slope_at_zero == 1"] if command else []
+
+    def spelt(option, joined):
+        value = values[option]
+        return [option] if value is None else [f"{option}={value}"] if joined else [option, value]
+
+    for first, second in itertools.product(table, repeat=2):
+        for joined in (False, True):
+            argv = [*spelt(first, joined), *spelt(second, not joined), *claim]
+            assert _output_entry(argv, command, table) is not None, argv
+            _, left = parser.parse_known_args(argv)
+            assert left == [], argv
+            extra = [*argv, "extra"] if not command else [*argv, "another claim"]
+            assert _output_entry(extra, command, table) is None, extra
+    for option in set(actions) - set(table) - {"-h", "--help", "--version", "--no-cache"}:
+        assert _output_entry([option, "value", *claim], command, table) is None, option
 
 
 def test_a_failed_run_is_not_stored(cache_home, capsys):

@@ -399,6 +399,47 @@ def test_emitted_torch_broadcasts_epsilon_as_numeric_does(key, eps_shape, torch_
     assert _relative(got, want) <= RTOL
 
 
+# (x, dy, epsilon) shapes numeric's vjp accepts: x and dy broadcast against each other (the
+# gradient has their common shape), epsilon against their common batch shape (and may widen it).
+BACKWARD_SHAPES = [
+    ((3,), (2, 3), ()),
+    ((2, 3), (3,), (2,)),
+    ((2, 1, 3), (4, 3), (2, 1)),
+    ((1, 3), (2, 3), (2,)),
+    ((4, 3), (4, 3), (4,)),
+    ((3,), (3,), (2,)),
+    ((2, 1, 3), (1, 3), (5, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("key", EMITTED)
+@pytest.mark.parametrize("target", ["numpy", "torch"])
+def test_the_emitted_backward_broadcasts_x_dy_and_epsilon_as_numeric_does(key, target, request, tmp_path):
+    """Every shape of x, dy and epsilon that numeric's vjp takes: the same gradient, of its shape, and
+    each parameter's gradient summed over every row of the broadcast batch."""
+    rng = np.random.default_rng(17)
+    plan = program(LAYERS[key])
+    if target == "torch":
+        import torch
+
+        module, array = request.getfixturevalue("torch_modules")[key], torch.tensor
+    else:
+        module, array = _imported(tmp_path, key, emit(key, "numpy")), np.asarray
+    backward = getattr(module, plan.backward)
+    for x_shape, dy_shape, eps_shape in BACKWARD_SHAPES:
+        x, dy = rng.standard_normal(x_shape), rng.standard_normal(dy_shape)
+        eps = rng.uniform(0.01, 1, eps_shape)
+        params = tuple(rng.normal(0, 2, 3) for _ in LAYERS[key].parameters)
+        want = getattr(numeric, key).vjp(x, eps, dy, *params)
+        got = backward(array(x), array(eps), array(dy), *map(array, params))
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        assert len(got) == len(want)
+        for name, g, w in zip((name for name, _ in plan.gradients), got, want, strict=True):
+            g = g.numpy() if target == "torch" else np.asarray(g)
+            assert g.shape == w.shape, (name, x_shape, dy_shape, eps_shape)
+            assert _relative(g, w) <= RTOL, (name, x_shape, dy_shape, eps_shape)
+
+
 def test_the_centering_shift_is_read_from_the_rule_for_x_i_alone():
     """`_shift` takes mu from the display rule x_i = c_i + mu, wherever it stands among the rules;
     a rule for another entry (x_k = c_k + mu) is no shift of x_i."""

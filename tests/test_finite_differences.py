@@ -61,3 +61,17 @@ def test_one_sided_differences_at_the_kink_agree_with_the_derived_limit(key, siz
         assert_agree(quotient, jac @ v, rtol=0, atol=4 * abs(h) * (v @ v) / epsilon**2, what=f"one-sided, h = {h}")
     # J v is not the zero vector: the check has something to see.
     assert np.linalg.norm(jac @ v) > 0.1 / (1 + epsilon)
+
+
+def test_the_difference_step_follows_the_asymptote_it_is_scaled_to(monkeypatch):
+    """The step of the slope's differences is scaled to the width over which the response rises to
+    its asymptote: a reference asymptote far beyond the layer's (the wrong one) makes the step too
+    large, its truncation error shows, and the check fails.  Each asymptote, upper or lower, is as
+    far from zero as the other (the responses are odd), so either is the right scale."""
+    ts, epsilon = np.linspace(-1, 1, 41), 0.04
+    upper, lower = LAYER.asymptotes()
+    assert upper == -lower > 0
+    assert verify.derivative_against_differences(LAYER, "slope", "response", ts, epsilon) == ts.size
+    monkeypatch.setattr(type(LAYER), "asymptotes", lambda self: (upper * 1e5, lower * 1e5))
+    with pytest.raises(AgreementError, match="slope vs differences of response"):
+        verify.derivative_against_differences(LAYER, "slope", "response", ts, epsilon)

@@ -206,6 +206,49 @@ def test_bounded_children_run_side_by_side_each_within_its_own_budget():
     assert str(results[2]) == "undecided within 3 s"
 
 
+def _gone(pid: int) -> bool:
+    """True when ``pid`` is no child of this process any more: reaped, not a zombie left to wait for."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_bounded_children_are_reaped_however_they_end(monkeypatch):
+    """Every child the sandbox forks is waited for, whether it returned, raised, ran out of time or
+    memory, or was abandoned when the caller stopped reading its results: none is left a zombie."""
+    from derivations.claims import bounded
+
+    forked = []
+    fork = os.fork
+
+    def recorded():
+        pid = fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", recorded)
+
+    def fails():
+        raise ValueError("no")
+
+    assert bounded.run(lambda: 7, 60) == 7
+    with pytest.raises(bounded.Exceeded, match="ValueError: no"):
+        bounded.run(fails, 60)
+    with pytest.raises(bounded.Exceeded, match="undecided within"):
+        bounded.run(_sleep_then(30, None), 0.5)
+    with pytest.raises(bounded.Exceeded, match="MiB of memory"):
+        bounded.run(lambda: bytearray(1 << 30), 60, memory=64 << 20)
+    results = bounded.each([_sleep_then(0.0, 1), _sleep_then(30, 2), _sleep_then(30, 3)], 60, workers=3)
+    assert next(results) == (0, 1)
+    results.close()  # the caller stops reading: the two still running are ended and reaped
+    assert len(forked) == 7
+    assert [pid for pid in forked if not _gone(pid)] == []
+    assert [pid for pid in forked if Path(f"/proc/{pid}").exists()] == []
+
+
 def test_one_bounded_child_at_a_time_when_asked():
     from derivations.claims import bounded
 

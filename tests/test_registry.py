@@ -157,3 +157,34 @@ def test_make_test_takes_each_layer_parametrized_function_on_the_core_layer_and_
     assert set().union(*fast_layers.values()) == set(LAYERS)
     assert len(fast_layers["b"]) == len(fast_layers["c"]) == 2
     assert set(fast_layers["a"]) >= set(LAYERS) - {fast_layers["b"][1], fast_layers["c"][1]}
+
+
+def test_the_catalog_is_a_collection_of_the_built_in_layers_then_the_registered_ones():
+    """len, iteration, membership, repr and the README's count agree, before and after a layer is
+    registered and removed; an unknown key is refused by name, and the built-in ones stay."""
+    import dataclasses
+    import re
+
+    from derivations.catalog import Catalog, UnknownLayer
+
+    catalog = Catalog(DEFINITIONS)
+    assert len(catalog) == len(list(catalog)) == len(DEFINITIONS) == len(set(DEFINITIONS))
+    assert list(catalog) == list(DEFINITIONS)
+    assert all(key in catalog for key in DEFINITIONS)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"the definitions of (\d+) layers", readme)
+    assert stated is not None
+    assert int(stated.group(1)) == len(DEFINITIONS)
+    extra = dataclasses.replace(catalog[CORE], key="mine")
+    catalog["mine"] = extra
+    assert len(catalog) == len(DEFINITIONS) + 1
+    assert list(catalog)[-1] == "mine"
+    assert "mine" in catalog
+    assert catalog["mine"] is extra
+    assert repr(catalog).startswith(f"<Catalog of {len(DEFINITIONS) + 1} layers: {CORE}, ")
+    del catalog["mine"]
+    assert len(catalog) == len(DEFINITIONS)
+    assert "mine" not in catalog
+    assert "nope" not in catalog
+    with pytest.raises(UnknownLayer):
+        catalog["nope"]

@@ -125,12 +125,12 @@ def exponents(dtype: DTypeLike, step: int) -> np.ndarray:
 
 
 def scalar_grid(dtype: DTypeLike, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """t: 0, +-10**k (step 10) and seeded random magnitudes; epsilon: 10**k (step 20)."""
+    """t: 0, +-10**k (step 10) and seeded random magnitudes; epsilon: 10**k (step 20, 10 in float32)."""
     rng = np.random.default_rng(seed)
     powers = exponents(dtype, 10)
     spread = 10.0 ** rng.uniform(powers[0], powers[-1], 200) * rng.choice([-1, 1], 200)
     ts = np.concatenate([[0.0], 10.0**powers, -(10.0**powers), spread]).astype(dtype)
-    return ts, (10.0 ** exponents(dtype, 20)).astype(dtype)
+    return ts, (10.0 ** exponents(dtype, 10 if np.dtype(dtype) == np.float32 else 20)).astype(dtype)
 
 
 @dataclass
@@ -569,6 +569,25 @@ def table(rows: list[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def vector_grids(
+    dtype: DTypeLike, vector_step: int = 30, epsilon_step: int = 60
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each family's (powers k of the input, epsilons): float32's grid is finer than the steps given."""
+    small = np.dtype(dtype) == np.float32
+    # float32's range is eight times narrower: a step of 10 gives it seven magnitudes of each.
+    powers = exponents(dtype, 10 if small else vector_step)
+    epsilons = 10.0 ** exponents(dtype, 10 if small else epsilon_step)
+    # Constant inputs trust an exact-zero reference only at the highest
+    # precision, so their grid is coarser; offsets run k = 4 .. 15.
+    grids = {
+        "scaled": (powers, epsilons),
+        "constant": (exponents(dtype, 10 if small else 100), 10.0 ** exponents(dtype, 10 if small else 150)),
+        "offset": (np.arange(4, 16), 10.0 ** exponents(dtype, 10 if small else 100)),
+    }
+    grids["integer offset"] = grids["offset"]
+    return grids
+
+
 def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
     """Every function on the scalar grid and on the vector grid, both dtypes."""
     rows = []
@@ -578,17 +597,7 @@ def measure(vector_step: int = 30, epsilon_step: int = 60) -> list[Result]:
             for name in scalar_functions(key):
                 rows.append(scalar(key, name, dtype, ts, epsilons))
     for dtype in (np.float64, np.float32):
-        small = np.dtype(dtype) == np.float32
-        powers = exponents(dtype, 10 if small else vector_step)
-        epsilons = 10.0 ** exponents(dtype, 20 if small else epsilon_step)
-        # Constant inputs trust an exact-zero reference only at the highest
-        # precision, so their grid is coarser; offsets run k = 4 .. 15.
-        grids = {
-            "scaled": (powers, epsilons),
-            "constant": (exponents(dtype, 40 if small else 100), 10.0 ** exponents(dtype, 40 if small else 150)),
-            "offset": (np.arange(4, 16), 10.0 ** exponents(dtype, 40 if small else 100)),
-        }
-        grids["integer offset"] = grids["offset"]
+        grids = vector_grids(dtype, vector_step, epsilon_step)
         for key in layer_keys():
             for name in vector_functions(key):
                 for family in FAMILIES:

@@ -37,17 +37,48 @@ def _start(*argv: str) -> subprocess.Popen:
     )
 
 
-def _group_left(group: int, within: float) -> bool:
-    """Whether a process of ``group`` is still there after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
+def _running(group: int) -> bool:
+    """Whether a process of ``group`` still runs.  With /proc, one that has ended and waits to be
+    reaped (a zombie: an orphaned worker is reaped by init, which in a container may take a
+    while) runs nothing and does not count; elsewhere any process of the group does."""
+    if not Path("/proc/self/stat").exists():
         try:
             os.killpg(group, 0)
         except ProcessLookupError:
             return False
+        return True
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()  # after "pid (command)"
+        except OSError:
+            continue  # ended while listed
+        if int(fields[2]) == group and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _group_left(group: int, within: float) -> bool:
+    """Whether a process of ``group`` is still running after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        if not _running(group):
+            return False
         if time.monotonic() > deadline:
             return True
         time.sleep(0.02)
+
+
+def test_a_running_group_is_seen_and_an_ended_one_is_not_though_unreaped():
+    process = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert _group_left(process.pid, 0.1)
+        os.kill(process.pid, signal.SIGKILL)
+        assert not _group_left(process.pid, 5.0)  # a zombie until the wait below
+        if Path("/proc/self/stat").exists():
+            assert Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    finally:
+        process.kill()
+        process.wait()
 
 
 def _ended_by(process: subprocess.Popen, sent: float) -> tuple[int, float, str]:

@@ -280,6 +280,34 @@ def test_bounded_children_are_reaped_however_they_end(monkeypatch):
     assert [pid for pid in forked if Path(f"/proc/{pid}").exists()] == []
 
 
+@pytest.mark.parametrize(("workers", "cores", "most"), [(3, 1, 3), (None, 2, 2), (None, 1, 1), (9, 1, 5), (0, 4, 1)])
+def test_bounded_children_run_as_many_at_once_as_asked_or_one_a_processor(monkeypatch, workers, cores, most):
+    """A worker count is speed, not output; pinned here all the same: ``workers`` children at once,
+    by default one a processor this process may run on, at least one, never more than the work."""
+    from derivations.claims import bounded
+
+    if hasattr(os, "sched_getaffinity"):
+        assert bounded.processors() == len(os.sched_getaffinity(0))
+    running, seen = [0], []
+    start, reap = bounded._start, bounded._reap
+
+    def started(*args):
+        running[0] += 1
+        seen.append(running[0])
+        return start(*args)
+
+    def reaped(pid):
+        running[0] -= 1
+        return reap(pid)
+
+    monkeypatch.setattr(bounded, "_start", started)
+    monkeypatch.setattr(bounded, "_reap", reaped)
+    monkeypatch.setattr(bounded, "processors", lambda: cores)
+    assert bounded.run_many([_sleep_then(0.2, n) for n in range(5)], 60, workers=workers) == list(range(5))
+    assert max(seen) == most
+    assert running == [0]
+
+
 def test_one_bounded_child_at_a_time_when_asked():
     from derivations.claims import bounded
 

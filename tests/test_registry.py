@@ -100,6 +100,47 @@ def test_rows_derives_each_layer_in_the_worker_of_the_layer_it_is_built_on():
     assert sorted(key for task in every for key in task) == sorted(LAYERS)
 
 
+@pytest.mark.parametrize(
+    ("cores", "keys", "pool"),
+    [
+        (1, ["rmsnorm", "dyt"], None),
+        (4, ["rmsnorm", "dyt"], 2),
+        (2, ["rmsnorm", "dyt", "layernorm"], 2),
+        (4, ["rmsnorm"], None),
+    ],
+)
+def test_rows_forks_one_worker_a_core_and_never_more_than_the_tasks(monkeypatch, cores, keys, pool):
+    """A worker count is speed, not output; pinned here all the same: as many as the cores, at most
+    one a task, and none (the rows derived in this process) where that is fewer than two."""
+    import multiprocessing
+
+    from derivations import catalog
+
+    sizes = []
+
+    class Recorded:
+        def __init__(self, workers, *args):
+            sizes.append(workers)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *args):
+            return False
+
+        def imap(self, function, tasks, chunksize=1):
+            return map(function, tasks)
+
+    class Context:
+        Pool = Recorded
+
+    monkeypatch.setattr(catalog.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Context())
+    found = catalog.rows(keys)
+    assert sizes == ([] if pool is None else [pool])
+    assert sorted({str(row["layer"]) for row in found}) == sorted(keys)
+
+
 def test_a_test_function_whose_every_case_is_slow_is_refused():
     """The collection check of conftest.py: make test runs every test function at least once."""
     from types import SimpleNamespace

@@ -420,9 +420,10 @@ def test_the_emitted_backward_broadcasts_x_dy_and_epsilon_as_numeric_does(key, t
     rng = np.random.default_rng(17)
     plan = program(LAYERS[key])
     if target == "torch":
+        modules = request.getfixturevalue("torch_modules")  # skipped without torch, but in make crosscheck
         import torch
 
-        module, array = request.getfixturevalue("torch_modules")[key], torch.tensor
+        module, array = modules[key], torch.tensor
     else:
         module, array = _imported(tmp_path, key, emit(key, "numpy")), np.asarray
     backward = getattr(module, plan.backward)

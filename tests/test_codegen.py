@@ -530,3 +530,18 @@ def test_emitted_code_says_where_its_gradient_has_no_value(tmp_path):
     assert np.isfinite(module.vjp(x, 2.0, dy)).all()
     with pytest.raises(ValueError, match="the kink, where this derivative does not exist"):
         numeric.l2norm_clamped.vjp(x, 1.0, dy)
+
+
+@pytest.mark.parametrize("key", EMITTED)
+def test_the_emitted_c_casts_to_void_exactly_the_arguments_a_function_leaves_unused(key):
+    """``(void)name;`` silences -Wunused-parameter for an argument the function never reads, and is
+    written for no other: every argument is read or voided, none both."""
+    source = emit(key, "c")
+    functions = re.findall(r"^\w[^;{]*\b(\w+)\(([^)]*)\)\s*\{(.*?)^\}", source, flags=re.M | re.S)
+    assert functions
+    for name, arguments, body in functions:
+        voided = set(re.findall(r"\(void\)(\w+);", body))
+        rest = re.sub(r"\(void\)\w+;", "", body)
+        for argument in (a.split()[-1].lstrip("*") for a in arguments.split(",") if a.strip() not in ("", "void")):
+            read = re.search(rf"\b{re.escape(argument)}\b", rest) is not None
+            assert read != (argument in voided), (name, argument, read)

@@ -230,3 +230,18 @@ def test_a_bad_assumption_is_named_as_the_assumption_not_the_claim(assumption, m
 def test_a_claim_cut_short_has_no_column_zero():
     verdict = check(Claim("slope =="))
     assert verdict.detail == "cannot parse the claim: invalid syntax"
+
+
+def test_an_algebraic_model_value_becomes_its_first_40_decimals():
+    """z3 gives sqrt(2) as an algebraic number: the point takes its first 40 decimals, exactly."""
+    import z3
+
+    from derivations.claims.solver import _rational
+
+    x = z3.Real("x")
+    solver = z3.Solver()
+    solver.add(x * x == 2, x > 0)
+    assert solver.check() == z3.sat
+    found = _rational(solver.model().eval(x))
+    assert found == sp.Rational("1.4142135623730950488016887242096980785696")
+    assert _rational(z3.RealVal("3/7")) == sp.Rational(3, 7)  # a rational stays exact

@@ -220,7 +220,7 @@ def _rational(value: Any) -> sp.Rational:
     try:
         return sp.Rational(str(Fraction(value.as_fraction())))
     except (AttributeError, ValueError, TypeError):
-        return sp.Rational(value.approx(40).as_decimal(40).rstrip("?"))
+        return sp.Rational(value.as_decimal(40).rstrip("?"))
 
 
 def holds_everywhere(

@@ -92,7 +92,8 @@ accuracy: $(STAMP)
 # listed in tests/mutation/equivalent.txt.  First a fresh sample of SAMPLE mutants drawn from
 # cosmic-ray's operators and the generic ones (tests/mutation/generic.py), seeded by the commit
 # checked out (SEED=commit) or by SEED; then the regression set, cosmic-ray's sample of seed 15.
-# Long: about a minute a mutant on two cores, five for one the first tests miss.
+# Long: three minutes to find the tests running each drawn statement (tests/mutation/probe.py),
+# then seconds for most mutants on two cores, a few minutes for one those tests miss.
 SAMPLE ?= 100
 SEED ?= commit
 mutation: $(MUTATION)

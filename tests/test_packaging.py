@@ -19,26 +19,35 @@ ROOT = Path(__file__).resolve().parents[1]
 def installed(tmp_path_factory):
     """(the fresh environment's bin folder, an empty working folder outside the project)."""
     base = tmp_path_factory.mktemp("wheel")
+    # Without PYTHONPATH (as the commands run, `_run`): on it, the checkout's metadata, which
+    # building the wheel writes there, counts as installed, and pip leaves the wheel out.
+    environment = _outside()
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(base / "dist"), str(ROOT)],
         check=True,
         capture_output=True,
+        env=environment,
     )
     (wheel,) = (base / "dist").glob("epsilon_layernorm-*.whl")
     venv.create(base / "env", with_pip=True)
     bin_folder = base / "env" / "bin"
-    subprocess.run([str(bin_folder / "python"), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
+    install = [str(bin_folder / "python"), "-m", "pip", "install", "--quiet", str(wheel)]
+    subprocess.run(install, check=True, env=environment)
     work = base / "work"
     work.mkdir()
     shutil.copytree(ROOT / "examples" / "paper", work / "paper", ignore=shutil.ignore_patterns("review.*"))
     return bin_folder, work
 
 
+def _outside() -> dict[str, str]:
+    """The environment without the checkout's path or virtual environment."""
+    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
 def _run(installed, *command: str) -> subprocess.CompletedProcess[str]:
     bin_folder, work = installed
-    environment = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     program = [str(bin_folder / command[0]), *command[1:]]
-    return subprocess.run(program, cwd=work, capture_output=True, text=True, env=environment, timeout=1800)
+    return subprocess.run(program, cwd=work, capture_output=True, text=True, env=_outside(), timeout=1800)
 
 
 def test_the_wheel_ships_its_data_and_no_project_folder(installed):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import hashlib
 import os
 import re
@@ -32,27 +33,33 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import cosmic_ray.plugins
-from cosmic_ray.ast import ast_nodes, get_ast
-from cosmic_ray.mutating import mutate_code
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generic
+import probe
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("derivations", "numeric", "figures")
 EQUIVALENT = Path(__file__).with_name("equivalent.txt")
 SEPARATOR = " :: "
-# The operators that take arguments (VariableReplacer, VariableInserter) need
-# names chosen per module; every other cosmic-ray operator is used.
-OPERATORS = tuple(
-    name for name in cosmic_ray.plugins.operator_names() if not cosmic_ray.plugins.get_operator(name).arguments()
-)
+
+
+@functools.cache
+def cosmic_operators() -> tuple[str, ...]:
+    """cosmic-ray's operators but those that take arguments (VariableReplacer, VariableInserter),
+    which need names chosen per module.  cosmic-ray is imported here, where mutants are drawn:
+    the rest of the runner (running pytest on a tree) works without it."""
+    import cosmic_ray.plugins
+
+    return tuple(
+        name for name in cosmic_ray.plugins.operator_names() if not cosmic_ray.plugins.get_operator(name).arguments()
+    )
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,9 @@ class Mutant:
     def mutated(self) -> str | None:
         if self.operator.startswith(generic.PREFIX):
             return generic.mutate(self.source(), self.operator.removeprefix(generic.PREFIX), self.occurrence)
+        import cosmic_ray.plugins
+        from cosmic_ray.mutating import mutate_code
+
         operator = cosmic_ray.plugins.get_operator(self.operator)()
         return mutate_code(self.source(), operator, self.occurrence)
 
@@ -98,8 +108,11 @@ def population(root: Path = ROOT, families: tuple[str, ...] = FAMILIES) -> list[
         lines = source.splitlines()
         starts: dict[str, list[int]] = {}  # operator -> the line each of its mutants starts on
         if "cosmic" in families:
+            import cosmic_ray.plugins
+            from cosmic_ray.ast import ast_nodes, get_ast
+
             nodes = list(ast_nodes(get_ast(source)))
-            for name in OPERATORS:
+            for name in cosmic_operators():
                 operator = cosmic_ray.plugins.get_operator(name)()
                 starts[name] = [start[0] for node in nodes for start, _ in operator.mutation_positions(node)]
         if "generic" in families:
@@ -194,33 +207,154 @@ def relevant_tests(path: str, tree: Path) -> list[str]:
     return [path]
 
 
-def pytest(tree: Path, arguments: list[str], timeout: float, cache: Path) -> tuple[str, str]:
-    """('killed' | 'timeout' | 'survived', the last lines of pytest's output) for one run in ``tree``,
-    with ``cache`` as the run's derivation cache (tests/conftest.py)."""
+class Ran(NamedTuple):
+    """One pytest run: 'killed' | 'timeout' | 'survived', the end of its output, and the ids of the
+    tests that failed ("COLLECT <path>" for a file that did not collect)."""
+
+    outcome: str
+    tail: str
+    failed: frozenset[str]
+
+
+def pytest(
+    tree: Path,
+    arguments: list[str],
+    timeout: float,
+    cache: Path,
+    extra: dict[str, str] | None = None,
+    first: bool = True,
+) -> Ran:
+    """One run in ``tree``, with ``cache`` as the run's derivation cache (tests/conftest.py),
+    ``extra`` in its environment (the probes' variables), stopping at the ``first`` failure."""
+    failed = Path(tempfile.mkstemp(prefix="failed-", dir=tree.parent)[1])
     environment = {
         **os.environ,
-        "PYTHONPATH": str(tree),
+        "PYTHONPATH": os.pathsep.join([str(tree), str(tree.parent / "probe")]),
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
         "EPSILON_LAYERNORM_TEST_CACHE": str(cache),
         "EPSILON_LAYERNORM_TEST_DERIVE_FIRST": "1",
+        probe.FAILED: str(failed),
+        **(extra or {}),
     }
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *arguments]
+    options = ["-x"] if first else []
+    command = [sys.executable, "-m", "pytest", *options, "-q", "-p", "no:cacheprovider", "-p", "_mutation_probe"]
+    command += ["--no-header", *arguments]
     process = subprocess.Popen(
         command, cwd=tree, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
     try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        return "timeout", ""
-    except BaseException:  # interrupted: the run's own session goes with it
-        os.killpg(process.pid, signal.SIGKILL)
-        raise
-    tail = "\n".join(output.decode(errors="replace").strip().splitlines()[-3:])
-    # 0: every test passed; 5: none collected (no doctest in the module and no test file).
-    return ("survived" if process.returncode in (0, 5) else "killed"), tail
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return Ran("timeout", "", frozenset())
+        except BaseException:  # interrupted: the run's own session goes with it
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+        names = frozenset(failed.read_text(encoding="utf-8").splitlines())
+    finally:
+        failed.unlink()
+    lines = output.decode(errors="replace").strip().splitlines()
+    tail = "\n".join([*(line for line in lines if line.startswith(("FAILED ", "ERROR "))), *lines[-1:]])
+    if process.returncode == 4:  # a usage error: the runner's (a file not found), or a mutant's (`run_mutant`)
+        return Ran("usage", f"pytest {' '.join(arguments)[:200]}: usage error\n{tail}", names)
+    # 0: every test passed; 5: none collected (no doctest in the module and no test file);
+    # 1: a test failed; 2: a test file did not collect (the mutant breaks an import); 3: pytest crashed.
+    return Ran("survived" if process.returncode in (0, 5) else "killed", tail, names)
+
+
+def changed_lines(original: str, mutated: str) -> tuple[int, int]:
+    """The first and last line (1-based) of ``original`` that the mutant changes."""
+    lines = original.splitlines()
+    matcher = difflib.SequenceMatcher(None, lines, mutated.splitlines(), autojunk=False)
+    changed = [(start, end) for tag, start, end, _, _ in matcher.get_opcodes() if tag != "equal"]
+    last = min(len(lines), max(changed[-1][1], changed[-1][0] + 1))  # an insertion at the end: the last line
+    return min(changed[0][0] + 1, last), last
+
+
+def probe_tests(
+    tree: Path, mutants: list[tuple[Mutant, str, str]], timeout: float, cache: Path
+) -> tuple[dict[str, set[str]], set[str]]:
+    """For each mutant's name, the tests of make test's tier that run the statement it changes
+    (probe.OUTSIDE among them where the statement runs outside any test): one run of the tier on
+    the tree with a probe in front of each such statement (tests/mutation/probe.py).  And the
+    tests that fail in that run, on unmutated code: none should, and one that does kills no mutant."""
+    sites: dict[str, dict[int, int]] = {}  # path -> line -> probe number
+    numbers: dict[str, int] = {}  # mutant -> probe number
+    for mutant, name, mutated in mutants:
+        original = (tree / mutant.path).read_text(encoding="utf-8")
+        line = probe.site(original, *changed_lines(original, mutated))
+        if line is not None:
+            numbers[name] = sites.setdefault(mutant.path, {}).setdefault(line, len(numbers))
+    originals = {path: (tree / path).read_text(encoding="utf-8") for path in sites}
+    log = tree.parent / "probe" / "log"
+    try:
+        for path, lines in sites.items():
+            (tree / path).write_text(probe.insert(originals[path], lines), encoding="utf-8")
+        options = ["-n", "auto", "--maxprocesses", "8", "-m", TIERS["fast"]]
+        broken = set(_runners(pytest(tree, options, timeout, cache, {probe.LOG: str(log)}, first=False)).failed)
+    finally:
+        for path, text in originals.items():
+            (tree / path).write_text(text, encoding="utf-8")
+    if uncollected := sorted(name for name in broken if name.startswith("COLLECT ")):
+        raise SystemExit(f"the unmutated tree does not collect: {', '.join(uncollected)}")
+    ran = probe.read(log)
+    # An id from a pytest a test runs in another folder names no test of the tree.
+    known = {
+        name: {test for test in ran.get(number, set()) if _in_tree(test, tree)} for name, number in numbers.items()
+    }
+    return known, broken
+
+
+def _in_tree(test: str, tree: Path) -> bool:
+    return test == probe.OUTSIDE or (tree / test.split("::")[0]).is_file()
+
+
+def phases(
+    mutant: Mutant, tests: set[str] | None, tree: Path, tiers: list[str], broken: set[str]
+) -> Iterator[tuple[str, list[str], dict[str, str]]]:
+    """The runs that may kill a mutant, cheapest first, as (name, pytest's arguments, environment):
+    the tests that run its statement (with its module's doctests), the test files naming its
+    module (all their tests, slow ones too), then each tier, less the tests already run; none of
+    them the ``broken`` tests, which fail on unmutated code."""
+    folder = tree.parent / "probe"
+    ran = sorted((tests or set()) - {probe.OUTSIDE} - broken)
+    leave = folder / "leave"
+    leave.write_text("\n".join(sorted({*ran, *broken})), encoding="utf-8")
+    if ran:
+        listed = folder / "selected"
+        listed.write_text("\n".join(ran), encoding="utf-8")
+        files = list(dict.fromkeys(test.split("::")[0] for test in ran))
+        many = ["-n", "auto", "--maxprocesses", "8"] if len(ran) > MANY else []  # as make test
+        variables = {probe.ONLY: str(listed), probe.MODULE: mutant.path, probe.EXCEPT: str(folder / "broken")}
+        (folder / "broken").write_text("\n".join(sorted(broken)), encoding="utf-8")
+        yield "probed", [*many, mutant.path, *files], variables
+    named = relevant_tests(mutant.path, tree)
+    yield "named", named, {probe.EXCEPT: str(leave)}
+    done = [f"--deselect={path}" for path in named[1:]]
+    for tier in tiers:  # on up to 8 cores, as make test
+        yield tier, ["-n", "auto", "--maxprocesses", "8", "-m", TIERS[tier], *done], {probe.EXCEPT: str(leave)}
+
+
+def confirmed(tree: Path, failed: frozenset[str], timeout: float, cache: Path) -> frozenset[str]:
+    """Of the tests that failed on a mutant, those that fail on the unmutated tree too, run alone:
+    a failure that says nothing about the mutant (a test that needs others to run first)."""
+    tests = sorted(name for name in failed if not name.startswith("COLLECT "))
+    if not tests:
+        return frozenset()
+    listed = tree.parent / "probe" / "confirm"
+    listed.write_text("\n".join(tests), encoding="utf-8")
+    files = list(dict.fromkeys(test.split("::")[0] for test in tests))
+    return _runners(pytest(tree, files, timeout, cache, {probe.ONLY: str(listed)}, first=False)).failed
+
+
+def _runners(ran: Ran) -> Ran:
+    """A run on the unmutated tree: a usage error there is the runner's, and ends the run."""
+    if ran.outcome == "usage":
+        raise SystemExit(ran.tail)
+    return ran
 
 
 def copy_tree(into: Path) -> None:
@@ -239,6 +373,7 @@ def copy_tree(into: Path) -> None:
 
 
 TIERS = {"fast": "not slow", "slow": "slow"}
+MANY = 300  # tests a probed statement's run takes on every core: fewer start faster on one
 
 
 def warm_cache(tree: Path, into: Path, timeout: float) -> Path:
@@ -263,6 +398,44 @@ def mutant_cache(warm: Path, into: Path) -> Path:
     return into
 
 
+def run_mutant(
+    mutant: Mutant,
+    mutated: str,
+    tests: set[str] | None,
+    tree: Path,
+    arguments: argparse.Namespace,
+    cache: Path,
+    broken: set[str],
+) -> tuple[str, str, str]:
+    """(outcome, the end of pytest's output, the phase that decided) for one mutant, written into
+    ``tree`` for its runs only.  A kill stands only where the failed tests pass on unmutated code,
+    run alone; those that do not join ``broken``, and the mutant runs again without them."""
+    target = tree / mutant.path
+    original = target.read_text(encoding="utf-8")
+    while True:
+        phase, ran = "", Ran("survived", "", frozenset())
+        target.write_text(mutated, encoding="utf-8")
+        try:
+            for step, options, extra in phases(mutant, tests, tree, arguments.tiers, broken):
+                phase = step
+                ran = pytest(tree, options, arguments.timeout, cache, extra)
+                if ran.outcome != "survived":
+                    break
+        finally:
+            target.write_text(original, encoding="utf-8")
+        if ran.outcome == "usage":
+            # pytest would not start (a conftest whose imports the mutant breaks ends it with a
+            # usage error): the mutant's doing where the unmutated tree collects the same run.
+            _runners(pytest(tree, [*options, "--collect-only"], arguments.timeout, cache, extra))
+            return "killed", ran.tail, phase
+        unreliable = confirmed(tree, ran.failed, arguments.timeout, cache) if ran.outcome == "killed" else frozenset()
+        if not unreliable:
+            return ran.outcome, ran.tail, phase
+        for test in sorted(unreliable):
+            print(f"warning: {test} fails on the unmutated tree run alone; it is not run for the mutants", flush=True)
+        broken |= unreliable
+
+
 def run(arguments: argparse.Namespace) -> int:
     listed = equivalent()
     rerun = None
@@ -275,35 +448,44 @@ def run(arguments: argparse.Namespace) -> int:
         tree = Path(folder) / "tree"
         copy_tree(tree)
         warm = warm_cache(tree, Path(folder) / "warm", arguments.timeout)
+        (Path(folder) / "probe").mkdir()
+        shutil.copy2(Path(__file__).with_name("probe.py"), Path(folder) / "probe" / "_mutation_probe.py")
+        drawn = [
+            (mutant, name, mutated)
+            for mutant, name, mutated in sample(arguments.sample, arguments.seed, tree, arguments.operators)
+            if (rerun is None or name in rerun) and name not in listed
+        ]
+        tests: dict[str, set[str]] = {}
+        broken: set[str] = set()
+        if arguments.probe:
+            began = time.monotonic()
+            cache = mutant_cache(warm, Path(tempfile.mkdtemp(prefix="cache-", dir=folder)))
+            tests, broken = probe_tests(tree, drawn, arguments.timeout, cache)
+            shutil.rmtree(cache, ignore_errors=True)
+            found = sum(bool(ran - {probe.OUTSIDE}) for ran in tests.values())
+            seconds = time.monotonic() - began
+            print(f"[  0] probes     {seconds:6.1f} s {found} of {len(drawn)} run by a test", flush=True)
+            for test in sorted(broken):  # left out below: a failure there says nothing of a mutant
+                print(f"warning: {test} fails on the unmutated tree; it is not run for the mutants", flush=True)
         for number, (mutant, name, mutated) in enumerate(
             sample(arguments.sample, arguments.seed, tree, arguments.operators), 1
         ):
             began = time.monotonic()
             if rerun is not None and name not in rerun:
                 continue
+            phase = ""
             if name in listed:
                 outcome, where = "equivalent", listed[name]
             else:
-                target = tree / mutant.path
-                original = target.read_text(encoding="utf-8")
-                target.write_text(mutated, encoding="utf-8")
                 cache = mutant_cache(warm, Path(tempfile.mkdtemp(prefix="cache-", dir=folder)))
                 try:
-                    first = relevant_tests(mutant.path, tree)
-                    outcome, where = pytest(tree, first, arguments.timeout, cache)
-                    rest = [f"--deselect={path}" for path in first[1:]]
-                    for tier in arguments.tiers:  # on up to 8 cores, as make test
-                        if outcome != "survived":
-                            break
-                        options = ["-n", "auto", "--maxprocesses", "8", "-m", TIERS[tier], *rest]
-                        outcome, where = pytest(tree, options, arguments.timeout, cache)
+                    outcome, where, phase = run_mutant(mutant, mutated, tests.get(name), tree, arguments, cache, broken)
                 finally:
-                    target.write_text(original, encoding="utf-8")
                     shutil.rmtree(cache, ignore_errors=True)
             results[outcome].append(name)
-            print(f"[{number:3d}] {outcome:10s} {time.monotonic() - began:6.1f} s  {name}", flush=True)
-            if outcome == "survived" and arguments.verbose:
-                print(f"      {where}", flush=True)
+            print(f"[{number:3d}] {outcome:10s} {time.monotonic() - began:6.1f} s {phase:7s} {name}", flush=True)
+            if arguments.verbose and (outcome == "survived" or phase in TIERS):  # the tests to have run first
+                print(textwrap.indent(where, "      "), flush=True)
     killed = len(results["killed"]) + len(results["timeout"])
     total = killed + len(results["survived"])
     score = 100.0 * killed / total if total else 100.0
@@ -350,8 +532,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the tiers a mutant the first tests miss runs, in order: fast (make test), slow (make test-slow); "
         "default fast,slow",
     )
+    parser.add_argument(
+        "--no-probe",
+        dest="probe",
+        action="store_false",
+        help="do not first find the tests that run each mutant's statement (one run of make test's tier)",
+    )
     parser.add_argument("--rerun", type=Path, help="run only the survivors listed in this earlier output")
-    parser.add_argument("--verbose", action="store_true", help="print the end of pytest's output for survivors")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the end of pytest's output for survivors, and for mutants the first tests miss",
+    )
     parser.add_argument("--list", action="store_true", help="print the sample's mutants, run none")
     arguments = parser.parse_args(argv)
     if not arguments.operators:

@@ -1,6 +1,7 @@
 """The independent audit: it agrees with the derivations where both are right, and it catches
 a wrong verdict the prover would have printed (each fabricated here, as a broken prover would)."""
 
+import ast
 import dataclasses
 
 import pytest
@@ -175,3 +176,136 @@ def test_the_audit_reads_an_assumption_in_the_users_words_on_its_own(assumption)
     varying = audit.Point(n=3, epsilon=sp.Rational(1, 3), x=[sp.Integer(2), sp.Integer(-1), sp.Integer(5)])
     assert claimed.in_domain(varying, False) is True
     assert claimed.in_domain(constant, False) is (assumption == "x != 0")
+
+
+@pytest.mark.parametrize("product", ["epsilon @ x", "x @ epsilon", "J @ epsilon", "epsilon @ J"])
+def test_a_matrix_product_the_audit_cannot_form_is_not_evaluable_there(product):
+    """`@` of a number and a vector or matrix has no value: the audit says it cannot evaluate the
+    claim there (Unknown), never takes a value for it (a None would decide nothing, silently)."""
+    point = _point(LAYERS["layernorm"], 3)
+    with audit.precision(), pytest.raises(Unknown, match="@"):
+        audit.evaluate.Evaluator("layernorm", point).value(ast.parse(product, mode="eval").body)
+
+
+def test_a_limit_is_taken_only_where_the_sequence_has_settled_or_grows_as_a_power():
+    """The last step tiny (2^-60 of the value) and shrinking: the last value; |v| growing by
+    a power of the distance, the steps doubling: an infinity of its sign; anything else
+    (halving steps that are still large, growth that is not a power) does not settle."""
+    from derivations.claims.audit.numbers import Inf, extrapolated
+
+    assert extrapolated([fmpq(1), fmpq(1), fmpq(1)]) == 1
+    with audit.precision():
+        close = extrapolated([arb(3) + arb(2) ** -30, arb(3) + arb(2) ** -70, arb(3) + arb(2) ** -150])
+    assert 3 in close
+    assert close.rad() < arb(2) ** -60
+    for sign in (1, -1):
+        found = extrapolated([fmpq(sign * 2**20), fmpq(sign * 2**40), fmpq(sign * 2**80)])
+        assert isinstance(found, Inf)
+        assert found.sign == sign
+    for values in ([fmpq(1), fmpq(1, 2), fmpq(1, 4)], [fmpq(2**20), fmpq(2**40), fmpq(2**60)]):
+        with pytest.raises(Unknown, match="does not settle"):
+            extrapolated(values)
+
+
+@pytest.mark.parametrize("text", ["layernorm.response <= norm(y)", "response <= norm(y)"])
+def test_a_quantity_named_with_its_layer_sets_the_audits_input_to_its_pattern(text):
+    """layernorm.response is taken at x = (-t, 0, t), and so is y beside it: the audit's points
+    follow the pattern the quantity names, with or without its layer's name, never a random x
+    (where |y_3| <= ||y|| need not be compared to the pattern's response, and was refuted)."""
+    verdict = check(Claim(text, layer="layernorm"))
+    assert verdict.verdict == "proved", verdict.detail
+    assert "at x = (-t, 0, t)" in verdict.quantifier
+    assert "28 decided, 0 consistent" in verdict.detail
+
+
+def test_the_audits_random_inputs_are_sixteenths_at_the_scales_the_docs_state():
+    """docs/claims.md: entries k/16, |k| <= 64, at the scales 1, 2^+-30 and 2^+-100, 1 most often."""
+    import random
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    assert "entries k/16, |k| ≤ 64, at the scales 1, 2^±30 and 2^±100, 1 most often" in text
+    rng, seen = random.Random(3), []
+    for kind in range(4, 400):
+        x = audit._input(4, kind, rng, {})
+        scales = [s for s in (0, 30, -30, 100, -100) if all((v * 16 / sp.Integer(2) ** s).is_integer for v in x)]
+        fitting = [s for s in scales if all(abs(v * 16 / sp.Integer(2) ** s) <= 64 for v in x)]
+        assert fitting, x
+        seen.append(min(fitting, key=abs) if any(v != 0 for v in x) else 0)
+    assert set(seen) == {0, 30, -30, 100, -100}
+    assert seen.count(0) > 2 * max(seen.count(s) for s in (30, -30, 100, -100))
+
+
+def test_infinities_compare_with_each_other_and_with_numbers():
+    """oo equals oo and -oo equals -oo; -oo < any number < oo; an infinity is no number."""
+    from derivations.claims.audit.numbers import Inf
+
+    up, down, five = Inf(1), Inf(-1), fmpq(5)
+    for op, want in (("==", True), ("!=", False), ("<=", True), (">=", True), ("<", False), (">", False)):
+        assert compare(up, op, Inf(1)) is want
+        assert compare(down, op, Inf(-1)) is want
+    assert compare(down, "<", up) is True
+    assert compare(up, ">", down) is True
+    assert compare(up, "==", down) is False
+    for number in (five, -five, fmpq(0)):
+        assert compare(down, "<", number) is True
+        assert compare(number, "<", up) is True
+        assert compare(up, "!=", number) is True
+        assert compare(number, ">", down) is True
+
+
+@pytest.mark.parametrize(
+    ("text", "sign"),
+    [("2*oo", 1), ("-oo", -1), ("-2*oo", -1), ("oo/(-3)", -1), ("-slope_at_zero*oo", -1), ("0*oo", None)],
+)
+def test_an_infinity_times_a_number_takes_the_product_s_sign_and_times_zero_is_not_evaluated(text, sign):
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 4), x=[sp.Integer(1), sp.Integer(2), sp.Integer(4)])
+    tree = ast.parse(text, mode="eval").body
+    with audit.precision():
+        if sign is None:
+            with pytest.raises(Unknown, match="an infinity times a number that may be zero"):
+                audit.evaluate.Evaluator("layernorm", point).value(tree)
+            return
+        found = audit.evaluate.Evaluator("layernorm", point).value(tree)
+    assert found == audit.numbers.Inf(sign)
+
+
+def test_the_square_root_of_oo_is_oo_and_of_minus_oo_is_undefined():
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 4), x=[sp.Integer(1), sp.Integer(2), sp.Integer(4)])
+    with audit.precision():
+        evaluator = audit.evaluate.Evaluator("layernorm", point)
+        assert evaluator.value(ast.parse("sqrt(oo)", mode="eval").body) == audit.numbers.Inf(1)
+        with pytest.raises(Undefined, match="the square root of -oo"):
+            evaluator.value(ast.parse("sqrt(-oo)", mode="eval").body)
+
+
+def test_an_audited_point_is_shown_with_every_coordinate_it_was_evaluated_at():
+    """What the audit reports (a point where a claim fails, one meeting the assumptions) can be
+    evaluated again: its size, epsilon, t, vectors and scalars, each as a plain number."""
+    point = audit.Point(
+        n=2,
+        epsilon=sp.Rational(1, 4),
+        t=sp.Integer(-3),
+        x=[sp.Integer(1), sp.Rational(1, 2)],
+        gain=[fmpq(3, 2), sp.Integer(2)],
+        scalars={"alpha": sp.Rational(1, 8)},
+    )
+    assert point.shown() == {"n": 2, "epsilon": 0.25, "t": -3, "x": [1, 0.5], "gain": [1.5, 2], "alpha": 0.125}
+    assert audit.Point(n=3).shown() == {"n": 3}  # what the point leaves out, it does not show
+
+
+@pytest.mark.parametrize(("extra", "zero"), [(0, True), ("x", False), ("q", False)])
+def test_a_zero_gain_zeroes_the_output_s_dependence_on_x_only_where_no_term_escapes_it(extra, zero):
+    """With gamma = 0, layernorm_affine's output is beta: its bound over all inputs is 0. A layer
+    with a term the gain does not multiply, in x itself or in a statistic, still varies with x."""
+    from derivations.claims.audit.definition import gain_is_zero
+    from derivations.symbols import i, q, x
+
+    base = LAYERS["layernorm_affine"]
+    term = {0: sp.Integer(0), "x": x[i], "q": q}[extra]
+    LAYERS["audit_gain_probe"] = dataclasses.replace(base, key="audit_gain_probe", output=base.output + term)
+    try:
+        assert gain_is_zero("audit_gain_probe", [fmpq(0)] * 3) is zero
+        assert gain_is_zero("audit_gain_probe", [fmpq(0), fmpq(1), fmpq(0)]) is False
+    finally:
+        del LAYERS["audit_gain_probe"]

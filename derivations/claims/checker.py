@@ -369,7 +369,8 @@ def _audit_ranges(domain: Domain | None, claimed: audit.Claimed) -> dict[str, An
         low = int(allowed.inf)
         sizes = [size for size in (low, low + 1) if allowed.contains(size) is sp.true]
     out: dict[str, Any] = {"n": sizes}
-    out["epsilon"] = _audit_values(domain, epsilon, (*_AUDIT_EPSILONS, sp.Integer(0)))
+    # epsilon = 0, where the domain admits it, is the end of its range: among the values already.
+    out["epsilon"] = _audit_values(domain, epsilon, _AUDIT_EPSILONS)
     out["t"] = _audit_values(domain, t, _AUDIT_TS)
     for layer in domain.layers:
         for _, symbol in layer.scalars:

@@ -35,7 +35,7 @@ import itertools
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sympy as sp
@@ -297,6 +297,7 @@ def at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tup
 
 
 def _at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tuple[bool | None, str]:
+    point = _with_epsilon(claimed, point, epsilon_zero)
     inside = claimed.in_domain(point, epsilon_zero)
     if inside is False:
         return False, "the counterexample is outside the domain"
@@ -311,6 +312,19 @@ def _at_counterexample(claimed: Claimed, point: Point, epsilon_zero: bool) -> tu
     if holds is None:
         return None, "the audit cannot decide the claim at the counterexample"
     return True, why + ("" if rigorous else "; a limit, a derivative or an eigenvalue evaluated numerically") + near
+
+
+def _with_epsilon(claimed: Claimed, point: Point, epsilon_zero: bool) -> Point:
+    """A counterexample without epsilon, for a layer with it, is one for every epsilon (its sides
+    did not depend on it): the point at the first of a few epsilons the domain admits.  The claim
+    holds for all epsilon, so it is false if false at any one of them."""
+    if point.epsilon is not None or not LAYERS[claimed.key].has_epsilon:
+        return point
+    for value in (sp.Rational(1, 4), sp.Integer(1), sp.Rational(1, 2), sp.Integer(2), sp.Integer(0)):
+        candidate = replace(point, epsilon=value)
+        if claimed.in_domain(candidate, epsilon_zero) is True:
+            return candidate
+    return point
 
 
 def admitted(claimed: Claimed, ranges: dict[str, Any]) -> dict[str, Any] | None:

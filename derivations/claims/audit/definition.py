@@ -360,6 +360,13 @@ def _orthogonal(vector: list[Num], basis: list[list[Num]]) -> list[Num]:
 def kink(key: str, inputs: Callable[[Num], list[Jet]], values: Env) -> Num:
     """The amplitude t > 0 at which the definition's case switches along the pattern, enclosed
     by bisection on its condition (a clamp's max(norm, epsilon))."""
+    low, high = kink_bracket(key, inputs, values)
+    return ball(low).union(ball(high))
+
+
+def kink_bracket(key: str, inputs: Callable[[Num], list[Jet]], values: Env) -> tuple[Num, Num]:
+    """Exact amplitudes ``low < high`` with the case of t = 0 at ``low`` and the other at ``high``
+    (or its boundary): the switch lies in between."""
     layer = LAYERS[key]
     pieces = sorted(layer.output.atoms(sp.Piecewise), key=sp.default_sort_key)
     if not pieces:
@@ -391,7 +398,7 @@ def kink(key: str, inputs: Callable[[Num], list[Jet]], values: Env) -> Num:
             low = middle
         else:
             high = middle
-    return ball(low).union(ball(high))
+    return low, high
 
 
 def gain_is_zero(key: str, gain: list[Num] | None) -> bool:

@@ -36,10 +36,12 @@ from derivations.claims.audit.definition import (
     direction,
     gain_is_zero,
     kink,
+    kink_bracket,
     number,
     spectral_norm,
 )
 from derivations.claims.audit.numbers import (
+    BESIDE_STEPS,
     ONE,
     STEPS,
     ZERO,
@@ -109,7 +111,9 @@ class Point:
 
 
 def _shown_number(value: Any) -> Any:
-    if isinstance(value, (fmpq, arb)):
+    if isinstance(value, fmpq):  # exact: an integer as one, else the nearest float
+        value = sp.Rational(int(value.p), int(value.q))
+    if isinstance(value, arb):
         return float(short(value))
     value = sp.sympify(value) if isinstance(value, (int, float)) else value
     return int(value) if value.is_Integer else float(sp.N(value, 17))
@@ -426,9 +430,18 @@ class Evaluator:
         return kink(key, lambda t: evaluator.input(Jet(t)), self.values())
 
     def just_beside_switch(self, pattern: Any, key: str, sign: int) -> Any:
+        """The slope's limit at the switch from inside (``sign`` -1) or outside (1): from the
+        bisection's bracket, stepped out by 2^-step of it, the steps far above the bracket's width
+        (a point inside the ball around the switch has no case to take)."""
         self.rigorous = False  # a one-sided limit at the switch
-        response, found = self.at_pattern(pattern, key), self.switch(pattern, key)
-        return extrapolated([response(found * (1 + sign * arb(2) ** -step), derivative=True) for step in STEPS])
+        evaluator = Evaluator(key, self.point, pattern)
+        low, high = kink_bracket(key, lambda t: evaluator.input(Jet(t)), self.values())
+        edge, width = (low if sign < 0 else high), (high - low) / high
+        steps = [step for step in BESIDE_STEPS if fmpq(1, 2**step) >= width * 2**20]
+        if len(steps) < 3:
+            raise Unknown("the switch is not enclosed closely enough to step beside it")
+        response = self.at_pattern(pattern, key)
+        return extrapolated([response(edge * (1 + sign * fmpq(1, 2**step)), derivative=True) for step in steps])
 
     def far_out(self, pattern: Any, key: str) -> Any:
         self.rigorous = False

@@ -48,6 +48,8 @@ ZERO, ONE = fmpq(0), fmpq(1)
 # Steps toward a limit point, as powers of two: 2^-20, 2^-40, ... (or 2^20, ... toward oo); far
 # enough that a point's own scales (an x of 1e-30 has q = 1e-60) are passed long before the last.
 STEPS = (20, 40, 80, 160, 320, 640, 1280, 2560)
+# Beside a switch enclosed to 2^-200 of its amplitude: each step far above that width.
+BESIDE_STEPS = (20, 40, 80, 160)
 
 
 def exact(value: Any) -> Num:
@@ -188,7 +190,10 @@ def extrapolated(values: Sequence[Any]) -> Any:
         last, before, earlier = balls[-1], balls[-2], balls[-3]
         step = abs(last - before)
         scale = max(abs(last).mid(), arb(1))
-        if upper(step) <= scale * arb(2) ** -60 and upper(step) <= upper(abs(before - earlier)):
+        # Settled: the last step tiny, and shrinking or within the rounding of the balls (a
+        # constant sequence, such as a slope of 0, evaluated as balls around it).
+        shrinking = upper(step) <= upper(abs(before - earlier)) or 0 in last - before
+        if upper(step) <= scale * arb(2) ** -60 and shrinking:
             return values[-1] if is_zero(step) else arb(last.mid(), upper(step) * 4 + last.rad())
         if all(positive(abs(v)) for v in balls[-3:]):
             # |v| ~ C d^-p as the distance d = 2^-s shrinks: log2 |v| grows by p (s' - s); the

@@ -683,7 +683,7 @@ def _run_review(parser: OneLineParser, args: argparse.Namespace) -> int:
     except (document.DocumentError, ValueError) as error:
         parser.error(str(error))
     context = classify.Context(notation, args.layer, args.timeout, args.layer or "layernorm")
-    entries = classify.review(paper, context, _progress(len(paper.relations)))
+    entries = classify.review(paper, context, _progress)
     title = args.paper.name
     folder = args.out if args.out is not None else args.paper.resolve().parent
     from derivations.review import pdf
@@ -708,7 +708,7 @@ def _run_review(parser: OneLineParser, args: argparse.Namespace) -> int:
 
 
 def _progress(total: int) -> Callable[[int], Any] | None:
-    """A progress bar on stderr for more than a handful of relations, where stderr is a terminal."""
+    """A progress bar's update, on stderr for more than a handful of links where it is a terminal."""
     if total <= 5:
         return None
     bar = progress(total, "relation", "reviewing")

@@ -4,6 +4,7 @@ whole; bad input is one line and status 2 with nothing written."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 import numeric
 from derivations.claims import ClaimError
 from derivations.review import classify, document, pdf, report
-from derivations.review.notation import Notation, canonical, fit, foreign, read, segments, split
+from derivations.review.notation import Notation, canonical, fit, foreign, read, segments, split, tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "examples" / "paper"
@@ -102,6 +103,38 @@ def test_the_document_reader_follows_inputs_macros_labels_and_lines(tmp_path):
     ]
 
 
+def test_a_def_of_a_name_latex_knows_takes_its_parameters_as_written(tmp_path):
+    """\\def\\frac#1#2{...}: the reader's LaTeX parser takes #1 and #2 as \\frac's own arguments;
+    they are still the definition's two parameters, and its body is the group after them."""
+    (tmp_path / "main.tex").write_text("\\def\\frac#1#2{#1 over #2}\n\\def\\half#1{#1/2}\n$\\half{a} = \\frac{b}{c}$\n")
+    read = document.read(tmp_path / "main.tex")
+    assert [(f.line, f.latex) for f in read.relations] == [(3, "a/2 = b over c")]
+
+
+def test_a_def_without_a_body_at_the_end_of_an_input_file_is_skipped_and_reading_goes_on(tmp_path):
+    (tmp_path / "part.tex").write_text("$a = b$\n\\def\\foo#1")
+    (tmp_path / "main.tex").write_text("\\input{part}\n$c \\le d$\n")
+    read = document.read(tmp_path / "main.tex")
+    assert [(f.file, f.line, f.latex) for f in read.relations] == [
+        ("part.tex", 1, "a = b"),
+        ("main.tex", 2, "c \\le d"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("latex", "stated"),
+    [
+        (r"f(x) = 1 \quad \text{for } n \ge 3", r"n \ge 3"),
+        (r"a = (b \text{ for } c)", ""),  # inside brackets: part of the relation, no condition on it
+        (r"\left( a \right) = b \text{ if } t > 0.", "t > 0"),
+    ],
+)
+def test_a_row_states_a_condition_only_outside_its_brackets(latex, stated):
+    from derivations.review.notation import condition
+
+    assert condition(latex) == stated
+
+
 def test_the_notation_splits_chains_and_names_foreign_symbols():
     links = split(r"\|J\|_2 = \frac{1}{\sqrt{\sigma^2 + \epsilon}} \le \frac{1}{\sqrt{\epsilon}}.")
     assert [link.relation for link in links] == ["=", "\\le"]
@@ -164,6 +197,13 @@ def _fitted(lhs: str, rhs: str, relation: str = "=", key: str = "layernorm", not
     return fit(read(lhs, rhs, relation, notation or Notation()), key, set(vocabulary(key).names()))
 
 
+@pytest.mark.parametrize(
+    "latex", [r"x^\top x", r"x^T x", r"x^{\mathrm{T}} x", r"x^{\mathsf{T}} x", r"x^{\mathsf{\top}} x", r"x^\intercal x"]
+)
+def test_a_transpose_reads_as_one_however_the_paper_writes_its_t(latex):
+    assert _fitted(latex, "1") == "x.T @ x == 1"
+
+
 def test_letters_and_subscripts_the_vocabulary_lacks_are_named_never_misread():
     """N(x) was read as the product N * x; \\sigma_\\epsilon as sigma (so sigma_eps = sqrt(sigma^2 + eps)
     was refuted); \\gamma_{\\max} as the gain vector."""
@@ -190,6 +230,11 @@ def test_sums_are_read_term_by_term_and_over_the_whole_product():
     assert _fitted(r"\sum_i \hat{x}_i g_i", "0") == "dot(y, g) == 0"
     assert _fitted(r"\sum_i (2 \hat{x}_i + 1)", "d") == "2 * sum(y) + n * 1 == n"
     assert _fitted(r"\max_i |\hat{x}_i|", r"\sqrt{d - 1}", "\\le") == "max(abs(y)) <= sqrt(n - 1)"
+    # \limits only places the scripts: the sum reads the same with it, its bounds kept.
+    for sums in (r"\sum_i \hat{x}_i g_i", r"\sum_{i=1}^{d} \hat{x}_i g_i"):
+        assert _fitted(sums.replace(r"\sum", r"\sum\limits"), "0") == _fitted(sums, "0") == "dot(y, g) == 0"
+    limits = _fitted(r"\sqrt{\frac{1}{k}\sum\limits_{i=1}^{k} x_i^2}", r"\sqrt{r_k}", key="prmsnorm")
+    assert limits == "sqrt(1 / (kappa * n) * (kappa * n * r_k)) == sqrt(r_k)"
     partial = _fitted(r"\sqrt{\frac{1}{k}\sum_{i=1}^{k} x_i^2}", r"\sqrt{r_k}", key="prmsnorm")
     assert partial == "sqrt(1 / (kappa * n) * (kappa * n * r_k)) == sqrt(r_k)"
 
@@ -349,3 +394,78 @@ def test_the_report_files_get_the_users_permissions_not_mkstemps(tmp_path):
         os.umask(umask)
     assert (tmp_path / "review.md").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "review.pdf").read_bytes() == b"%PDF"
+
+
+@pytest.mark.parametrize("terms", [3, 200])
+def test_a_long_relation_reads_as_a_short_one_does(terms):
+    """A relation of any length (over 256 tokens here) is read to its end: every loop over the
+    tokens compares positions by value, and the long one gives the short one's terms, repeated."""
+    spelled = Notation(overrides={"z": "q"})  # a paper's own spelling, replaced by a loop of its own
+    short = canonical(r"\mathbf{y} = \mathrm{LN}(\mathbf{x}) + N(z)", spelled)
+    long = canonical(r"\mathbf{y} = " + " + ".join([r"\mathrm{LN}(\mathbf{x}) + N(z)"] * terms), spelled)
+    assert len(tokens(long)) > 256 or terms < 100
+    assert long == short.split(" = ")[0] + " = " + " + ".join([short.split(" = ", 1)[1]] * terms)
+    assert foreign(long) == foreign(short) == ["N"]
+
+
+def test_progress_ticks_once_per_link_whether_or_not_it_is_decided(tmp_path):
+    """A chain a = b = c is two links; a link the checker decides ticks when it is decided, and
+    every other link when it is classified, so the bar ends at the number of links, never past it."""
+    (tmp_path / "main.tex").write_text(
+        "\\[ y = \\frac{x - \\mu}{\\sigma} \\]\n"
+        "so $\\|y\\|_2 = \\sqrt{d}$, and $\\zeta = \\xi = \\omega$ and $\\alpha > \\beta$.\n"
+    )
+    paper = document.read(tmp_path / "main.tex")
+    totals: list[int] = []
+    ticks: list[int] = []
+
+    def progress(total: int):
+        totals.append(total)
+        return ticks.append
+
+    entries = classify.review(paper, classify.Context(Notation(), None, 30.0), progress)
+    assert [entry.kind for entry in entries].count("checked") == 1, [entry.row() for entry in entries]
+    assert len(entries) == 5
+    assert totals == [5]  # the bar's total, given once, before the first tick
+    assert ticks == [1] * 5
+
+
+@pytest.mark.parametrize(
+    ("source", "where"),
+    [("a\nb\n\\begin{equation} x = 1\n\n", "main.tex:5"), ("a\nb $x = {1$\nc\n", "main.tex:4")],
+)
+def test_latex_that_is_not_well_formed_is_named_with_its_file_and_line(tmp_path, source, where):
+    (tmp_path / "main.tex").write_text(source)
+    with pytest.raises(document.DocumentError, match=rf"^{re.escape(where)}: not well-formed LaTeX: Unexpected end"):
+        document.read(tmp_path / "main.tex")
+
+
+def test_a_symbol_that_ends_a_relation_is_read_without_looking_past_the_end():
+    """\\sigma, \\bar{a} and \\nabla each peek at the token after them for a subscript; as the last
+    token of a relation there is none, and each reads as it would before another token."""
+    assert _fitted(r"\sqrt{\sigma^2}", r"\sigma") == "sqrt(q) == sqrt(q)"
+    assert foreign(canonical(r"\bar{a}_i = \bar{a}", Notation())) == ["\\bar{a}"]
+    assert _fitted(r"J^\top g", r"\nabla") == _fitted(r"J^\top g", r"\nabla + 0").replace(" + 0", "")
+
+
+@pytest.mark.parametrize("verdict", ["error", "refuted", "proved"])
+def test_a_check_that_names_an_unknown_name_is_outside_the_vocabulary_not_an_error(verdict):
+    """The check's error for a name the claim language lacks makes the link "not in the
+    vocabulary", its reason cut before the list of known names; any other verdict is the check's."""
+    from derivations.review.checking import Outcome
+
+    found = document.Found("main.tex", 3, r"\zeta = 0", None, "equation")
+    detail = "unknown name 'zeta' at column 1; known names: x, y"
+    entry = classify._apply(classify.Entry(found, r"\zeta = 0"), Outcome(verdict, detail))
+    if verdict == "error":
+        assert (entry.kind, entry.verdict) == ("not in the vocabulary", "")
+        assert entry.reason == "unknown name 'zeta' at column 1"
+    else:
+        assert (entry.kind, entry.verdict, entry.reason) == ("checked", verdict, detail)
+
+
+def test_a_bar_over_x_alone_is_its_mean_and_over_another_letter_is_not_read():
+    assert _fitted(r"\bar{x}", "0") == "mean(x) == 0"
+    for letter in ("u", "a", "z"):
+        with pytest.raises(ClaimError, match=r"unknown LaTeX command \\bar"):
+            _fitted(rf"\bar{{{letter}}}", "0")

@@ -349,8 +349,11 @@ def _misread(detail: str) -> bool:
     return re.search(r"at column \d+|of a vector|of two vectors|a claim is one relation", detail) is not None
 
 
-def review(document: Document, context: Context, progress: Callable[[int], Any] | None = None) -> list[Entry]:
-    """Every link of every relation of ``document``, classified in source order."""
+def review(
+    document: Document, context: Context, progress: Callable[[int], Callable[[int], Any] | None] | None = None
+) -> list[Entry]:
+    """Every link of every relation of ``document``, classified in source order.  ``progress``,
+    given the number of links, returns what to call with 1 as each is done (or None)."""
     import re
 
     context.names_epsilon = any(re.search(r"\\(?:var)?epsilon(?![A-Za-z])", f.latex) for f in document.relations)
@@ -358,18 +361,20 @@ def review(document: Document, context: Context, progress: Callable[[int], Any] 
     width_h = any(paper.WIDTH_H.search(f.latex) for f in document.relations)
     width_m = any(paper.WIDTH_M.search(f.latex) for f in document.relations) and "m" not in context.notation.overrides
     context.notation = dataclasses.replace(context.notation, width_h=width_h, width_m=width_m)
+    every = list(links(document))
+    tick = progress(len(every)) if progress is not None else None
     entries = []
     deferred: list[tuple[Entry, Request]] = []
-    for found, link, text, conditions in links(document):
+    for found, link, text, conditions in every:
         before = len(deferred)
         entries.append(classify(found, link, text, context, deferred, conditions))
-        if progress is not None and len(deferred) == before:
-            progress(1)
+        if tick is not None and len(deferred) == before:
+            tick(1)
     outcomes = decide_many([request for _, request in deferred], context.timeout)
     for (entry, _), outcome in zip(deferred, outcomes, strict=True):
         _apply(entry, outcome)
-        if progress is not None:
-            progress(1)
+        if tick is not None:
+            tick(1)
     return entries
 
 

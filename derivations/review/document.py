@@ -179,7 +179,8 @@ def _macro(reader: _Reader, nodes: list[Any], index: int, text: str, path: Path,
             reader.macros[target.strip().lstrip("\\")] = (0, f"\\operatorname{{{body}}}", None)
     elif name == "def" and index < len(nodes) and isinstance(nodes[index], LatexMacroNode):
         defined: str = nodes[index].macroname
-        position = index + 1
+        # From the defined name's own node: a name LaTeX knows (\frac) takes #1#2 as its arguments.
+        position = index
         parameters = 0
         while position < len(nodes) and not isinstance(nodes[position], LatexGroupNode):
             parameters += nodes[position].latex_verbatim().count("#")

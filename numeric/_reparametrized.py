@@ -8,6 +8,7 @@ returned (its parameters are not this layer's): ``vjp`` returns dx alone.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -59,16 +60,24 @@ class NumericReparametrized:
     def names(self) -> tuple[str, ...]:
         return (*self._functions, "bound")
 
-    def _base_parameters(self, x: Any, named: dict[str, Any]) -> dict[str, np.ndarray]:
+    def _base_parameters(self, shape: tuple[int, ...], named: dict[str, Any], function: str) -> dict[str, np.ndarray]:
+        """The base's parameters from the stored one in ``named``, of one entry per feature of
+        ``shape`` (any number where it is ()), for the call of ``function``."""
         unknown = [name for name in named if name not in self._stored]
         if unknown:
             raise ValueError(f"{unknown[0]} is not a parameter of {self.key} (parameters: {self._stored})")
         missing = [name for name in self._stored if name not in named]
         if missing:
-            name = missing[0]
-            raise ValueError(f"{name} is required by {self.key}, by keyword: forward(x, epsilon, {name}=...)")
-        size = np.shape(x)[-1] if np.ndim(x) else 0
-        (stored,) = (_validate.parameter(named[name], name, (size,)) for name in self._stored)
+            if function == "bound":
+                raise ValueError(f"{missing[0]} is required by {self.key}: bound(epsilon, {missing[0]})")
+            # The function takes it by keyword, after the base function's required arguments.
+            required = inspect.signature(getattr(self.base, function)).parameters.values()
+            kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            arguments = ", ".join(p.name for p in required if p.default is p.empty and p.kind in kinds)
+            raise ValueError(
+                f"{missing[0]} is required by {self.key}, by keyword: {function}({arguments}, {missing[0]}=...)"
+            )
+        (stored,) = (_validate.parameter(named[name], name, shape) for name in self._stored)
         return {
             name: np.broadcast_to(np.asarray(function(stored), dtype=np.float64), stored.shape)
             for name, function in self._compiled.items()
@@ -79,7 +88,12 @@ class NumericReparametrized:
             raise AttributeError(f"numeric.{self.key} has no function {name!r}")
 
         def function(x: Any, epsilon: Any, *vectors: Any, **named: Any) -> Any:
-            found = getattr(self.base, name)(x, epsilon, *vectors, **self._base_parameters(x, named))
+            found = getattr(self.base, name)(
+                x,
+                epsilon,
+                *vectors,
+                **self._base_parameters((np.shape(x)[-1] if np.ndim(x) else 0,), named, name),
+            )
             if not isinstance(found, tuple):
                 return found
             # The base's parameter gradients, by the chain rule, as the stored parameter's.
@@ -101,8 +115,7 @@ class NumericReparametrized:
     def bound(self, epsilon: ArrayLike, *stored: ArrayLike, **named: Any) -> np.ndarray:
         """The derived bound on ||J||_2 over all inputs, at the gain the stored parameter gives."""
         named = {**dict(zip(self._stored, stored, strict=False)), **named}
-        size = np.shape(named.get(self._stored[0], ()))[-1:] or (0,)
-        gain = self._base_parameters(np.zeros(size), named)[self.base._c.parameter_names[0]]
+        gain = self._base_parameters((), named, "bound")[self.base._c.parameter_names[0]]
         return self.base.bound(epsilon, gain)
 
 

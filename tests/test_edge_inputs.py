@@ -95,6 +95,17 @@ def test_array_results_are_writable(call):
             lambda: numeric.rmsnorm_gemma.forward(np.ones(3), 0.1, np.ones(3)),
             r"weight is required by rmsnorm_gemma, by keyword: forward\(x, epsilon, weight=\.\.\.\)",
         ),
+        (
+            lambda: numeric.rmsnorm_gemma.vjp(np.ones(3), 0.1, np.ones(3)),
+            r"weight is required by rmsnorm_gemma, by keyword: vjp\(x, epsilon, dy, weight=\.\.\.\)",
+        ),
+        # The bound takes its per-feature parameter by position, and one entry per feature, as the base's does.
+        (lambda: numeric.rmsnorm_gemma.bound(0.1), r"^weight is required by rmsnorm_gemma: bound\(epsilon, weight\)$"),
+        (
+            lambda: numeric.rmsnorm_gemma.bound(0.1, 2.0),
+            r"^weight must have one entry per feature, shape \(n,\); got \(\)$",
+        ),
+        (lambda: layernorm_affine.bound(0.1, 2.0), r"^gain must have one entry per feature, shape \(n,\); got \(\)$"),
     ],
 )
 def test_parameter_errors_name_the_argument(call, message):

@@ -204,3 +204,22 @@ def test_an_epsilon_per_row_broadcasts_against_one_x_in_the_jacobian(key):
     assert together.shape == (3, x.size, x.size)
     for row, e in zip(together, epsilons, strict=True):
         np.testing.assert_array_equal(row, layer.jacobian(x, e, **named))
+
+
+# Training-mode BatchNorm normalizes each feature across the batch: its rows are not independent.
+PER_ROW = [key for key in LAYERS if not LAYERS[key].parameters and not LAYERS[key].scalars and key != "batchnorm_train"]
+
+
+@pytest.mark.parametrize("key", PER_ROW)
+@pytest.mark.parametrize("shape", [(5, 4), (2, 6)])
+def test_each_row_of_a_batch_is_computed_as_it_would_be_alone(key, shape):
+    """A function of x on a batch of rows gives, row by row, what it gives on that row alone:
+    the feature count is the last axis, never the batch's length."""
+    from numeric.checks import accuracy
+
+    layer = numeric.facade(key)
+    rows = np.random.default_rng(5).standard_normal(shape)
+    for name in accuracy.vector_functions(key):
+        whole = getattr(layer, name)(rows, 0.3)
+        alone = np.stack([getattr(layer, name)(row, 0.3) for row in rows])
+        np.testing.assert_allclose(whole, alone, rtol=1e-13, atol=0, err_msg=f"{key}.{name}")

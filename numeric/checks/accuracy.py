@@ -577,8 +577,8 @@ def vector_grids(
     # float32's range is eight times narrower: a step of 10 gives it seven magnitudes of each.
     powers = exponents(dtype, 10 if small else vector_step)
     epsilons = 10.0 ** exponents(dtype, 10 if small else epsilon_step)
-    # Constant inputs trust an exact-zero reference only at the highest
-    # precision, so their grid is coarser; offsets run k = 4 .. 15.
+    # Constant inputs trust an exact-zero reference only at the highest precision,
+    # so float64's constant grid is coarser than its scaled one; offsets run k = 4 .. 15.
     grids = {
         "scaled": (powers, epsilons),
         "constant": (exponents(dtype, 10 if small else 100), 10.0 ** exponents(dtype, 10 if small else 150)),

@@ -131,7 +131,7 @@ def _at_scale(
                 out.append(_rescale.times_power(values, m, product.degree))
                 continue
         values = _entry(product, scaled, given, parameters, stats, e_scaled, size)
-        flat = stats[c.spread] == 0 if c.layer.approach else np.zeros((*scaled.shape[:-1], 1), dtype=bool)
+        flat = stats[c.spread] == 0 if c.layer.approach else np.zeros((len(scaled), 1), dtype=bool)  # per row
         # Rows whose spread is 0, or whose terms overflow, only after the rescaling (x far
         # below the root of epsilon) are taken at the input's own scale; a truly degenerate
         # input where the product has no limit is refused.

@@ -13,8 +13,8 @@ from sympy.printing.numpy import NumPyPrinter
 
 from derivations.symbols import n
 
-# Powers up to this order are printed as products: one multiply is several
-# times cheaper than numpy.power, and these orders are exact either way.
+# Powers a**(p/q), q 1 or 2, with |p| up to twice this are printed as products (with one
+# sqrt for a half-integer): one multiply is several times cheaper than numpy.power.
 _SMALL_POWER = 4
 
 

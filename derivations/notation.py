@@ -139,7 +139,7 @@ class Notation:
         for key, value in names.items():
             others = [other for other, shown in printed.items() if shown == value and other != key]
             if others or value in TAKEN:
-                what = f"the symbol {others[0]}" if others else TAKEN[value]
+                what = " and ".join(f"the symbol {other}" for other in others) if others else TAKEN[value]
                 raise ValueError(f"notation: {key}={value} clashes with {what}, which already prints as {value}")
         self._names = tuple(sorted(names.items()))
 

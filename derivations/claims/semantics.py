@@ -899,7 +899,6 @@ def constant_input_statistics(layer: Layer) -> dict[sp.Basic, sp.Expr] | None:
     """The statistics at the constant input x = t 1 for symbolic n; None where a statistic
     is not a function of t there (a partial mean)."""
     values: dict[sp.Basic, sp.Expr] = {}
-    j = sp.Symbol("j", integer=True, nonnegative=True)
     for stat in layer.statistics:
         value = stat.summand.xreplace({x[j]: t}).xreplace(values)
         if value.atoms(sp.Indexed):

@@ -61,11 +61,10 @@ def emit(key: str, target: str) -> str:
       Zhang and Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
       https://arxiv.org/abs/1910.07467.
     """
-    if key not in LAYERS:
-        raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {key!r}")
+    layer = emittable(key)
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}; got {target!r}")
-    return TARGETS[target](program(emittable(key)))
+    return TARGETS[target](program(layer))
 
 
 def library(key: str) -> str:

@@ -35,12 +35,15 @@ PAGES = {
     "latex": DOCS / "getting-started.md",
     "conventions": DOCS / "conventions.md",
     "numeric": DOCS / "numeric.md",
+    "example": DOCS / "numeric.md",
 }
 
 # The README's one formula, and the derive sample's three.
 FORMULA = "layernorm.spectral_norm"
 SAMPLE = ("layernorm.slope_at_zero", "layernorm.jacobian", "layernorm.spectral_norm")
 EXCERPT = ("layernorm.jacobian", "layernorm_affine.asymptote")
+# The numeric function whose docstring's example the numeric API page shows.
+EXAMPLE = ("layernorm", "hvp")
 
 MATH = re.compile(r"\$[^$\n]+\$")
 
@@ -103,6 +106,15 @@ def numeric_table(keys: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def docstring_example(key: str, name: str) -> str:
+    """The example of the docstring of ``numeric.<key>.<name>``, a doctest the test suite runs."""
+    import numeric
+
+    doc = getattr(numeric.facade(key), name).__doc__
+    example = doc.split("\nExample:\n", 1)[1].split("\n\n", 1)[0]
+    return "```pycon\n" + "\n".join(line.removeprefix("  ") for line in example.splitlines()) + "\n```\n"
+
+
 def generated() -> dict[str, str]:
     from derivations.catalog import LAYERS, rows
     from derivations.render import conventions, latex, text
@@ -119,6 +131,7 @@ def generated() -> dict[str, str]:
         "latex": "```latex\n" + latex(excerpt) + "```\n\nRendered:\n\n" + rendered,
         "conventions": table_math(conventions(every)),
         "numeric": numeric_table(LAYERS),
+        "example": docstring_example(*EXAMPLE),
     }
 
 

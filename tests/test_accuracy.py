@@ -146,6 +146,29 @@ def test_the_measured_span_is_what_the_grid_skips(monkeypatch):
     assert not accuracy._apart(np.zeros(3), 1e60, accuracy.facade("rmsnorm"))
 
 
+# Each family's label, read back: a function of (z, the power, the label's numbers) giving x.
+_LABELS = [
+    (r"x = 1e(-?\d+) z", lambda z, power: z * 10.0**power),
+    (r"x = ([+-]1)e(-?\d+) 1", lambda z, sign, power: np.full(z.shape, sign * 10.0**power)),
+    (r"x = 1e(-?\d+) \+ z", lambda z, power: 10.0**power + z),
+    (r"x = 1e(-?\d+) \+ rint\((\d+) z\)", lambda z, power, factor: 10.0**power + np.rint(factor * z)),
+]
+
+
+@pytest.mark.parametrize("family", accuracy.FAMILIES)
+def test_each_grid_input_is_what_its_label_says(family):
+    """The tables name each input by how it was made (x = 1e4 + rint(3 z)): read back, the label
+    gives the input the grid measured, bit for bit."""
+    z = np.random.default_rng(0).standard_normal(7)
+    labelled = [found for power in (-300, 0, 4, 15, 300) for found in accuracy._inputs(family, z, power, np.float64)]
+    assert labelled
+    for x, label in labelled:
+        (rebuilt,) = [
+            make(z, *map(int, m.groups())) for pattern, make in _LABELS if (m := re.fullmatch(pattern, label))
+        ]
+        np.testing.assert_array_equal(x, rebuilt, err_msg=label)
+
+
 def _grid_inputs(dtype):
     """Every x and epsilon the grids above measure in ``dtype`` (x drawn as `accuracy.vector` draws it)."""
     small = np.dtype(dtype) == np.float32
@@ -215,6 +238,27 @@ def test_the_scalar_grid_counts_every_normal_true_value_and_skips_only_zero():
     found = accuracy.scalar("layernorm", "response", np.float64, np.array([0.0, 3.0]), np.array([3.0]))
     assert (found.points, found.silent) == (1, 0)
     assert found.worst == 0.0
+
+
+@pytest.mark.parametrize("silent", [0.0, np.inf, np.nan])
+@pytest.mark.parametrize("position", [0, 1])
+def test_a_silent_value_is_an_infinite_error_at_its_point(monkeypatch, silent, position):
+    """A 0, inf or NaN where the true value is normal is counted and is the worst error, named at
+    its point, wherever in the grid it falls (first or after a measured point)."""
+    layer = facade("layernorm")
+    response = layer.response
+
+    def failing(t, eps):
+        out = np.array(response(t, eps), dtype=np.float64)
+        out[np.isclose(t, (1.0, 2.0)[position])] = silent
+        return out
+
+    monkeypatch.setattr(layer, "response", failing)
+    found = accuracy.scalar("layernorm", "response", np.float64, np.array([1.0, 2.0]), np.array([0.5]))
+    assert (found.points, found.silent) == (2, 1)
+    assert found.worst == np.inf
+    assert found.where.startswith(f"t = {position + 1:g}, epsilon = 0.5"), found.where
+    assert not found.ok
 
 
 def _stated() -> str:

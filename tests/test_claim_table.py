@@ -320,6 +320,15 @@ def test_a_division_that_may_vanish_is_in_the_quantifier():
     assert check(Claim("t/t == 1")).quantifier == "for all t, where t != 0"
 
 
+def test_an_even_root_needs_a_nonnegative_radicand_and_an_odd_root_does_not():
+    """An even root b**(1/2) needs b >= 0 (derivations/claims/definedness.py); an odd root (1/3, 3/5) is
+    real for every b, and excludes nothing."""
+    assert check(Claim("t**(1/2) == t**(1/2)")).quantifier == "for all t, where t >= 0"
+    assert check(Claim("t**(3/4) == t**(3/4)")).quantifier == "for all t, where t >= 0"
+    assert check(Claim("t**(1/3) == t**(1/3)")).quantifier == "for all t"
+    assert check(Claim("t**(3/5) == t**(3/5)")).quantifier == "for all t"
+
+
 def test_the_numeric_re_check_uses_a_fixed_epsilon_and_the_gain():
     fixed = check(Claim("y == c", assumptions=("epsilon == 1/100",)), confirm)
     assert fixed.counterexample["epsilon"] == 0.01

@@ -388,6 +388,39 @@ def test_the_trace_of_a_matrix_is_its_diagonal_summed_and_reduced(layer, text, v
         assert trace != pytest.approx(bound) if "==" in text else trace > bound
 
 
+@pytest.mark.parametrize(
+    ("text", "verdict", "says"),
+    [
+        ("c.T == c", "proved", "entry by entry"),
+        ("c.T == 2*c", "refuted", "lhs = [-0.50000000, 0.50000000]"),
+        ("(J @ c).T == (J.T @ c).T", "proved", "entry by entry"),
+        ("all(c.T <= abs(c))", "proved", "at every entry"),
+        ("c.T == J", "error", "cannot compare a vector with a matrix"),
+    ],
+)
+def test_a_transposed_vector_is_compared_as_the_vector_it_transposes(text, verdict, says):
+    """A relation between vectors holds entry by entry, so c^T on either side is c (x^T @ y, a
+    product, is a number)."""
+    found = check(Claim(text, layer="layernorm"))
+    assert found.verdict == verdict, found.detail
+    assert says in found.detail
+
+
+@pytest.mark.parametrize("text", ["limit(c, t, 0) == 0", "limit(J, epsilon, 0) == 0"])
+def test_a_limit_of_a_vector_or_a_matrix_is_an_error_saying_it_takes_a_scalar(text):
+    found = check(Claim(text, layer="layernorm"))
+    assert found.verdict == "error"
+    assert found.detail == "limit() at column 1 is of a scalar"
+
+
+def test_z3_decides_a_claim_with_a_square_root_of_a_radicand_the_domain_keeps_nonnegative():
+    """sqrt(mu - 1) requires mu >= 1 of the domain; z3 takes the root as r >= 0 with r**2 = mu - 1."""
+    found = check(Claim("sqrt(mu - 1) <= mu", layer="layernorm"))
+    assert found.verdict == "proved", found.detail
+    assert "where mu - 1 >= 0" in found.quantifier
+    assert "decided by z3's nonlinear real arithmetic" in found.detail
+
+
 def test_the_trace_of_a_vector_is_an_error_saying_what_trace_takes():
     verdict = check(Claim("trace(c) == 0"))
     assert verdict.verdict == "error"
@@ -854,3 +887,48 @@ def test_a_vector_norm_of_another_order_says_which_orders_there_are(order):
     found = check(Claim(f"norm(y, {order}) <= 1"))
     assert found.verdict == "error"
     assert "norm(v), norm(v, 1), norm(v, oo), norm(M, 2), norm(M, oo)" in found.detail
+
+
+def test_a_power_of_a_sum_is_expanded_up_to_a_thousand_terms_and_refused_past_them():
+    """docs/claims.md's bound: (five terms)**9 expands to C(13, 4) = 715 terms and is decided;
+    **10 to C(14, 4) = 1001, past it, and is an error naming the power, decided in no time."""
+    docs = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
+    assert "a power of a sum may expand to at most 1000 terms" in docs.read_text(encoding="utf-8")
+    base = "(t + epsilon + 1 + t**2 + epsilon**2)"
+    assert check(Claim(f"{base}**9 >= 0", layer="layernorm")).verdict == "proved"
+    refused = check(Claim(f"{base}**10 >= 0", layer="layernorm"))
+    assert refused.verdict == "error"
+    assert refused.detail == "the power at column 1 would expand to more than 1000 terms; state the claim without it"
+
+
+@pytest.mark.parametrize(
+    ("text", "assumptions"),
+    [("n == 7", ("n == 7",)), ("n <= 6", ("n >= 5", "n <= 6")), ("n >= 9", ("n >= 9",))],
+)
+def test_a_claim_only_about_five_or_more_features_is_audited_at_sizes_it_admits(text, assumptions):
+    """Where n = 2, 3 and 4 are all assumed away, the audit takes the smallest n admitted and the
+    next one if admitted too: n == 7 is checked at 7 alone, never at 8, where it is false."""
+    verdict = check(Claim(text, layer="layernorm", assumptions=assumptions))
+    assert verdict.verdict == "proved", verdict.detail
+    assert re.search(r"audited at \d+ points of the domain in ball arithmetic: \d+ decided", verdict.detail)
+    assert "0 decided" not in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [("min(x) == -max(-x)", "proved"), ("min(x) <= mean(x)", "supported"), ("min(y) >= -sqrt(n - 1)", "supported")],
+)
+def test_the_smallest_entry_of_a_vector_is_its_own_min(text, verdict):
+    """min(v) is minus the largest entry of -v: a claim comparing it with max, the mean or a
+    bound holds, never a refutation the audit must withdraw."""
+    assert check(Claim(text, layer="layernorm")).verdict == verdict
+
+
+@pytest.mark.parametrize(("layer", "has_c"), [("layernorm", True), ("layernorm_std_eps", True), ("rmsnorm", False)])
+def test_an_unknown_name_lists_the_centered_input_c_only_for_a_layer_that_centers(layer, has_c):
+    """c = x - mean(x) is a name of a translation-invariant layer's claims, and the error for an
+    unknown name lists it there; a layer that does not center x has no c to offer."""
+    detail = check(Claim("zeta == 0", layer=layer)).detail
+    known = detail.split("known names: ")[1].split(", ")
+    assert "y" in known
+    assert ("c" in known) == has_c, known

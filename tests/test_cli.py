@@ -702,3 +702,52 @@ def test_a_paper_without_relations_says_so(tmp_path):
     done = _command("review", str(tmp_path / "main.tex"), text=True)
     assert done.returncode == 0, done.stderr
     assert "main.tex: no relation found" in done.stdout
+
+
+def test_a_review_shows_a_progress_bar_ending_at_its_number_of_links(monkeypatch, capsys, tmp_path):
+    """Three rows of chains hold seven links (a = b = c is two): the bar counts links, so it ends
+    at 7/7, never past its total."""
+    paper = tmp_path / "main.tex"
+    paper.write_text(
+        "$\\alpha = \\beta = \\zeta$, $\\xi = \\omega = \\kappa$ and $\\theta = \\iota = \\lambda = \\nu$.\n"
+    )
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    main(["review", str(paper), "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    assert "7/7" in terminal.text(), terminal.text()
+    # A handful of links (five or fewer) is quick: no bar.
+    paper.write_text("$\\alpha = \\beta$, $\\xi = \\omega$ and $\\theta = \\iota$.\n")
+    terminal.parts.clear()
+    main(["review", str(paper), "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    assert "reviewing" not in terminal.text(), terminal.text()
+
+
+class _ClosesAt:
+    """A stdout whose reader goes away when the verdict of claim ``number`` is written."""
+
+    encoding = "utf-8"
+
+    def __init__(self, number):
+        self.mark, self.parts = f"[inline-{number}]", []
+
+    def write(self, text):
+        if self.mark in text:
+            raise BrokenPipeError
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize(("closes", "claims", "status"), [(2, 2, 0), (2, 3, 2), (3, 3, 0)])
+def test_a_reader_gone_at_the_last_verdict_leaves_the_status_of_every_claim(monkeypatch, closes, claims, status):
+    """Each claim holds. The reader goes at the last verdict's write: every claim was decided, so
+    the status is theirs (0); it goes earlier: a claim after it was never decided (2)."""
+    texts = ["slope_at_zero > 0", "slope_at_zero >= 0", "slope_at_zero == 1/sqrt(epsilon)"][:claims]
+    out = _ClosesAt(closes)
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["check", "--layer", "rmsnorm", *texts]) == status
+    assert "[inline-1] proved" in "".join(out.parts)

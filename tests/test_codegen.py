@@ -12,7 +12,7 @@ import pytest
 from grids import ROW_LAYERS
 
 import numeric
-from derivations import LAYERS
+from derivations import LAYERS, codegen
 from derivations.__main__ import main
 from derivations.codegen import emit, program
 
@@ -66,6 +66,20 @@ def _imported(tmp_path, key: str, source: str):
 # The emitted code takes x, epsilon and per-feature parameters: not a scalar gain, nor a
 # keyword that picks a subset of the entries (partial RMSNorm's p).
 EMITTED = [key for key in ROW_LAYERS if not LAYERS[key].scalars and not LAYERS[key].subsets]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: emit("nope", "numpy"), "layer must be one of layernorm, "),
+        (lambda: emit("rmsnorm", "go"), "target must be one of numpy, torch, c; got 'go'"),
+        (lambda: codegen.library("nope"), "layer must be one of layernorm, "),
+        (lambda: codegen.emittable("nope"), "layer must be one of layernorm, "),
+    ],
+)
+def test_a_bad_layer_or_target_in_python_is_a_value_error_naming_it(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
 
 
 @pytest.mark.parametrize("key", EMITTED)
@@ -545,3 +559,33 @@ def test_the_emitted_c_casts_to_void_exactly_the_arguments_a_function_leaves_unu
         for argument in (a.split()[-1].lstrip("*") for a in arguments.split(",") if a.strip() not in ("", "void")):
             read = re.search(rf"\b{re.escape(argument)}\b", rest) is not None
             assert read != (argument in voided), (name, argument, read)
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_the_c_printer_knows_dy_by_value_not_by_identity(scaled):
+    """dy is found by equality: a derivation read back from the cache, or made after SymPy's
+    symbol cache dropped it, holds an equal symbol that need not be the same object."""
+    import sympy as sp
+
+    from derivations.codegen._c import Printer
+    from derivations.codegen._program import DY
+
+    again = sp.Symbol.__xnew__(sp.Symbol, DY.name, **DY.assumptions0)  # SymPy's uncached constructor
+    assert again == DY
+    assert again is not DY  # what the test is about: a second object, equal to the first
+    printer = Printer(frozenset({DY}), scaled=scaled)
+    assert printer.doprint(again) == printer.doprint(DY)
+    assert "dy[" in printer.doprint(again)
+
+
+def test_a_gradient_by_cases_names_the_equation_its_two_strict_cases_leave_out():
+    """x > 1 and x < 1 leave x = 1 out; x > 1 and x < 0 leave a whole interval, which no one
+    equation names; a last case that always holds leaves nothing out."""
+    import sympy as sp
+
+    from derivations.codegen._program import _undefined
+
+    a, b, z = sp.symbols("a b z")
+    assert _undefined(sp.Piecewise((a, z > 1), (b, z < 1))) == "z = 1"
+    assert _undefined(sp.Piecewise((a, z > 1), (b, z < 0))) == "none of its conditions holds"
+    assert _undefined(sp.Piecewise((a, z > 1), (b, True))) is None

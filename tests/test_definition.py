@@ -360,6 +360,7 @@ BAD_FILES = [
         "statistics.m3: refers to 'm4'",
     ),
     (_statistics('r = "mean(2)"'), "statistics.r: the mean's summand must use x[j]"),
+    (_statistics('r = "mean(x[j]**2)"\nm2 = "n + 1"'), "statistics.m2: must be mean(...) over x[j], or"),
     (_statistics('r = "mean(x[j]**2)"\nt = "mean(x[j])"'), "statistics.t: not a usable"),
     (MINIMAL.replace('[statistics]\nr = "mean(x[j]**2)"\n', ""), "statistics: missing"),
     (MINIMAL + '[stated]\nslope_at_zro = "1"\n', "stated.slope_at_zro: not a result of this layer"),
@@ -661,3 +662,23 @@ def test_a_user_layers_derivatives_scale_as_the_definition_does(function, scale,
             got = getattr(layer, function)(scale * u, eps * scale**2, *vectors)
         expected = getattr(layer, function)(u, eps, *vectors) / scale
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13 * np.max(np.abs(expected)))
+
+
+def test_a_definition_holds_at_most_four_patterns_and_four_constraints_per_complement():
+    """The bounds docs/definitions.md states: four of each are read, a fifth is refused by name."""
+    text = (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
+    assert "at most 4 patterns" in text
+    assert "at most 4 `constraints`" in text
+    pattern = '[[patterns]]\nvalues = ["-t", "0", "t"]\n'
+    assert len(definition.loads(MINIMAL + pattern * 4).layer.patterns) == 4
+    with pytest.raises(ValueError, match=r"^patterns: must be an array of 1 to 4 tables"):
+        definition.loads(MINIMAL + pattern * 5)
+
+    def complement(count: int) -> str:
+        return RMSNORM + X + _direction("complement", constraints=tuple(f"x[k]**{j} * w[k]" for j in range(count)))
+
+    # Four are read (and then found to leave the wrong dimension); a fifth is refused as too many.
+    with pytest.raises(ValueError, match=r"4 constraints for 1 other direction"):
+        definition.loads(complement(4))
+    with pytest.raises(ValueError, match=r"constraints: must be an array of at most 4 expressions"):
+        definition.loads(complement(5))

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import sympy as sp
 
 import numeric
 from derivations import LAYERS, Formula, Formulas, formula, formulas
-from derivations.claims import Claim, Verdict, check
+from derivations.claims import Claim, Verdict, check, checker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,6 +53,28 @@ def test_a_verdicts_repr_escapes_control_characters_and_is_cut_to_one_line():
     assert "\\n\\x1b[31m" in shown
     assert shown.endswith("...>")
     assert one_line(repr(verdict.claim)), repr(verdict.claim)
+
+
+def test_a_verdicts_html_writes_every_control_character_of_what_it_was_given_as_an_escape():
+    """A claim's text and layer come from the user (a layer that is not one is an error verdict
+    that names it): a newline or an ANSI escape in either shows as its escape, in HTML too."""
+    verdict = check(Claim("slope_at_zero\n== 1", layer="bad\nlayer\x1b[31m"))
+    assert verdict.verdict == "error"
+    shown = verdict._repr_html_()
+    assert "\n" not in shown, shown
+    assert "\x1b" not in shown, shown
+    assert "<code>slope_at_zero\\n== 1</code> on <code>bad\\nlayer\\x1b[31m</code>" in shown
+
+
+@pytest.mark.parametrize(("size", "entries", "more"), [(5, 5, False), (6, 6, False), (7, 6, True), (9, 6, True)])
+def test_a_refuted_vectors_sides_show_their_first_six_entries_and_an_ellipsis_only_for_more(size, entries, more):
+    """A refutation shows both sides at the counterexample: a vector's first six entries, then
+    "..." where it has more (`checker._apart`, to as many digits as tell the sides apart)."""
+    left = [sp.Integer(m + 1) for m in range(size)]
+    for side in checker._apart(left, [-e for e in left]):
+        items = side.removeprefix("[").removesuffix("]").split(", ")
+        assert (items[-1] == "...") == more, side
+        assert len(items) - more == entries, side
 
 
 def test_a_verdict_shows_its_quantifier_and_counterexample_as_markdown():

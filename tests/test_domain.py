@@ -1,10 +1,12 @@
 """The claim's domain, step by step: natural ranges, fixed values, narrowing, properties,
 definedness and limits, each on its own."""
 
+import itertools
+
 import pytest
 import sympy as sp
 
-from derivations.claims import Claim, ClaimError, check
+from derivations.claims import Claim, ClaimError, check, checker, sampling
 from derivations.claims.domain import (
     Assumption,
     Domain,
@@ -20,7 +22,7 @@ from derivations.claims.domain import (
 from derivations.claims.language import RIGHT, TWO_SIDED, Lim
 from derivations.claims.limits import take
 from derivations.claims.semantics import build
-from derivations.symbols import epsilon, gamma_max, n, q, t
+from derivations.symbols import epsilon, gamma_max, n, q, r, t
 
 
 def _domain(text: str, layer: str = "layernorm", assumptions: tuple[str, ...] = ()) -> tuple[Domain, list]:
@@ -55,6 +57,19 @@ def test_two_fixed_values_that_differ_leave_no_input():
         fixed_values(
             domain, [Assumption("epsilon == 1", sp.Eq(epsilon, 1)), Assumption("epsilon == 2", sp.Eq(epsilon, 2))]
         )
+
+
+@pytest.mark.parametrize("second", ["1/4", "0.25", "2/8"])
+def test_one_value_stated_twice_is_no_contradiction(second):
+    assumptions = ("epsilon == 1/4", f"epsilon == {second}")
+    verdict = check(Claim("slope_at_zero > 0", layer="layernorm", assumptions=assumptions))
+    assert verdict.verdict == "proved", verdict.detail
+
+
+def test_a_value_and_its_negation_contradict_each_other():
+    verdict = check(Claim("slope_at_zero > 0", layer="layernorm", assumptions=("t == 1", "t == -1")))
+    assert verdict.verdict == "vacuous"
+    assert "t == 1 and t == -1 contradict each other" in verdict.detail
 
 
 def test_one_feature_is_outside_what_is_derived_not_vacuous():
@@ -132,6 +147,60 @@ def test_limits_are_two_sided_and_pointwise(expr, variable, point, value, missin
     assert len(lost) == missing
 
 
+def test_one_sided_limits_that_differ_by_a_symbol_that_may_be_zero_are_undecided():
+    """q |t|/t tends to q from the right and -q from the left: they agree at q = 0 (where the limit
+    is 0) and differ elsewhere, so neither "no limit" nor a value holds for every q."""
+    with pytest.raises(ClaimError, match=r"cannot tell whether the limits from the left \(-q\) and right \(q\) agree"):
+        take(Lim(q * sp.Abs(t) / t, t, sp.Integer(0), TWO_SIDED))
+    assert check(Claim("limit(q*abs(t)/t, t, 0) == 0", layer="layernorm")).verdict == "error"
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("limit(response, t, oo) == asymptote", "proved"),
+        ("limit(response, t, 0) == 0", "proved"),
+        ("limit(slope, t, 0) == slope_at_zero", "proved"),
+        ("limit(response, t, oo) == 2", "refuted"),
+    ],
+)
+def test_a_limit_through_a_clamp_takes_the_regime_that_holds_near_its_point(text, verdict):
+    """The clamped layer's response is a function of t by cases (|t| below or above the kink):
+    near 0 and near oo one case holds, and its limit is the limit."""
+    assert check(Claim(text, layer="l2norm_clamped")).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("assumptions", "values"),
+    [
+        ((), ["1/4", "1", "4", "1/1024", "1024"]),
+        (("epsilon >= 0",), ["0", "1/4", "1", "4", "1/1024", "1024"]),
+        (("epsilon <= 1",), ["1", "1/4", "1/1024", "1/2"]),
+        (("epsilon >= 0", "epsilon <= 1"), ["0", "1", "1/4", "1/1024", "1/2"]),
+        (("epsilon == 0",), ["0"]),
+    ],
+)
+def test_the_audit_takes_epsilon_at_its_special_values_within_the_claim_s_range(assumptions, values):
+    """The audit's epsilons: the range's ends it holds (0 where an assumption admits it), the
+    special values inside, and a value inside a bounded range; none outside the range."""
+    from derivations.claims.audit import Claimed
+    from derivations.claims.checker import _audit_ranges
+
+    domain, _ = _domain("second_moment <= 1", assumptions=assumptions)
+    ranges = _audit_ranges(domain, Claimed("second_moment <= 1", "layernorm", assumptions, ()))
+    assert ranges["epsilon"] == [sp.Rational(value) for value in values]
+
+
+@pytest.mark.parametrize(
+    ("assumption", "verdict"), [("1 < 2", "proved"), ("2 - 2 == 0", "proved"), ("2 < 1", "vacuous")]
+)
+def test_an_assumption_without_symbols_is_no_restriction_where_true_and_vacuous_where_false(assumption, verdict):
+    found = check(Claim("slope_at_zero == 1/sqrt(epsilon)", "layernorm", (assumption,)))
+    assert found.verdict == verdict, found.detail
+    if verdict == "vacuous":
+        assert f"the assumption {assumption} is false" in found.detail
+
+
 def test_conditions_print_in_the_claim_language():
     assert claim_text(sp.Ne(sp.Abs(t), 0)) == "abs(t) != 0"
     assert claim_text(sp.Or(epsilon > 1, epsilon < 1)) == "(epsilon > 1) or (epsilon < 1)"
@@ -159,6 +228,19 @@ def test_a_limit_is_refused_where_sympy_gives_up_on_the_roots(monkeypatch, failu
     monkeypatch.setattr(sp, "solveset", gives_up)
     with pytest.raises(ClaimError, match="cannot find every t where t\\*\\*2 is 0"):
         take(Lim(epsilon / (epsilon + t**2), epsilon, sp.Integer(0), TWO_SIDED))
+
+
+@pytest.mark.parametrize("failure", [NotImplementedError, ValueError, TypeError, AttributeError, RecursionError])
+def test_a_limit_sympy_fails_on_is_refused_by_name(monkeypatch, failure):
+    """Each way sympy.limit is known to fail (a recursion too deep included) is a ClaimError
+    naming it, so the claim is an error verdict, never a crash or a guessed value."""
+
+    def fails(*args, **kwargs):
+        raise failure("no")
+
+    monkeypatch.setattr(sp, "limit", fails)
+    with pytest.raises(ClaimError, match=rf"SymPy cannot take this limit \({failure.__name__}\)"):
+        take(Lim(t / (1 + t**2), t, sp.Integer(0), TWO_SIDED))
 
 
 # Ways papers say "x is not constant" for a layer that centers x; each is the same domain.
@@ -245,3 +327,54 @@ def test_an_algebraic_model_value_becomes_its_first_40_decimals():
     found = _rational(solver.model().eval(x))
     assert found == sp.Rational("1.4142135623730950488016887242096980785696")
     assert _rational(z3.RealVal("3/7")) == sp.Rational(3, 7)  # a rational stays exact
+
+
+@pytest.mark.parametrize("value", ["1/100", "1", "100"])
+def test_a_pinned_statistic_keeps_every_sampled_input_scaled_to_it_from_either_side(value):
+    """r == value: each sampled input of moderate size with r != 0 is scaled, up or down, to have
+    r = value exactly, so the counterexample search keeps the shapes it draws whatever their scale."""
+    domain, _ = _domain("norm(y) <= 1/2", "rmsnorm", (f"r == {value}",))
+    drawn = list(itertools.islice(sampling.explicit_inputs([2, 3, 4], domain.usage.vectors), 48))
+    moderate = [inputs for inputs in drawn if 0 < max(abs(e) for e in inputs.x) <= 10**6]
+    assert len(moderate) >= 36
+    below = [inputs for inputs in moderate if sum(e**2 for e in inputs.x) / len(inputs.x) < sp.Rational(value)]
+    assert 0 < len(below) < len(moderate) or value != "1"  # at r == 1, inputs on both sides
+    for inputs in moderate:
+        prepared = checker._to_assumptions(domain, inputs, set())
+        assert prepared is not None, inputs.x
+        scaled, statistics = prepared
+        assert sum(e**2 for e in scaled.x) / len(scaled.x) == sp.Rational(value)
+        assert statistics[domain.symbol(r)] == sp.Rational(value)
+
+
+@pytest.mark.parametrize("mean", [2, -3, sp.Rational(1, 2)])
+def test_an_explicit_input_has_the_points_mean_and_spread_and_is_constant_without_one(mean):
+    """x = mu + sqrt(q) z: the point's mean and variance, or mean square r (variance r - mu**2);
+    a point that gives only a mean is the constant input at it."""
+    from derivations.symbols import mu
+
+    assert all(abs(e - mean) == 0 for e in sampling.input_for({mu: sp.sympify(mean)}, 3))
+    for given in ({mu: mean, q: 4}, {mu: mean, r: mean**2 + 4}):
+        x = sampling.input_for(given, 4)
+        assert abs(sum(x) / 4 - mean) < 1e-25
+        assert abs(sum((e - mean) ** 2 for e in x) / 4 - 4) < 1e-25
+
+
+def test_a_side_mpmath_cannot_evaluate_at_a_point_is_no_sample_there():
+    """max(sqrt(t), 1) at t = -1 compares a complex root with 1 (a TypeError in mpmath): the point
+    gives no sample, as a division by zero does, and the sampler goes on."""
+    compiled = sampling.Compiled(sp.Max(sp.sqrt(t), 1), sp.Integer(1), [t])
+    assert compiled.sides({t: sp.Integer(-1)}) is None
+    assert sampling.Compiled(1 / t, sp.Integer(1), [t]).sides({t: sp.Integer(0)}) is None
+    assert compiled.sides({t: sp.Integer(4)}) == (2, 1)
+
+
+def test_the_statistics_at_a_constant_input_are_functions_of_t_or_none():
+    """At x = t 1 a mean over the entries is its summand at t; a partial mean (pRMSNorm's) is not
+    read so, and the claim gets no constant-input statistics."""
+    from derivations import LAYERS
+    from derivations.claims.semantics import constant_input_statistics
+
+    assert constant_input_statistics(LAYERS["layernorm"]) == {LAYERS["layernorm"].statistics[0].symbol: t, q: 0}
+    assert constant_input_statistics(LAYERS["rmsnorm"]) == {r: t**2}
+    assert constant_input_statistics(LAYERS["prmsnorm"]) is None

@@ -103,6 +103,13 @@ def test_no_formula_assumes_or_holds_epsilon():
         assert not f.expr.has(epsilon), f.qualified
         assert not any("epsilon" in a for a in f.assumptions), f.qualified
     assert "alpha by m**-1" in formula("dyt.homogeneity").statement
+    # Built now, not read from the derivation cache: a scale that is not epsilon is assumed real.
+    from derivations.derive import scaling
+
+    built = scaling.homogeneity_formula(LAYER, quantities.values(LAYER), "dyt.homogeneity")
+    assert built.assumptions == ("m > 0", "alpha real", "n >= 2")
+    assert built.statement == formula("dyt.homogeneity").statement
+    assert "numeric evaluates" not in built.statement
 
 
 @pytest.mark.parametrize(
@@ -323,7 +330,14 @@ def test_codegen_refuses_it_and_says_why():
     [
         ("slope_at_zero == gamma*alpha", (), "proved", "alpha in R"),
         ("slope_at_zero == alpha", ("gamma == 1",), "proved", "alpha in R"),
-        ("slope_at_zero == alpha", (), "refuted", "confirmed numerically"),
+        ("slope_at_zero == alpha", (), "refuted", "confirmed numerically (numeric.dyt.slope_at_zero(alpha))"),
+        # The bound is a function of the gain: evaluated at the counterexample's.
+        (
+            "spectral_bound <= 1",
+            (),
+            "refuted",
+            "confirmed numerically (numeric.dyt.bound(alpha, gain)): lhs = 2, rhs = 1",
+        ),
         ("slope_at_zero == 1/sqrt(epsilon)", (), "error", "dyt has no epsilon (its scale is set by alpha)"),
         ("slope_at_zero == 1", ("epsilon == 0",), "error", "dyt has no epsilon"),
         ("eigen_coordinate <= abs(alpha)", (), "error", "one value per entry k"),
@@ -341,3 +355,35 @@ def test_claims_about_dyt_are_decided_or_refused(text, assume, verdict, says):
     assert says in f"{found.detail} {found.quantifier} {found.counterexample}"
     if verdict != "error" and not text.startswith("dyt."):
         assert "epsilon" not in found.quantifier
+
+
+def test_a_counterexample_giving_only_the_largest_gain_is_confirmed_at_a_constant_gain():
+    """A counterexample may name gamma_max without a gain vector: NumPy evaluates it at the gain
+    with every entry gamma_max (and a zero bias), where ||J||_2 at x = 0 is |alpha| gamma_max."""
+    example = {"alpha": 1, "gamma_max": 2, "n": 3, "x": [0.0, 0.0, 0.0]}
+    assert confirm(Claim("spectral_norm <= 1", "dyt"), example) == (
+        "confirmed numerically (numeric.dyt.spectral_norm(x, alpha); numpy.linalg.norm(J, 2)): lhs = 2, rhs = 1"
+    )
+
+
+def test_the_length_scale_alpha_sets_is_positive_whatever_alpha_s_sign():
+    """DyT's alpha in epsilon's place sets the scale 1/|alpha| of x that the accuracy and
+    verification scale by: a negative alpha (a learnable real) sets a positive one."""
+    found = DYT.epsilon_root(np.array([-2.0, -0.5, 0.0, 2.0]))
+    np.testing.assert_array_equal(found, [0.5, 2.0, np.inf, 0.5])
+
+
+@pytest.mark.parametrize("text", ["slope_at_zero == alpha", "asymptote == beta + gamma"])
+def test_a_counterexample_s_gain_holds_its_gamma_at_the_pattern_s_coordinate(text):
+    """A claim at the input pattern is about one coordinate c: the counterexample's gain is its
+    gamma there and gamma_max elsewhere, its bias beta there, so that NumPy's check and the
+    audit evaluate the layer the checker refuted."""
+    example = check(Claim(text, "dyt"), confirm).counterexample
+    c = LAYER.patterns[0].coordinate
+    gain, bias = example["gain"], example["bias"]
+    assert len(gain) == len(bias) == example["n"] > c
+    assert gain[c] == example["gamma"]
+    assert bias[c] == example.get("beta", 0)
+    assert [value for m, value in enumerate(gain) if m != c] == [example["gamma_max"]] * (example["n"] - 1)
+    if text == "slope_at_zero == alpha":  # refuted at a gamma below gamma_max: a gain that is not constant
+        assert example["gamma"] != example["gamma_max"]

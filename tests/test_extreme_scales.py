@@ -341,3 +341,48 @@ def test_a_user_layers_jacobian_at_subnormal_input_and_epsilon(tmp_path):
     assert np.isfinite(got).all()
     scale = max(abs(v) for v in want)
     assert max(abs(sp.Float(float(a), 40) - b) for a, b in zip(got.ravel(), want, strict=True)) <= 1e-13 * scale
+
+
+@pytest.mark.parametrize(("dtype", "bits"), [(np.float64, 128), (np.float32, 16)])
+def test_a_row_is_computed_as_it_is_exactly_where_its_scales_are_ordinary(dtype, bits):
+    """docs/numeric.md: a row is computed as it is where its statistics are finite, the root of
+    epsilon and the spread's length lie within 2^±L (L = 128 for float64, an eighth of its
+    exponent range) and its mean within 4 spreads of 0, as is the largest entry of each vector
+    a backward product takes; else it is rescaled.  Each bound holds at its end, not past it."""
+    low, high = 2.0**-bits, 2.0**bits
+    rows = [  # (spread, mean, root of epsilon, largest entry of a vector), computed as it is
+        ((1.0, 0.0, 1.0, 1.0), True),
+        ((low, 0.0, low, low), True),
+        ((high, 0.0, high, high), True),
+        ((1.0, 4.0, 1.0, 1.0), True),
+        ((1.0, -4.0, 1.0, 1.0), True),
+        ((low / 2, 0.0, 1.0, 1.0), False),
+        ((2 * high, 0.0, 1.0, 1.0), False),
+        ((1.0, 4.0 + 2.0**-20, 1.0, 1.0), False),
+        ((1.0, 0.0, low / 2, 1.0), False),
+        ((1.0, 0.0, 2 * high, 1.0), False),
+        ((1.0, 0.0, 1.0, low / 2), False),
+        ((1.0, 0.0, 1.0, 2 * high), False),
+        ((1.0, 0.0, 1.0, np.inf), False),
+        ((np.nan, 0.0, 1.0, 1.0), False),
+    ]
+    spread, mean, root, top = (np.array([[row[m]] for row, _ in rows]) for m in range(4))
+    found = _rescale.fits(spread, [mean], root, [top], np.dtype(dtype))
+    assert found.tolist() == [plain for _, plain in rows]
+
+
+def test_a_scalar_function_at_a_moderate_scale_is_evaluated_as_it_is():
+    """A function of (t, epsilon) (the response, the slope) is plain where its scale m =
+    max(|t|, root of epsilon) lies within 1e-100 .. 1e100: bit for bit the lambdified value,
+    not a rescaled one an ulp away; beyond, rescaled, it stays finite where the plain one is not."""
+    rng = np.random.default_rng(5)
+    t = rng.choice([-1.0, 1.0], 2000) * 10.0 ** rng.uniform(-90, 90, 2000)
+    e = 10.0 ** rng.uniform(-180, 180, 2000)
+
+    def length(t, e):  # sqrt(t^2 + epsilon): of degree 1 in the scale, epsilon of degree 2
+        return np.sqrt(t * t + e)
+
+    np.testing.assert_array_equal(_rescale.elementwise(length, 1, 2, t, e), length(t, e))
+    with np.errstate(over="ignore"):
+        assert np.isinf(length(1e200, 1.0))
+    assert _rescale.elementwise(length, 1, 2, np.array([1e200]), np.array([1.0]))[0] == 1e200

@@ -267,3 +267,97 @@ def test_the_claims_table_runs_over_pages_and_wraps_long_layer_keys():
     assert r"layernorm\_\allowbreak{}std" in tex
     if _pdflatex.available():
         assert _pdflatex.compile_pdf(tex).pdf.startswith(b"%PDF")
+
+
+def test_conventions_lines_stay_apart_in_greyscale_and_show_the_whole_curve():
+    """In each panel every layer differs from the others in colour and in dash (it reads printed in
+    grey), each later line is thinner than the one under it and at least 1 pt wide (overlapping
+    curves stay visible), a row's response and slope draw a layer alike, and the axis spans the
+    drawn t exactly."""
+    figure = FIGURES[1].draw()
+    assert FIGURES[1].FILENAME == "conventions.png"
+    drawn = [[line for line in axes.get_lines() if len(line.get_xdata()) > 2] for axes in figure.axes]
+    assert max(len(lines) for lines in drawn) >= 3
+    for axes, lines in zip(figure.axes, drawn, strict=True):
+        styles = [(line.get_color(), line.get_linestyle(), line.get_linewidth()) for line in lines]
+        assert len({color for color, _, _ in styles}) == len({dash for _, dash, _ in styles}) == len(styles), styles
+        widths = [width for _, _, width in styles]
+        assert widths == sorted(set(widths), reverse=True), widths
+        assert min(widths) >= 1, widths
+        for line in lines:
+            t = np.asarray(line.get_xdata())
+            assert axes.get_xlim() == (t.min(), t.max())
+    for response, slope in zip(drawn[::2], drawn[1::2], strict=True):
+        assert [(a.get_color(), a.get_linestyle(), a.get_linewidth()) for a in response] == [
+            (b.get_color(), b.get_linestyle(), b.get_linewidth()) for b in slope
+        ]
+
+
+@pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
+def test_reference_lines_are_drawn_thinner_than_every_curve_of_their_axes(module):
+    """A bound, an asymptote or an axis drawn across a panel (a line of two points) reads as a
+    reference, under the data: thinner than every curve of its axes."""
+    figure = module.draw()
+    for axes in figure.axes:
+        lines = axes.get_lines()
+        references = [line.get_linewidth() for line in lines if len(line.get_xdata()) <= 2]
+        curves = [line.get_linewidth() for line in lines if len(line.get_xdata()) > 2]
+        assert curves, f"{module.FILENAME}: a panel with no curve"
+        assert all(width < min(curves) for width in references), (references, curves)
+
+
+@pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
+def test_every_panel_with_its_labels_lies_within_the_figure_and_apart_from_its_title(module):
+    """Nothing is cut off at the figure's edge (each panel measured with its ticks, labels, legend
+    and heading), and the figure's title crosses no panel."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = module.draw()
+    FigureCanvasAgg(figure).draw()
+    renderer = figure.canvas.get_renderer()
+    edge = figure.bbox.padded(0.5)  # half a pixel: rounding
+    panels = [axes.get_tightbbox(renderer) for axes in figure.axes]
+    for box in panels:
+        assert edge.x0 <= box.x0 <= box.x1 <= edge.x1, (module.FILENAME, box.extents, edge.extents)
+        assert edge.y0 <= box.y0 <= box.y1 <= edge.y1, (module.FILENAME, box.extents, edge.extents)
+    title = figure._suptitle
+    assert title is not None
+    assert not any(title.get_window_extent(renderer).overlaps(axes.get_window_extent(renderer)) for axes in figure.axes)
+
+
+@pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
+def test_every_panel_is_open_at_the_top_and_right_as_the_others(module):
+    """One style across the figures: a panel keeps its left and bottom axes, with ticks, and
+    draws no frame line at the top or the right."""
+    for axes in module.draw().axes:
+        shown = {side: spine.get_visible() for side, spine in axes.spines.items()}
+        assert shown == {"left": True, "bottom": True, "top": False, "right": False}, (module.FILENAME, shown)
+
+
+@pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
+def test_every_curve_lies_within_its_axes_where_it_is_drawn(module):
+    """No drawn curve is clipped: over each axis' x range every point of every line lies within
+    its y range (a peak slope cut off at the top of a panel, say)."""
+    figure = module.draw()
+    curves = 0
+    for axes in figure.axes:
+        low, high = axes.get_ylim()
+        left, right = axes.get_xlim()
+        for line in axes.get_lines():
+            x, y = (np.asarray(data, dtype=float) for data in line.get_data())
+            shown = (x >= min(left, right)) & (x <= max(left, right)) & np.isfinite(y)
+            if len(x) < 3 or not shown.any():
+                continue
+            curves += 1
+            assert min(low, high) <= y[shown].min(), (axes.get_title(), line.get_label())
+            assert y[shown].max() <= max(low, high), (axes.get_title(), line.get_label())
+    assert curves
+
+
+def test_help_describes_the_command_by_its_docstring_s_first_paragraph(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--help"])
+    assert stop.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "verify the numerics, then draw every figure." in out
+    assert "keyed by every source file" not in out  # the second paragraph is for the reader of the source

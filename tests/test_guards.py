@@ -4,6 +4,7 @@ import dataclasses
 import inspect
 import itertools
 import os
+import re
 import secrets
 import signal
 from collections.abc import Iterator
@@ -256,6 +257,23 @@ def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
 
 _RADICAND = 2 * x[0] ** 2 + 2 * x[1] ** 2 + epsilon
 _T = sp.Symbol("t", real=True)
+
+
+@pytest.mark.parametrize("family", ["epsilon", "nonnegative", "real"])
+def test_the_sampled_values_are_log_spaced_from_1e_minus_300_to_1e300(family):
+    """docs/claims.md: epsilon and the statistics log-spaced from 1e-300 to 1e300; no magnitude
+    near 1 is skipped (a gap of over four decades within 1e-12 .. 1e12 is one)."""
+    values = sampling.GRIDS[family]
+    logs = [sp.log(abs(v), 10) for v in values if v != 0]
+    powers = sorted({int(p) for p in logs if p.is_integer and abs(p) >= 2})  # beyond the nicest values
+    assert (powers[0], powers[-1]) == (-300, 300)
+    assert powers == sorted(-p for p in powers)  # as many magnitudes below 1 as above
+    gaps = [(b - a, a) for a, b in itertools.pairwise(powers)]
+    assert all(gap <= 4 for gap, start in gaps if -12 <= start < 12), gaps
+    below = [gap for gap, start in gaps if start + gap < 0]
+    assert below == sorted(below, reverse=True), gaps  # finer nearer 1
+    if family == "real":  # each magnitude on both sides of 0
+        assert all(-sign * sp.Integer(10) ** p in values for p in powers for sign in (1, -1))
 
 
 def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
@@ -694,3 +712,26 @@ def test_the_bounded_child_leaves_even_where_os_exit_is_patched(tmp_path, monkey
             marker.write_text("yes")
             os.kill(os.getpid(), signal.SIGKILL)
     assert not marker.exists()
+
+
+def test_the_sampler_compares_at_the_precisions_the_docs_state():
+    """docs/claims.md: values compared at 30 significant digits, a small difference again at 60,
+    120 and 240; SymPy's working precision up to 3000 digits."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    found = re.search(r"compared at (\d+) significant digits.*? again at (\d+), (\d+) and (\d+) digits", text)
+    assert found is not None
+    assert tuple(int(digits) for digits in found.groups()) == sampling.DIGITS
+    assert f"up to {sampling.MAXN} digits of working precision" in text
+
+
+@pytest.mark.parametrize("entries", [(1, 2, 6), (-3, 0, 1, 5), (sp.Rational(1, 3), sp.Rational(-7, 2))])
+@pytest.mark.parametrize("mean", [sp.Integer(5), sp.Rational(-2, 7), sp.Integer(0)])
+def test_an_input_shifted_to_a_mean_has_that_mean_exactly_and_the_same_deviations(entries, mean):
+    inputs = sampling.Explicit(tuple(map(sp.sympify, entries)), (), (), (), ())
+    moved = sampling.shifted(inputs, mean)
+    size = len(entries)
+    assert sp.Add(*moved.x) / size == mean
+    old_mean = sp.Add(*inputs.x) / size
+    assert [a - mean for a in moved.x] == [b - old_mean for b in inputs.x]

@@ -171,3 +171,18 @@ def test_no_cache_size_is_set_where_sympy_came_first():
         code = f"import os, {imports}, sympy.core.cache; {shown}"
         run = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
         assert run.stdout.split() == expected, imports
+
+
+@pytest.mark.parametrize("power", [1, 2, 3, 4, 5, 6, 7, 8, -1, -7, -8, 0.5, 1.5, 3.5, -3.5])
+def test_powers_up_to_eight_and_their_halves_compile_to_products(power):
+    """a**k for |k| <= 8 and k a half-integer below 4 is products of a (and one sqrt): a multiply
+    is several times cheaper than numpy.power. Above that order numpy's power is called."""
+    from numeric.kernels.lambdify import compile
+
+    a = sp.Symbol("a", positive=True)
+    body = compile(a ** sp.nsimplify(power), [a]).__doc__.split("return", 1)[1]
+    assert "**" not in body, body
+    assert "power" not in body, body
+    values = np.array([0.3, 1.7, 2.0])
+    np.testing.assert_allclose(compile(a ** sp.nsimplify(power), [a])(values), values**power, rtol=1e-15)
+    assert "**" in compile(a ** (abs(sp.nsimplify(power)) + 8), [a]).__doc__.split("return", 1)[1]

@@ -55,6 +55,24 @@ PRINTED = [
         r"\lim_{t \to -\infty} u_{3}{\left(t \right)} &= 0 \end{aligned}",
         id="limits that do not read simpler with +- as two lines",
     ),
+    pytest.param(
+        # One operation about a centre against two in the bounds (a 0-operation bound among them).
+        _limits(2 * gamma[2] + beta[2], beta[2]),
+        r"\lim_{t \to \pm\infty} u_{3}{\left(t \right)} = {\beta}_{2} + {\gamma}_{2} \pm {\gamma}_{2}",
+        id="the +- form where it has fewer operations than the two bounds together",
+    ),
+    pytest.param(
+        _limits(gamma[2] + 1, gamma[2]),
+        r"\begin{aligned} \lim_{t \to \infty} u_{3}{\left(t \right)} &= {\gamma}_{2} + 1 \\ "
+        r"\lim_{t \to -\infty} u_{3}{\left(t \right)} &= {\gamma}_{2} \end{aligned}",
+        id="two bounds where the +- form has as many operations or more",
+    ),
+    pytest.param(
+        sp.And(sp.Eq(sp.Limit(u, t, sp.oo), 1), sp.Eq(sp.Limit(sp.Function("v_3")(t), t, -sp.oo), -1)),
+        r"\begin{aligned} \lim_{t \to \infty} u_{3}{\left(t \right)} &= 1 \\ "
+        r"\lim_{t \to -\infty} v_{3}{\left(t \right)} &= -1 \end{aligned}",
+        id="the limits of two functions are two statements, never one +-",
+    ),
 ]
 
 
@@ -170,6 +188,17 @@ def test_notation_in_the_python_api():
     jacobian = formula("jacobian")
     assert jacobian.latex(Notation(n="d")) == jacobian.latex().replace(r"{n s", r"{d s")
     assert formula("slope_at_zero").value_latex(Notation.parse([r"epsilon=\epsilon"])) == r"\frac{1}{\sqrt{\epsilon}}"
+
+
+def test_a_notation_shows_the_names_it_was_given_as_the_call_that_makes_it():
+    assert repr(Notation(n="d", epsilon=r"\epsilon")) == "Notation(epsilon='\\\\epsilon', n='d')"
+    assert repr(Notation()) == "Notation()"
+
+
+def test_a_name_given_to_several_symbols_names_every_one_it_clashes_with():
+    clash = "notation: n=k clashes with the symbol epsilon and the symbol t, which already prints as k"
+    with pytest.raises(ValueError, match=f"^{clash}$"):
+        Notation(n="k", t="k", epsilon="k")
 
 
 @pytest.mark.parametrize(
@@ -315,3 +344,36 @@ def test_a_long_sum_breaks_only_where_the_next_term_would_pass_the_width(width):
     for line, following in itertools.pairwise(lines):
         # " + a": the joining space, the sign, its space and the letter.
         assert typeset_width(line) + typeset_width(" " + " ".join(following.split(" ")[:2])) > width
+
+
+@pytest.mark.parametrize("script", ["2", "ij", "abc", r"\top"])
+def test_a_sub_or_superscript_counts_at_script_size(script):
+    """x^{ab} is x and ab at the script's size, after the caret: the base counted once."""
+    from derivations._width import SCRIPT, width
+
+    for mark in "^_":
+        assert width(f"x{mark}{{{script}}}") == pytest.approx(width("x") + SCRIPT * width(script))
+
+
+def test_spacing_commands_widen_a_line_in_tex_s_order():
+    """TeX's spaces, narrowest first: \\! (negative, counted 0), \\, and \\: then \\; (3, 4 and 5 mu),
+    \\quad (1 em), \\qquad (2 em); none makes a line narrower than its letters alone."""
+    from derivations._width import width
+
+    letters = width("ab")
+    thin = [width(rf"a\{space}b") for space in "!,:;"]
+    assert thin[0] < thin[1] <= thin[2] < thin[3]  # each space counted as itself, the letter after it apart
+    assert thin[0] >= letters
+    assert thin[-1] > letters
+    wide = [width(rf"a \{space} b") for space in (";", "quad", "qquad")]
+    assert wide == sorted(wide)
+    assert len(set(wide)) == 3
+
+
+def test_a_null_delimiter_takes_no_width_and_a_bracket_its_own():
+    """\\left. and \\right. typeset nothing; \\left( and \\right) a bracket each."""
+    from derivations._width import width
+
+    assert width(r"\left.a\right|") == width(r"a\right|") == 2
+    assert width(r"\left(a\right)") == width("(a)") == 3
+    assert width(r"\left(a\right.") == width("(a") == 2

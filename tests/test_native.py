@@ -17,6 +17,7 @@ import pytest
 
 import numeric
 from derivations import LAYERS, codegen
+from derivations.derive import jacobian
 from numeric.kernels import native
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -325,7 +326,17 @@ def test_jvp_of_a_symmetric_layer_is_the_compiled_vjp(key, dtype, monkeypatch):
     x = (rng.standard_normal((6, 33)) * np.array([1.0, 1e-3, 1e3, 1.0, 1.0, 1.0])[:, None]).astype(dtype)
     x[4] += 1e4
     v = rng.standard_normal((6, 33)).astype(dtype)
+    taken = []
+
+    def counted(*args, **kwargs):
+        found = products(*args, **kwargs)
+        taken.append(found is not None)
+        return found
+
+    products = native.products
+    monkeypatch.setattr(native, "products", counted)
     compiled, reference = _both(monkeypatch, lambda: numeric.facade(key).jvp(x, 1e-3, v))
+    assert any(taken) == jacobian.is_symmetric(LAYERS[key]), (key, taken)  # the library computed it
     assert compiled.dtype == reference.dtype == dtype
     tolerance = 4e-6 if dtype == np.float32 else 1e-12
     for row in range(x.shape[0]):
@@ -357,3 +368,22 @@ def test_the_vjp_is_linear_in_dy_at_every_scale_of_dy(key):
             assert np.allclose(got[normal], want[normal], rtol=1e-12, atol=0), (key, scale)
             overflowing = np.isinf(want)
             assert np.array_equal(got[overflowing], want[overflowing]), (key, scale)  # a signed inf, not NaN
+
+
+@needs_compiler
+@pytest.mark.parametrize("size", [16, 24])
+def test_the_compiled_mean_sums_in_eight_lanes_combined_pairwise(size):
+    """docs/codegen.md: each sum in 8 lanes, entry j in lane j mod 8, combined pairwise. With
+    2^53 at entry 0 and -2^53 at entry 8 they cancel exactly in lane 0, and the ones elsewhere
+    sum exactly (any other order adds a 1 to 2^53 first, which rounds it away): the mean of this
+    row, (size - 2) / size, and so LayerNorm's output, come out exact to the last bits."""
+    from fractions import Fraction
+
+    x = np.ones(size)
+    x[0], x[8] = 2.0**53, -(2.0**53)
+    mean = Fraction(size - 2, size)
+    spread = sum((Fraction(v) - mean) ** 2 for v in x) / size + Fraction(1, 4)
+    exact = np.array([float((Fraction(v) - mean) / Fraction(np.sqrt(float(spread)))) for v in x])
+    assert numeric.backend() == "c"
+    found = numeric.layernorm.forward(x, 0.25)
+    np.testing.assert_allclose(found, exact, rtol=4e-16)

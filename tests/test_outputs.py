@@ -732,3 +732,56 @@ def test_a_closed_stream_keeps_the_status_or_is_one_line(argv, status):
     mute = subprocess.run(command, stderr=subprocess.PIPE, preexec_fn=_closing(1), text=True, cwd=ROOT, check=False)
     prog = "python -m derivations check" if argv[0] == "check" else "python -m derivations"
     assert (mute.returncode, mute.stderr) == (2, f"{prog}: error: standard output is closed\n")
+
+
+def test_every_file_is_on_disk_before_any_takes_its_name(tmp_path, monkeypatch):
+    """The docstring's "synced": each temporary's bytes are flushed to the disk (fsync) before
+    the first rename, so that a crash after a rename leaves the new file whole, not empty."""
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(descriptor):
+        events.append(("fsync", os.path.basename(os.readlink(f"/proc/self/fd/{descriptor}"))))
+        real_fsync(descriptor)
+
+    def replace(source, target):
+        events.append(("replace", os.path.basename(source)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    targets = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    figures._output.write_all({target: lambda file, t=target: file.write(t.name.encode()) for target in targets})
+    assert [target.read_text() for target in targets] == ["a.txt", "b.txt"]
+    synced = [name for kind, name in events if kind == "fsync"]
+    renamed = [name for kind, name in events if kind == "replace"]
+    assert sorted(synced) == sorted(renamed), events  # every file placed was synced first
+    first = next(i for i, (kind, _) in enumerate(events) if kind == "replace")
+    assert all(kind == "fsync" for kind, _ in events[:first]), events
+    assert len(synced) == len(targets), events
+
+
+@pytest.mark.parametrize("handler", ["python", "ignored", "default"])
+def test_writing_keeps_whatever_sigterm_handler_was_installed(tmp_path, handler):
+    """While files are written SIGTERM raises SystemExit (so the clean-up runs), then the handler
+    that was there is back: a Python function of the caller's, SIG_DFL, or SIG_IGN left alone."""
+    import signal
+
+    import figures._output
+
+    def own(signum, frame):
+        pass
+
+    installed = {"python": own, "ignored": signal.SIG_IGN, "default": signal.SIG_DFL}[handler]
+    previous = signal.signal(signal.SIGTERM, installed)
+    try:
+        seen = []
+        target = tmp_path / "a.txt"
+        figures._output.write_all(
+            {target: lambda file: seen.append(signal.getsignal(signal.SIGTERM)) or file.write(b"a")}
+        )
+        assert target.read_bytes() == b"a"
+        assert seen == [signal.SIG_IGN if handler == "ignored" else figures._output._exit]
+        assert signal.getsignal(signal.SIGTERM) == installed
+    finally:
+        signal.signal(signal.SIGTERM, previous)

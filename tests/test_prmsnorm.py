@@ -107,6 +107,15 @@ def test_the_bound_at_x_is_the_triangle_inequality():
         spectral.cases(LAYER)
 
 
+def test_the_triangle_bound_of_a_symmetric_jacobian_is_refused_as_a_derivation_error():
+    """Where J is symmetric its norm is the largest |eigenvalue|, and a bound is not derived: the
+    refusal is a DerivationError (what the commands report in one line), never another error."""
+    from derivations import DerivationError
+
+    with pytest.raises(DerivationError, match="J is symmetric"):
+        spectral.triangle_bound(LAYERS["layernorm"])
+
+
 @pytest.mark.parametrize("p", [Fraction(1, 16), Fraction(1, 2), Fraction(2, 3), Fraction(1)])
 @pytest.mark.parametrize("size", tiered([2, 3, 4], fast=2))
 def test_symbolic_n_and_k_agree_with_explicit_differentiation(p, size):

@@ -349,3 +349,72 @@ def test_the_slope_across_scales_where_epsilon_is_below_the_rescaled_floats():
     the kink y = x/||x|| does not change with t (slope 0); inside it y = x/epsilon (slope 1/epsilon)."""
     slopes = l2norm_clamped.slope(np.array([1e200, 1e-200, 0.0, 1e-121]), 1e-120)
     assert_agree(slopes, np.array([0.0, 1e120, 1e120, 1e120]), rtol=4e-16, atol=0.0, what="slope")
+
+
+# x[i] ||x|| / max(||x||, epsilon): below the kink ||x|| x / epsilon, whose slope along (-t, 0, t)
+# grows with t (2 at the kink), above it x itself (slope 1).
+GROWING = """\
+key = "clamped_growing"
+title = "x times its norm over the norm floored at epsilon"
+output = "x[i] * norm_x / max(norm_x, epsilon)"
+[statistics]
+r = "mean(x[j]**2)"
+norm_x = "sqrt(n * r)"
+"""
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "value"),
+    [
+        ("l2norm_clamped", "slope_below_kink", 4),  # 1/epsilon at epsilon = 1/4
+        ("l2norm_clamped", "slope_above_kink", 0),
+        ("clamped_growing", "slope_below_kink", 2),
+        ("clamped_growing", "slope_above_kink", 1),
+    ],
+)
+def test_the_audit_takes_each_one_sided_slope_at_the_kink_from_its_own_side(key, name, value):
+    """The audit steps out from the bisection's bracket of the kink, never into the ball around it
+    (where no case holds) and never far from it: the slope below the kink grows with t for
+    ``clamped_growing``, so a point far inside gives another value.  A false claim about either
+    slope is refuted with the audit's confirmation, not withdrawn as undecided."""
+    from derivations import catalog, definition
+    from derivations.claims import Claim, audit, check
+    from derivations.claims.audit.numbers import ball
+
+    catalog.register(definition.loads(GROWING).layer)
+    claimed = audit.Claimed(f"{name} == 0", key, (), ())
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 4))
+    with audit.precision():
+        found = ball(audit.evaluate.Evaluator(key, point, claimed.pattern).value(claimed.tree.left))
+    assert value in found
+    assert found.rad() < 1e-20
+    wrong = check(Claim(f"{name} == {value + 1}", key))
+    assert wrong.verdict == "refuted", wrong.detail
+    assert "the independent audit confirms it" in wrong.detail
+
+
+@pytest.mark.parametrize("eps", [sp.Rational(1, 4), sp.Integer(4), sp.Integer(2) ** 40])
+def test_the_audit_finds_the_kink_beyond_t_1_by_doubling_then_bisecting(eps):
+    """The kink of l2norm_clamped along (-t, 0, t) is at t = epsilon/sqrt(2): below 1, or far
+    beyond it (the search doubles t until the case switches), enclosed tightly either way."""
+    from derivations.claims import audit
+    from derivations.claims.audit.numbers import ball
+
+    claimed = audit.Claimed("kink == 0", "l2norm_clamped", (), ())
+    point = audit.Point(n=3, epsilon=eps)
+    with audit.precision():
+        found = ball(audit.evaluate.Evaluator("l2norm_clamped", point, claimed.pattern).value(claimed.tree.left))
+        exact = ball(audit.evaluate.number(eps)) / ball(2).sqrt()
+        assert (found - exact).rad() < exact * ball(2) ** -150
+        assert 0 in found - exact
+
+
+@pytest.mark.parametrize("name", ["forward", "jacobian", "jacobian_from_entry", "eigenvalues"])
+def test_each_function_of_a_layer_with_a_scalar_gain_takes_the_gain(name):
+    """ScaleNorm's output, J (from the eigenstructure or from its entry) and eigenvalues are its
+    base's times the scalar gain g_s: doubling g_s doubles each."""
+    layer = numeric.facade("scalenorm")
+    x = np.array([0.3, -1.2, 2.0])
+    one, two = (np.asarray(getattr(layer, name)(x, 0.25, gain=g)) for g in (1.0, 2.0))
+    np.testing.assert_allclose(two, 2 * one, rtol=1e-15)
+    assert np.abs(one).max() > 0.1

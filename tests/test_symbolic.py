@@ -117,6 +117,31 @@ def test_sum_reduction_rules():
     assert reduce_sums(sp.Sum(w[j] * x[j], (j, 0, n - 1))) == PowerSum(w[p] * x[p])
 
 
+_a, _b = sp.symbols("a b", real=True)
+_CANCELLING = (_a**2 - 1) / (_a - 1) - _a - 1  # 0 once cancelled; together alone leaves it a fraction
+
+
+@pytest.mark.parametrize(
+    ("expr", "tactic"),
+    [
+        ((_a + 1) ** 2 - _a**2 - 2 * _a - 1, "expand"),
+        (_CANCELLING, "cancel"),
+        # Two functions by the same cases whose sum folds to one case, 0 once cancelled.
+        (
+            sp.Piecewise((_CANCELLING / 2 + sp.sin(_a), _b > 0), (_CANCELLING / 2 + sp.cos(_a), True))
+            + sp.Piecewise((_CANCELLING / 2 - sp.sin(_a), _b > 0), (_CANCELLING / 2 - sp.cos(_a), True)),
+            "piecewise_fold",
+        ),
+        (sp.sin(_a) ** 2 + sp.cos(_a) ** 2 - 1, "simplify"),
+        (_a - _b, None),
+    ],
+)
+def test_a_zero_is_proved_by_the_cheapest_tactic_that_reaches_it(expr, tactic):
+    from derivations.core.proof import is_zero as proved_zero
+
+    assert proved_zero(expr) == tactic
+
+
 def test_a_wrong_stated_form_is_refused():
     wrong = dataclasses.replace(LAYER, stated={**STATED, "slope": 1 / sp.sqrt(2 * t**2 / 3 + epsilon)})
     with pytest.raises(DerivationError, match="slope"):

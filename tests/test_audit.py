@@ -309,3 +309,24 @@ def test_a_zero_gain_zeroes_the_output_s_dependence_on_x_only_where_no_term_esca
         assert gain_is_zero("audit_gain_probe", [fmpq(0), fmpq(1), fmpq(0)]) is False
     finally:
         del LAYERS["audit_gain_probe"]
+
+
+@pytest.mark.parametrize(
+    ("text", "assumptions"),
+    [
+        ("epsilon != 1/4", ()),
+        ("epsilon != 1", ("epsilon >= 1",)),
+        ("epsilon != 1/2", ("epsilon <= 1/2", "epsilon > 1/4")),
+        ("epsilon != 2", ("epsilon > 1",)),
+        ("epsilon > 0", ("epsilon <= 0",)),
+    ],
+)
+def test_a_counterexample_without_epsilon_is_audited_at_the_first_epsilon_the_domain_admits(text, assumptions):
+    """A counterexample whose sides do not depend on epsilon holds for every epsilon: the audit
+    takes the first of 1/4, 1, 1/2, 2 and 0 that the assumptions admit. Each claim here is false
+    at exactly that epsilon, so the audit confirms the refutation only if it took that one."""
+    claimed = audit.Claimed(text, "layernorm", assumptions, ())
+    assert audit.at_counterexample(claimed, audit.Point(n=3), True) == (True, "false there")
+    elsewhere = audit.Claimed("epsilon != 1/5", "layernorm", (), ())
+    holds = (False, "the claim holds at the counterexample")
+    assert audit.at_counterexample(elsewhere, audit.Point(n=3), True) == holds

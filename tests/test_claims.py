@@ -881,6 +881,24 @@ def test_a_proof_says_which_engines_agreed(text, engines):
     assert engines in found.detail
 
 
+@pytest.mark.parametrize(
+    ("status", "engines"),
+    [
+        ("unknown", "z3 undecided within 0.5 s"),
+        ("sat", "z3 does not confirm it (its over-approximation of the domain admits a candidate)"),
+    ],
+)
+def test_a_proof_z3_does_not_confirm_says_so_with_the_half_second_it_had(monkeypatch, status, engines):
+    """SymPy's proof stands where z3, the second engine, is undecided in its half second or finds
+    a candidate; the detail says which, and how long z3 had."""
+    from derivations.claims import solver
+
+    monkeypatch.setattr(solver, "holds_everywhere", lambda *args, **kwargs: solver.Answer(status))
+    found = check(Claim("spectral_norm <= 1/sqrt(epsilon)"))
+    assert found.verdict == "proved", found.detail
+    assert engines in found.detail
+
+
 @pytest.mark.parametrize("order", ["epsilon", "t", "3", "0"])
 def test_a_vector_norm_of_another_order_says_which_orders_there_are(order):
     """norm(v, p) for p = 1, 2 and oo only; any other order (a symbol too) is one line naming them."""

@@ -330,3 +330,23 @@ def test_a_counterexample_without_epsilon_is_audited_at_the_first_epsilon_the_do
     elsewhere = audit.Claimed("epsilon != 1/5", "layernorm", (), ())
     holds = (False, "the claim holds at the counterexample")
     assert audit.at_counterexample(elsewhere, audit.Point(n=3), True) == holds
+
+
+@pytest.mark.parametrize(
+    ("diagonal", "norm"),
+    [((-3, 1), 3), ((1, -2, 0), 2), ((0, 0, fmpq(-5, 2)), fmpq(5, 2)), ((fmpq(7, 4),), fmpq(7, 4))],
+)
+def test_the_audit_s_spectral_norm_of_a_diagonal_matrix_is_its_largest_entry_in_size_exactly(diagonal, norm):
+    """Where M is diagonal, ||M||_2 = max |M_rr| as an exact number, whichever row holds it; else
+    the root of the top eigenvalue of M^T M, enclosed: [[1, 2], [0, 1]] has norm 1 + sqrt(2)."""
+    from derivations.claims.audit.definition import spectral_norm
+
+    size = len(diagonal)
+    matrix = [[fmpq(diagonal[r]) if r == c else fmpq(0) for c in range(size)] for r in range(size)]
+    with audit.precision():
+        found = spectral_norm(matrix)
+        assert isinstance(found, fmpq)
+        assert found == norm
+        sheared = ball(spectral_norm([[fmpq(1), fmpq(2)], [fmpq(0), fmpq(1)]]))
+        assert (1 + arb(2).sqrt()) in sheared
+        assert sheared.rad() < 1e-60

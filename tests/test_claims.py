@@ -950,3 +950,18 @@ def test_an_unknown_name_lists_the_centered_input_c_only_for_a_layer_that_center
     known = detail.split("known names: ")[1].split(", ")
     assert "y" in known
     assert ("c" in known) == has_c, known
+
+
+@pytest.mark.parametrize("text", ["0 * slope_at_zero == 0", "slope_at_zero * 0 == 0", "0**2 * t == 0", "t**0 == 1"])
+def test_a_zero_is_a_scalar_like_any_other_in_a_product_or_a_power(text):
+    """A literal 0 (falsy as a SymPy number) multiplies and is raised like any scalar: the
+    claim is proved, not refused as a product or a power of something else."""
+    found = check(Claim(text))
+    assert found.verdict == "proved", found.detail
+
+
+@pytest.mark.parametrize(("text", "message"), [("y**2 == y", "'**' of a vector"), ("y * y == y", "'*' of two vectors")])
+def test_a_product_or_a_power_of_vectors_is_refused_naming_what_it_was_given(text, message):
+    found = check(Claim(text))
+    assert found.verdict == "error"
+    assert message in found.detail

@@ -469,3 +469,13 @@ def test_a_bar_over_x_alone_is_its_mean_and_over_another_letter_is_not_read():
     for letter in ("u", "a", "z"):
         with pytest.raises(ClaimError, match=r"unknown LaTeX command \\bar"):
             _fitted(rf"\bar{{{letter}}}", "0")
+
+
+def test_a_def_s_body_is_a_definition_not_text_of_the_paper(tmp_path):
+    """The relations inside a \\def's body are read where the macro is used, not where it is defined:
+    reading goes on after the body, which is not walked as the paper's text."""
+    (tmp_path / "main.tex").write_text(
+        "\\def\\claim{\\begin{equation} a \\le b \\end{equation}}\n\\def\\two#1#2{$#1 = #2$}\n$c = d$\n"
+    )
+    read = document.read(tmp_path / "main.tex")
+    assert [(f.line, f.latex) for f in read.relations] == [(3, "c = d")]

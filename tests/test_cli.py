@@ -751,3 +751,21 @@ def test_a_reader_gone_at_the_last_verdict_leaves_the_status_of_every_claim(monk
     monkeypatch.setattr(sys, "stdout", out)
     assert main(["check", "--layer", "rmsnorm", *texts]) == status
     assert "[inline-1] proved" in "".join(out.parts)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_standard_input_is_read_up_to_its_limit_and_refused_one_byte_past_it(monkeypatch, binary):
+    """read_input(limit) returns exactly ``limit`` bytes whole, and refuses ``limit + 1`` rather than
+    cutting them short (on a byte stream and on a text stream without one)."""
+    import io
+
+    from derivations.cli import read_input
+
+    def stdin(data: bytes) -> object:
+        return io.TextIOWrapper(io.BytesIO(data)) if binary else io.StringIO(data.decode())
+
+    monkeypatch.setattr(sys, "stdin", stdin(b"a" * 10))
+    assert read_input(10) == b"a" * 10
+    monkeypatch.setattr(sys, "stdin", stdin(b"a" * 11))
+    with pytest.raises(ValueError, match=r"^standard input is larger than 10 bytes$"):
+        read_input(10)

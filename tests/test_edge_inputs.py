@@ -106,6 +106,10 @@ def test_array_results_are_writable(call):
             r"^weight must have one entry per feature, shape \(n,\); got \(\)$",
         ),
         (lambda: layernorm_affine.bound(0.1, 2.0), r"^gain must have one entry per feature, shape \(n,\); got \(\)$"),
+        (
+            lambda: layernorm_affine.bound(np.full(3, 0.1), np.ones((2, 4))),
+            r"^epsilon of shape \(3,\) does not broadcast with the batch shape \(2,\) of gain$",
+        ),
     ],
 )
 def test_parameter_errors_name_the_argument(call, message):

@@ -266,11 +266,12 @@ def test_a_user_layers_jacobian_far_below_epsilon_is_right_and_quiet(tmp_path):
         np.testing.assert_allclose(got, np.eye(3) / 0.3, rtol=0, atol=1e-14 / 0.3)
 
 
-@pytest.mark.parametrize("size", [1e-300, 1e-250, 1e-120])
-def test_the_hessian_product_at_two_features_where_the_input_is_far_below_epsilon(size):
+@pytest.mark.parametrize(("size", "eps"), [(1e-300, 1e100), (1e-250, 1e100), (1e-120, 1e100), (1e-20, 1e172)])
+def test_the_hessian_product_at_two_features_where_the_input_is_far_below_epsilon(size, eps):
     """layernorm_std_eps.hvp at n = 2, x = 1e-300, epsilon = 1e100: the directions the product is
     split along were taken at a scale that also held epsilon, where the input vanished, and the
-    product was 0 (truth 3.5e-201).  Reference: the layer written out at n = 2 in SymPy."""
+    product was 0 (truth 3.5e-201).  At x = 1e-20, epsilon = 1e172 the truth (about 1e-345)
+    underflows, quietly, to 0.  Reference: the layer written out at n = 2 in SymPy."""
     x = size * np.array([0.7, -0.4])
     g, v = np.array([0.3, -0.7]), np.array([1.0, 0.5])
     entries = sp.symbols("x0:2", real=True)
@@ -278,11 +279,11 @@ def test_the_hessian_product_at_two_features_where_the_input_is_far_below_epsilo
     sigma = sp.sqrt(sum((entry - mean) ** 2 for entry in entries))  # unbiased at n = 2: divided by 1
     y = sp.Matrix([(entry - mean) / (sigma + E) for entry in entries])
     pairing = (sp.Matrix(g).T * y.jacobian(sp.Matrix(entries)) * sp.Matrix(v))[0]
-    at = {**{s: sp.Float(value, 60) for s, value in zip(entries, x, strict=True)}, E: sp.Float(1e100, 60)}
+    at = {**{s: sp.Float(value, 60) for s, value in zip(entries, x, strict=True)}, E: sp.Float(eps, 60)}
     want = np.array([float(sp.diff(pairing, s).evalf(40, subs=at)) for s in entries])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = numeric.layernorm_std_eps.hvp(x, 1e100, g, v)
+        got = numeric.layernorm_std_eps.hvp(x, eps, g, v)
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 

@@ -387,22 +387,13 @@ def hvp_by_directions(
 
         with np.errstate(all="ignore"):
             values = _rescale.at_scale(at, rows, e, c.epsilon_degree, c.centered, None)
-        there: list[Any] = []
-        for (first, second, along), value in zip(pairs, values, strict=True):
-            if not np.isfinite(value).all():
-                # Rows whose statistics the rescaling lost (x far below the root of epsilon) are
-                # taken again at the balanced scale, as `numeric.kernels.backward.evaluate` does.
-                if not there:
-                    with np.errstate(all="ignore"):
-                        scaled = _rescale.Scaled(*_rescale.balanced(rows, e, c.epsilon_degree, c.centered))
-                        there = [scaled, statistics(layer, scaled.x)]
-                with np.errstate(all="ignore"):
-                    value = _where_lost(value, along, there[0], there[1], size, product.degree)
+        for (first, second, _), value in zip(pairs, values, strict=True):
             both = (lengths[first] > 0) & (lengths[second] > 0)
             with np.errstate(all="ignore"):  # a row beyond the float range here is taken below
                 out = out + split.a[first] * split.b[second] * np.where(both, value, 0.0)
-    # A row the split cannot take (a product beyond the float range: inf - inf) is the
-    # general form's, which gives the overflow as it is.
+    # A row the split cannot take is the general form's: a product beyond the float range
+    # (inf - inf), which it gives as it is, or one whose statistics the rescaling lost (x far
+    # below the root of epsilon), which it takes at the balanced scale.
     with np.errstate(invalid="ignore"):
         bad = np.flatnonzero(~np.isfinite(out).all(axis=-1))
     if bad.size:
@@ -485,19 +476,6 @@ def _off_directions(
     if not split.units:
         return general(split.g, split.w)
     return general(split.g_rest + split.along_g, split.w_rest) + general(split.g_rest, split.along_w)
-
-
-def _where_lost(
-    value: np.ndarray, along: Any, there: _rescale.Scaled, stats_there: list[np.ndarray], size: int, degree: int
-) -> np.ndarray:
-    """``value`` of the form ``along``, with each row that is not finite throughout taken at the
-    scale ``there`` instead (whose statistics are ``stats_there``), its non-finite entries 0."""
-    lost = ~np.isfinite(value).all(axis=-1, keepdims=True)
-    if lost.any():
-        again = np.broadcast_to(along(there.x, *stats_there, there.e, size), there.x.shape)
-        again = _rescale.times_power(np.where(np.isfinite(again), again, 0.0), there.m, degree)
-        value = np.where(lost, again, value)
-    return value
 
 
 def eigen_values(layer: NumericLayer, array: np.ndarray, e: np.ndarray, parameters: list[Any]) -> list[np.ndarray]:

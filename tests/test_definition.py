@@ -682,3 +682,19 @@ def test_a_definition_holds_at_most_four_patterns_and_four_constraints_per_compl
         definition.loads(complement(4))
     with pytest.raises(ValueError, match=r"constraints: must be an array of at most 4 expressions"):
         definition.loads(complement(5))
+
+
+def test_a_definition_holds_at_most_eight_statistics():
+    """docs/definitions.md's bound: eight statistics are read, a ninth is refused naming the count."""
+    assert "required, at most 8, in order" in (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
+
+    def with_statistics(count: int) -> str:
+        extra = [f"a{p}" for p in range(3, 3 + count - 1)]
+        output = " + ".join(["x[i] / sqrt(r + epsilon)", *extra])
+        means = "".join(f'{name} = "mean(x[j]**{name[1:]})"\n' for name in extra)
+        return MINIMAL.replace('output = "x[i] / sqrt(r + epsilon)"', f'output = "{output}"') + means
+
+    read = definition.loads(with_statistics(8)).layer
+    assert {"r", "a3", "a9"} <= {str(stat.symbol) for stat in read.statistics}
+    with pytest.raises(ValueError, match=r"^statistics: at most 8 are accepted; got 9$"):
+        definition.loads(with_statistics(9))

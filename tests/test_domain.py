@@ -378,3 +378,21 @@ def test_the_statistics_at_a_constant_input_are_functions_of_t_or_none():
     assert constant_input_statistics(LAYERS["layernorm"]) == {LAYERS["layernorm"].statistics[0].symbol: t, q: 0}
     assert constant_input_statistics(LAYERS["rmsnorm"]) == {r: t**2}
     assert constant_input_statistics(LAYERS["prmsnorm"]) is None
+
+
+@pytest.mark.parametrize(
+    ("condition", "value"),
+    [
+        (sp.Or(t < -1, t > 1), 2),  # neither part holds near 0: the other case
+        (sp.Or(t < -1, t > -sp.Rational(1, 2)), 1),  # one part does
+        (sp.And(t > -1, t < 1), 1),
+        (sp.And(t > 1, t < 2), 2),
+        (sp.And(t > -1, t < 1 + epsilon), 1),  # epsilon > 0: both parts hold near 0
+    ],
+)
+def test_a_limit_through_cases_takes_the_case_whose_and_or_or_condition_holds_near_its_point(condition, value):
+    """Near t = 0 an Or holds where one of its parts does and fails where all fail; an And holds
+    where all its parts do: the limit is the value of the case that holds there."""
+    body = sp.Piecewise((1, condition), (2, True))
+    found, lost = take(Lim(body, t, sp.Integer(0), TWO_SIDED))
+    assert (found, lost) == (value, [])

@@ -377,3 +377,15 @@ def test_a_null_delimiter_takes_no_width_and_a_bracket_its_own():
     assert width(r"\left.a\right|") == width(r"a\right|") == 2
     assert width(r"\left(a\right)") == width("(a)") == 3
     assert width(r"\left(a\right.") == width("(a") == 2
+
+
+def test_a_matrix_or_cases_is_as_wide_as_its_columns_whatever_braces_its_cells_hold():
+    """Columns line up at & and rows end at \\\\ outside every brace: a braced cell or a fraction
+    in one changes nothing but that cell's own width."""
+    from derivations._width import width
+
+    plain = width(r"\begin{pmatrix}a & b \\ c & d\end{pmatrix}")
+    assert width(r"\begin{pmatrix}{a} & b \\ c & {d}\end{pmatrix}") == plain
+    assert plain < width("a & b c & d")  # two columns of one letter each, not one wide row
+    first = width(r"\begin{cases}\frac{1}{2}&n=2\\x&n\ge3\end{cases}")
+    assert first == width(r"\begin{cases}x&n=2\\\frac{1}{2}&n\ge3\end{cases}")  # the same columns

@@ -220,6 +220,14 @@ def test_operators_without_parentheses_the_zero_vector_and_expectations_are_read
     assert _fitted(r"\mathrm{tr}\,J", r"\frac{d-1}{\sigma}") == "trace(J) == (n - 1) / sqrt(q)"
     assert _fitted(r"J\mathbf{1}", r"\mathbf{0}") == "J @ ones == 0"
     assert _fitted(r"\mathbb{E}[\mathrm{LN}(x)]", "0") == "sum(y) / n == 0"
+    # Square brackets group as parentheses do; sized brackets read as the plain ones.
+    assert (
+        _fitted(r"[\epsilon + 1]^2", r"\epsilon^2 + 2\epsilon + 1")
+        == "(epsilon + 1) ** 2 == epsilon ** 2 + 2 * epsilon + 1"
+    )
+    assert _fitted(r"2 [t + 1]", r"2t + 2") == "2 * (t + 1) == 2 * t + 2"
+    assert _fitted(r"\mathbb{E}\left[\mathrm{LN}(x)\right]", "0") == "sum(y) / n == 0"
+    assert _fitted(r"\mathrm{Var}\left[x\right]", r"\sigma^2") == "q == q"
 
 
 def test_sums_are_read_term_by_term_and_over_the_whole_product():

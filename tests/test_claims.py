@@ -911,7 +911,7 @@ def test_a_power_of_a_sum_is_expanded_up_to_a_thousand_terms_and_refused_past_th
     """docs/claims.md's bound: (five terms)**9 expands to C(13, 4) = 715 terms and is decided;
     **10 to C(14, 4) = 1001, past it, and is an error naming the power, decided in no time."""
     docs = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
-    assert "a power of a sum may expand to at most 1000 terms" in docs.read_text(encoding="utf-8")
+    assert "a power of a sum may expand to at most 1000 terms" in " ".join(docs.read_text(encoding="utf-8").split())
     base = "(t + epsilon + 1 + t**2 + epsilon**2)"
     assert check(Claim(f"{base}**9 >= 0", layer="layernorm")).verdict == "proved"
     refused = check(Claim(f"{base}**10 >= 0", layer="layernorm"))
@@ -965,3 +965,25 @@ def test_a_product_or_a_power_of_vectors_is_refused_naming_what_it_was_given(tex
     found = check(Claim(text))
     assert found.verdict == "error"
     assert message in found.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("(2**63)**64 > 0", "proved"),  # 2**4032: 4033 bits
+        ("1/(2**63)**64 > 0", "proved"),
+        ("(2**64)**64 > 0", "error"),  # 2**4096: 4097 bits
+        ("1/(2**64)**64 > 0", "error"),
+        ("t**64 >= 0", "proved"),
+        ("t**65 >= 0", "error"),
+    ],
+)
+def test_numbers_and_exponents_are_bounded_where_docs_say(text, verdict):
+    """docs/claims.md: an exponent at most 64 in magnitude, a number the literals make at most 4096
+    bits in its numerator and its denominator; past either, an error naming what is too large."""
+    docs = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    assert "an exponent is at most 64 in magnitude, a number the literals make at most 4096 bits" in docs
+    found = check(Claim(text, layer="layernorm"))
+    assert found.verdict == verdict, found.detail
+    if verdict == "error":
+        assert "too large" in found.detail

@@ -223,3 +223,23 @@ def test_each_row_of_a_batch_is_computed_as_it_would_be_alone(key, shape):
         whole = getattr(layer, name)(rows, 0.3)
         alone = np.stack([getattr(layer, name)(row, 0.3) for row in rows])
         np.testing.assert_allclose(whole, alone, rtol=1e-13, atol=0, err_msg=f"{key}.{name}")
+
+
+WITH_PARAMETERS = [key for key in LAYERS if LAYERS[key].parameters]
+
+
+@pytest.mark.parametrize("key", WITH_PARAMETERS)
+def test_a_parameter_s_gradient_over_a_batch_is_the_sum_of_its_rows_on_numpy_s_path(key, numpy_backend):
+    """vjp on a batch returns dx row by row and each parameter's gradient summed over the rows:
+    the sum of what each row alone gives (0.3 is epsilon, or DyT's alpha)."""
+    layer = numeric.facade(key)
+    rng = np.random.default_rng(11)
+    rows, dy = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    named = {name: rng.uniform(0.5, 1.5, 5) for name, _ in LAYERS[key].parameters}
+    whole = layer.vjp(rows, 0.3, dy, **named)
+    alone = [layer.vjp(row, 0.3, d, **named) for row, d in zip(rows, dy, strict=True)]
+    assert isinstance(whole, tuple)
+    assert len(whole) == len(alone[0])
+    np.testing.assert_allclose(whole[0], np.stack([a[0] for a in alone]), rtol=1e-13)
+    for position in range(1, len(whole)):
+        np.testing.assert_allclose(whole[position], sum(a[position] for a in alone), rtol=1e-12, atol=1e-14)

@@ -590,8 +590,13 @@ def test_small_powers_are_emitted_as_products(power):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_accuracy_grids_random_magnitudes_span_the_floating_point_range(dtype):
+    """The scalar grid's 200 random t: of either sign, about equally, and of magnitudes across the
+    normal range (within a tenth of it at each end)."""
     ts, _ = accuracy.scalar_grid(dtype)
-    spread = np.log10(np.abs(ts[-200:]).astype(np.float64))  # after 0 and the powers of ten
+    signs = np.sign(ts[-200:])  # after 0 and the powers of ten: both signs, about half each
+    assert set(signs) == {-1.0, 1.0}
+    assert 60 < np.count_nonzero(signs > 0) < 140
+    spread = np.log10(np.abs(ts[-200:]).astype(np.float64))
     powers = accuracy.exponents(dtype, 10)  # the normal range, as the grid's powers of ten span it
     low, high = powers[0], powers[-1]
     assert spread.min() < low + (high - low) / 10

@@ -195,6 +195,18 @@ def test_a_notation_shows_the_names_it_was_given_as_the_call_that_makes_it():
     assert repr(Notation()) == "Notation()"
 
 
+def test_notations_are_equal_and_hash_alike_exactly_when_they_give_the_same_names():
+    """However a notation is made (by keyword, from the command line's pairs, in another order),
+    it equals another giving the same names, hashes as it does, and differs from one that does not."""
+    parsed = Notation.parse(["epsilon=\\epsilon", "n=d"])
+    by_keyword = Notation(n="d", epsilon="\\epsilon")
+    assert parsed == by_keyword
+    assert hash(parsed) == hash(by_keyword)
+    assert len({parsed, by_keyword, Notation(n="d")}) == 2
+    assert by_keyword != Notation(n="d")
+    assert by_keyword != "Notation(epsilon='\\\\epsilon', n='d')"
+
+
 def test_a_name_given_to_several_symbols_names_every_one_it_clashes_with():
     clash = "notation: n=k clashes with the symbol epsilon and the symbol t, which already prints as k"
     with pytest.raises(ValueError, match=f"^{clash}$"):

@@ -43,8 +43,10 @@ class NumericAffine(_layer.NumericLayer):
         """diag(gain) J_base, shape (..., n, n); the bias does not enter."""
         array = _validate.vector(x)
         gain, _ = self._parameters(array, parameters, named, defaults={"bias": np.zeros(array.shape[-1])})
-        dtype = _validate.result_dtype(x, epsilon)
-        return (self.base.jacobian(x, epsilon) * gain[..., :, None]).astype(dtype, copy=False)
+        # The base's J, in the result's dtype and of x's batch shape (which gain's broadcasts to),
+        # is an array of this call's own: scaled in place, each product in float64, rounded once.
+        base = self.base.jacobian(x, epsilon)
+        return np.multiply(base, gain[..., :, None], out=base)
 
     @property
     def through_eigen(self) -> bool:

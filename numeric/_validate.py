@@ -37,9 +37,16 @@ def _real(value: Any, name: str) -> np.ndarray:
     return array
 
 
+# Up to this many entries a finiteness check is one `np.isfinite` (its boolean temporary small);
+# above it, the dot product below, which writes nothing.
+SMALL = 1024
+
+
 def _finite(array: np.ndarray, name: str) -> None:
     if array.dtype.kind != "f":
         return
+    if array.size <= SMALL and np.isfinite(array).all():
+        return  # no floating-point state to set, for a call's fixed cost
     # A finite sum of squares means every entry is finite (NaN and inf reach it): one pass,
     # nothing written, by BLAS's dot product where the entries are contiguous (about twice as
     # fast as a reduction).  Only a sum that is not (a bad entry, or finite entries
@@ -122,6 +129,10 @@ def parameter(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
     _finite(array, name)
     if array.size == 0:
         raise ValueError(f"{name} must have at least one entry, got shape {array.shape}")
+    if array.ndim and array.shape == tuple(shape):  # x's own shape: nothing to broadcast
+        view = array.astype(np.float64, copy=False).view()
+        view.flags.writeable = False  # read-only, as a broadcast view is: the caller's array is not written
+        return view
     expected = f"shape ({shape[-1]},) or one that broadcasts to x's shape {shape}" if shape else "shape (n,)"
     if array.ndim == 0 or (shape and array.shape[-1] != shape[-1]):
         raise ValueError(f"{name} must have one entry per feature, {expected}; got {array.shape}")

@@ -243,3 +243,30 @@ def test_a_parameter_s_gradient_over_a_batch_is_the_sum_of_its_rows_on_numpy_s_p
     np.testing.assert_allclose(whole[0], np.stack([a[0] for a in alone]), rtol=1e-13)
     for position in range(1, len(whole)):
         np.testing.assert_allclose(whole[position], sum(a[position] for a in alone), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("size", [3, 1024, 1025])
+def test_a_non_finite_parameter_is_refused_by_either_finiteness_check(size):
+    """Up to 1024 entries the check is one isfinite, above it a dot product: a NaN or an inf in
+    a gain is refused either way, and a gain whose squares overflow is not."""
+    x = np.random.default_rng(size).standard_normal(size)
+    for bad in (np.nan, np.inf):
+        gain = np.ones(size)
+        gain[size // 2] = bad
+        with pytest.raises(ValueError, match=f"gain must be finite, got {bad}"):
+            numeric.layernorm_affine.forward(x, 1e-5, gain, np.zeros(size))
+    huge = np.full(size, np.finfo(np.float64).max / 2)
+    assert np.isfinite(numeric.layernorm_affine.jacobian(x, 1e-5, huge, np.zeros(size))).all()
+
+
+def test_a_validated_parameter_is_read_only_and_the_callers_array_untouched():
+    """A per-feature parameter comes back read-only whether it had x's shape or was broadcast to
+    it, so that nothing downstream can write to the caller's array through it."""
+    from numeric import _validate
+
+    for shape in [(4,), (3, 4)]:
+        gain = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+        found = _validate.parameter(gain, "gain", (3, 4))
+        assert not found.flags.writeable, shape
+        np.testing.assert_array_equal(found, np.broadcast_to(gain, (3, 4)))
+        assert gain.flags.writeable

@@ -387,3 +387,117 @@ def test_the_compiled_mean_sums_in_eight_lanes_combined_pairwise(size):
     assert numeric.backend() == "c"
     found = numeric.layernorm.forward(x, 0.25)
     np.testing.assert_allclose(found, exact, rtol=4e-16)
+
+
+# The layers whose library holds a Jacobian: J symmetric (assembled from its eigenstructure) and
+# no parameter (`derivations.codegen._program.spectrum`).
+JACOBIAN = [key for key in EMITTABLE if not LAYERS[key].parameters and jacobian.is_symmetric(LAYERS[key])]
+
+
+@needs_compiler
+def test_a_library_holds_a_jacobian_exactly_where_j_is_symmetric_and_takes_no_parameter():
+    assert {"layernorm", "rmsnorm"} <= set(JACOBIAN)
+    for key in EMITTABLE:
+        lib = native.library(key)
+        assert lib is not None
+        assert sorted(lib.jacobian) == (["f32", "f64"] if key in JACOBIAN else []), key
+
+
+def _jacobian_rows(rng, n, dtype):
+    """Rows the compiled Jacobian takes: ordinary and far scales within its safe range, an
+    offset within 4 spreads, each of n entries."""
+    scales = np.array([1.0, 1e-3, 1e3, 1e-25, 1e25, 1.0])[:, None]
+    x = rng.standard_normal((6, n)) * scales
+    x[5] += 2.0 * np.max(np.abs(x[5] - x[5].mean()))
+    return x.astype(dtype)
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", JACOBIAN)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [2, 3, 37])
+def test_the_compiled_jacobian_agrees_with_numpys_path(key, dtype, n, monkeypatch):
+    rng = np.random.default_rng(n + sum(map(ord, key)))
+    x = _jacobian_rows(rng, n, dtype)
+    layer = numeric.facade(key)
+    tolerance = 4e-6 if dtype == np.float32 else 1e-12
+    from numeric.kernels import assemble
+
+    for epsilon in (1e-5, 0.25, 1e-20):
+        # The library takes a row exactly where NumPy's direct assembly does (at n = 37, every row).
+        e = np.array([[epsilon]])
+        took = [native.jacobian(layer, row, epsilon) is not None for row in x]
+        assert took == [bool(assemble.direct(layer._c, row[None].astype(np.float64), e)[1][0, 0]) for row in x]
+        assert sum(took) >= (6 if n > 3 else 3), (key, epsilon, took)
+        compiled, reference = _both(monkeypatch, lambda: layer.jacobian(x, epsilon))  # noqa: B023
+        assert compiled.dtype == reference.dtype == dtype
+        assert compiled.shape == reference.shape == (6, n, n)
+        for row in range(x.shape[0]):
+            assert _normwise(compiled[row], reference[row]) <= tolerance, (key, epsilon, row)
+        # One vector as a batch of one row.
+        single = layer.jacobian(x[0], epsilon)
+        assert single.shape == (n, n)
+        if took[0]:
+            np.testing.assert_array_equal(single, native.jacobian(layer, x, epsilon)[0] if all(took) else single)
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm", "layernorm_std_eps"])
+def test_the_compiled_jacobian_agrees_with_the_derived_entry_and_finite_differences(key):
+    """Independently of NumPy's eigen path: J v against the derived entry J_ik and against
+    central differences of the forward, in random directions."""
+    rng = np.random.default_rng(11)
+    layer = numeric.facade(key)
+    x, v = rng.standard_normal((2, 4, 29))
+    assert native.jacobian(layer, x, 1e-2) is not None
+    found = np.einsum("...ik,...k->...i", layer.jacobian(x, 1e-2), v)
+    entry = np.einsum("...ik,...k->...i", layer.jacobian_from_entry(x, 1e-2), v)
+    h = 1e-6
+    differences = (layer.forward(x + h * v, 1e-2) - layer.forward(x - h * v, 1e-2)) / (2 * h)
+    for row in range(x.shape[0]):
+        assert _normwise(found[row], entry[row]) <= 1e-13, (key, row)
+        assert _normwise(found[row], differences[row]) <= 1e-7, (key, row)
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
+def test_the_compiled_jacobian_takes_the_rows_numpys_direct_path_takes(key, monkeypatch):
+    """The same safe scales as `numeric.kernels.assemble.direct`: the largest (centered) entry and
+    the root of epsilon within 2**-100 .. 2**100, a mean within 4 spreads of 0, no vanishing
+    direction.  At each edge, a row just inside is the library's and one just outside is not; in
+    a batch with a row it does not take, each row's J has the bits it has alone (the library's
+    for the safe rows, per-row epsilon too; NumPy's general path for the other)."""
+    from derivations.codegen import _c
+    from numeric.kernels import assemble, rescale
+
+    assert (float.fromhex(_c.SAFE_LOW), float.fromhex(_c.SAFE_HIGH)) == assemble.SAFE == (2.0**-100, 2.0**100)
+    assert _c.OFFSET == rescale.OFFSET == 4.0
+    layer = numeric.facade(key)
+    top, above = 2.0**100, np.nextafter(2.0**100, np.inf)
+    low, below = 2.0**-100, np.nextafter(2.0**-100, 0)
+    taken = {
+        "largest at 2**100": (np.array([top, -top]), 1.0, True),
+        "largest above it": (np.array([above, -above]), 1.0, False),
+        "largest at 2**-100": (np.array([low, -low]), 2.0**-190, True),
+        "largest below it": (np.array([below, -below]), 2.0**-190, False),
+        "root of epsilon at 2**100": (np.array([1.0, -1.0]), top**2, True),
+        "root of epsilon above it": (np.array([1.0, -1.0]), above**2, False),
+        "root of epsilon below 2**-100": (np.array([1.0, -1.0]), below**2 * 0.5, False),
+        "a constant row": (np.array([0.0, 0.0, 0.0]), 1.0, False),
+    }
+    if key == "layernorm":  # a mean 4 spreads from 0, and one beyond
+        taken["mean at 4 spreads"] = (np.array([3.0, 5.0]), 1.0, True)
+        taken["mean beyond"] = (np.array([3.0, 5.0]) + 2.0**-50, 1.0, False)
+    for name, (x, epsilon, expected) in taken.items():
+        assert (native.jacobian(layer, x, epsilon) is not None) == expected, (key, name)
+    safe, unsafe = np.array([1.0, -2.0, 0.5]), np.array([1e-200, -2e-200, 0.5e-200])
+    batch = np.stack([safe, unsafe, safe * 3])
+    assert native.jacobian(layer, batch, 1e-3) is None
+    together = layer.jacobian(batch, 1e-3)
+    for index, row in enumerate(batch):
+        np.testing.assert_array_equal(together[index], layer.jacobian(row, 1e-3))
+    per_row = layer.jacobian(batch, np.array([1e-3, 1e-3, 0.5]))
+    np.testing.assert_array_equal(per_row[2], native.jacobian(layer, batch[2], 0.5))
+    compiled, reference = _both(monkeypatch, lambda: layer.jacobian(batch, 1e-3))
+    np.testing.assert_array_equal(compiled[1], reference[1])  # the row no direct path takes
+    assert _normwise(compiled, reference) <= 1e-15

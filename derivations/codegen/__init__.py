@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from derivations.catalog import LAYERS
 from derivations.codegen import _c, _numpy, _torch
-from derivations.codegen._program import Program, program
+from derivations.codegen._program import Program, program, spectrum
 from derivations.core.layer import Layer
 from derivations.derive.grouped import Grouped
 
@@ -74,7 +74,8 @@ def library(key: str) -> str:
     Raises:
       ValueError: as `emit`, for a layer the emitted signature cannot take.
     """
-    return _c.library(program(emittable(key)))
+    layer = emittable(key)
+    return _c.library(program(layer), spectrum(layer))
 
 
 def emittable(key: str) -> Layer:

@@ -18,7 +18,19 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from derivations.catalog import LAYERS
-from derivations.codegen._program import CENTERED, DY, ROOT, SCALE, SIZE, Program, X, half_power, rescaled, shared
+from derivations.codegen._program import (
+    CENTERED,
+    DY,
+    ROOT,
+    SCALE,
+    SIZE,
+    Pair,
+    Program,
+    X,
+    half_power,
+    rescaled,
+    shared,
+)
 from derivations.derive import scaling
 
 INDEX = "j"
@@ -39,6 +51,10 @@ _BITS = {
 # numeric.kernels.rescale.fast_range and OFFSET, which tests/test_native.py holds them to).
 FAST_LIMIT = 128
 OFFSET = 4.0
+# The scales at which a Jacobian's row is taken as it is (numeric.kernels.assemble.SAFE, which
+# tests/test_native.py holds them to): every power up to the sixth of the largest centered entry
+# and of the root of epsilon is a normal double.
+SAFE_LOW, SAFE_HIGH = "0x1p-100", "0x1p100"
 # A mean or a largest magnitude is taken in this many lanes, entry j in lane j % LANES, and the
 # lanes combined pairwise at the end: a fixed order of operations that the compiler vectorises
 # without being allowed to reassociate (no -ffast-math).  A power of two.
@@ -75,6 +91,7 @@ class Printer(C99CodePrinter):
         self._vectors = vectors
         self._centered = centered
         self._scaled = scaled  # False: x and c as they are (a row at its own scale)
+        self.index = INDEX  # the entry a vector's symbol reads: x[j], or x[i] in a Jacobian's row
         # The names of the values computed once per row (h) and of shared parts (t): one
         # printer prints one function, and each name is declared once in it.
         self.hoisted = sp.numbered_symbols("h", real=True)
@@ -84,7 +101,7 @@ class Printer(C99CodePrinter):
         name = super()._print_Symbol(expr)
         # An entry read as a double: the product of two floats is a float in C (x**2 of a float
         # near 1e-20 is subnormal there), and every value is computed in double.
-        entry = f"{name}[{INDEX}]" if self.real == "double" else f"((double){name}[{INDEX}])"
+        entry = f"{name}[{self.index}]" if self.real == "double" else f"((double){name}[{self.index}])"
         if not self._scaled:
             if expr == CENTERED and self._centered is not None:
                 return f"({self._print(self._centered)})"
@@ -565,11 +582,69 @@ def emit(program: Program) -> str:
     return "\n".join([program.header("// ", "c"), *notes, "", *body])
 
 
+def _jacobian(program: Program, pairs: tuple[Pair, ...], real: str, suffix: str) -> list[str]:
+    """J of one row, at the row's own scale, from the derived eigenstructure: J = rest I +
+    sum_d (lambda_d - rest) v v^T / (v.v), as `numeric.kernels.assemble.direct` assembles it, in
+    the same order of operations.  Returns 0, or 3 where the row is not one `direct` takes (its
+    `SAFE` scales, a mean within `OFFSET` spreads of 0, no vanishing direction): the caller's
+    general path takes it.  The batch driver marks each row taken (1) or not (0) and returns how
+    many it left."""
+    centered = next((step.expr for step in program.statistics if step.vector), None)
+    printer = Printer(program.vectors, centered, scaled=False, real=real)
+    at_row = Printer(program.vectors, centered, scaled=False, real=real)
+    at_row.index = "i"
+    shifted = [s for s in program.statistics if s.mean and sp.expand(s.expr - X) == 0 and program.centered]
+    lines = [
+        f"    const double {SIZE} = (double){SIZE}_;",
+        f"    const double {ROOT} = {printer.doprint(program.root)};",
+    ]
+    for step in program.statistics:
+        if step.mean and not step.vector:
+            lines += _mean(program, printer, str(step.symbol), step.expr)
+        elif not step.vector:
+            lines += [f"    const double {step.symbol} = {printer.doprint(step.expr)};"]
+    lines += _largest("top", printer.doprint(CENTERED if centered is not None else X))
+    checks = [
+        *(f"isfinite({s.symbol})" for s in program.statistics if not s.vector),
+        *(f"{SAFE_LOW} <= {v} && {v} <= {SAFE_HIGH}" for v in ("top", str(ROOT))),
+        *(f"fabs({s.symbol}) <= OFFSET * top" for s in shifted),
+    ]
+    lines += [f"    if (!({' && '.join(checks)})) return 3;", "    double rest = 0.0;"]
+    explicit = [(d, pair) for d, pair in enumerate(pairs) if pair.entry is not None]
+    for d, pair in enumerate(pairs):
+        lines.append(f"    const double lambda_{d} = {printer.doprint(pair.value)};")
+        if pair.entry is None:
+            a, b = pair.multiplicity
+            lines.append(f"    if ({a} * {SIZE}_ + {b} > 0) rest = lambda_{d};")
+    for d, pair in explicit:
+        entry = printer.doprint(pair.entry)
+        lines += _lanes([], [], [(f"length_{d}", f"({entry})*({entry})")], [])
+        lines += [
+            f"    if (!(length_{d} > 0.0)) return 3;",  # a vanishing direction joins the rest: the general path
+            f"    const double w_{d} = (lambda_{d} - rest) / length_{d};",
+        ]
+
+    def outer(column: Printer) -> str:
+        return " + ".join(f"a_{d} * ({column.doprint(pair.entry)})" for d, pair in explicit) or "0.0"
+
+    lines += [
+        f"    for (int i = 0; i < {SIZE}_; ++i) {{",
+        *(f"        const double a_{d} = w_{d} * ({at_row.doprint(pair.entry)});" for d, pair in explicit),
+        f"        {real} *row = J + (long)i * {SIZE}_;",
+        f"        for (int {INDEX} = 0; {INDEX} < {SIZE}_; ++{INDEX}) row[{INDEX}] = ({real})({outer(printer)});",
+        f"        row[i] = ({real})(({outer(at_row)}) + rest);",
+        "    }",
+        "    return 0;",
+    ]
+    name = f"{program.key}_jacobian{suffix}"
+    return [f"static int {name}(int {SIZE}_, const {real} *{X}, double epsilon, {real} *J)", "{", *lines, "}", ""]
+
+
 # The types of the library's two variants, by the suffix of their functions' names.
 TYPES = {"f64": "double", "f32": "float"}
 
 
-def library(program: Program) -> str:
+def library(program: Program, pairs: tuple[Pair, ...] = ()) -> str:
     """`emit`'s source with functions over a batch of rows, for `numeric.kernels.native` to compile.
 
     For each of float64 and float32 (the rows read and written in their own type, every value
@@ -583,6 +658,23 @@ def library(program: Program) -> str:
     parameters = [str(p) for p in program.parameters]
     out = [emit(program), *_functions(program, "float", "_f32", "static ")]
     for suffix, real in TYPES.items():
+        if pairs:
+            row = "" if suffix == "f64" else f"_{suffix}"
+            out += [
+                *_jacobian(program, pairs, real, row),
+                f"long {program.key}_jacobian_rows_{suffix}(long rows, int {SIZE}_, const {real} *{X}, "
+                f"const double *epsilons, double epsilon, {real} *J, unsigned char *taken)",
+                "{",
+                "    long left = 0;",
+                "    for (long r = 0; r < rows; ++r) {",
+                f"        taken[r] = {program.key}_jacobian{row}({SIZE}_, {X} + (long)r * {SIZE}_, "
+                f"epsilons ? epsilons[r] : epsilon, J + (long)r * {SIZE}_ * {SIZE}_) == 0;",
+                "        left += !taken[r];",
+                "    }",
+                "    return left;",
+                "}",
+                "",
+            ]
         row = "" if suffix == "f64" else f"_{suffix}"
         params = "".join(f", const {real} *{p}" for p in parameters)
         outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])

@@ -28,7 +28,7 @@ from sympy.printing.precedence import PRECEDENCE
 
 from derivations import quantities
 from derivations.core.layer import Layer
-from derivations.derive import backward, scaling
+from derivations.derive import backward, eigen, jacobian, scaling
 from derivations.derive.sums import Mean
 from derivations.symbols import c, epsilon, g, i, j, n, x
 
@@ -243,6 +243,34 @@ def program(layer: Layer) -> Program:
         limit=None if limit is None else _plain(limit.xreplace(names), entries),
         spread=layer.spread if limit is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class Pair:
+    """An eigenpair of J as a backend prints it: the eigenvalue (in the statistics, epsilon and n),
+    the direction's entry (in x, c and the statistics; None for the complement) and its
+    multiplicity a*n + b."""
+
+    value: sp.Expr
+    entry: sp.Expr | None
+    multiplicity: tuple[int, int]
+
+
+def spectrum(layer: Layer) -> tuple[Pair, ...]:
+    """The eigenpairs J is assembled from, J = sum_d lambda_d Pi_d (proved by
+    `derivations.derive.eigen.spectral_form` first), where J is symmetric and the layer takes no
+    parameter; else none."""
+    if layer.parameters or not jacobian.is_symmetric(layer):
+        return ()
+    eigen.spectral_form(layer)
+    entries = _entries(layer)
+    pairs = []
+    for pair in eigen.eigenpairs(layer):
+        count = sp.Poly(pair.multiplicity, n).all_coeffs() if pair.multiplicity.has(n) else [pair.multiplicity]
+        a, b = ([0, *count])[-2:]
+        entry = None if pair.direction.complement else _plain(pair.direction.entry, entries)
+        pairs.append(Pair(pair.value, entry, (int(a), int(b))))
+    return tuple(pairs)
 
 
 def _statistic_steps(layer: Layer, shift: sp.Expr | None, entries: dict[sp.IndexedBase, sp.Symbol]) -> list[Step]:

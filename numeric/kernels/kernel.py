@@ -229,12 +229,17 @@ def jacobian(layer: NumericLayer, x: ArrayLike, epsilon: ArrayLike, *parameters:
     """
     if not layer._c.symmetric:
         return layer.jacobian_from_entry(x, epsilon, *parameters, **named)
+    if not (parameters or named):
+        compiled = _native.jacobian(layer, x, epsilon)
+        if compiled is not None:
+            return compiled
     # x's entries are checked finite where a row is not safe: a NaN or an infinite entry never is.
     array, e, dtype, _ = _rescale.validated(x, epsilon, finite=False)
     direct = None
     if not (parameters or named or layer._c.indicators):
-        # Rows at a safe scale directly, in a few NumPy calls (`_assemble.direct`).
-        direct, safe = _assemble.direct(layer._c, array, e[..., None])
+        # Rows at a safe scale directly: by the compiled driver, or in a few NumPy calls
+        # (`_assemble.direct`), which take the same rows.
+        direct, safe = _native.direct(layer, array, e) or _assemble.direct(layer._c, array, e[..., None])
         if safe.all():
             return _validate.output(direct, dtype)
     _validate._finite(array, "x")

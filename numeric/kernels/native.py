@@ -102,6 +102,7 @@ class Library:
     backward: dict[str, Any]
     parameters: int  # how many per-feature parameters the layer takes
     products: tuple[str, ...]  # the backward products `backward` returns, by their registry names
+    jacobian: dict[str, Any]  # by suffix, where J is assembled from the eigenstructure; else empty
 
 
 class BuildError(RuntimeError):
@@ -193,8 +194,15 @@ def _built(key: str) -> Library | str | None:
         return str(error) or type(error).__name__
     parameters = len(plan.parameters)
     gradients = len(plan.gradients) - 1
-    forward, backward = {}, {}
+    forward, backward, jacobian = {}, {}, {}
     for suffix in SUFFIX.values():
+        # The library holds a Jacobian where the layer's J is assembled from its eigenstructure
+        # (`derivations.codegen.library`).
+        function = getattr(handle, f"{key}_jacobian_rows_{suffix}", None)
+        if function is not None:
+            function.argtypes = [_long, _int, _pointer, _pointer, _double, _pointer, _pointer]
+            function.restype = _long
+            jacobian[suffix] = function
         vector = [_pointer] * parameters
         function = getattr(handle, f"{key}_{plan.forward}_rows_{suffix}")
         function.argtypes = [_long, _int, _pointer, _pointer, _double, *vector, _pointer]
@@ -215,7 +223,7 @@ def _built(key: str) -> Library | str | None:
         function.restype = _long
         backward[suffix] = function
     products = tuple(name.partition(".")[2] for name in plan.formulas[1:])
-    return Library(key, forward, backward, parameters, products)
+    return Library(key, forward, backward, parameters, products, jacobian)
 
 
 _off = threading.local()
@@ -376,6 +384,39 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
     if status >= 0:
         _refuse(status, found.rows, ("x",))
     return y
+
+
+def jacobian(layer: Any, x: Any, epsilon: Any) -> np.ndarray | None:
+    """J of every row of a plain x (`_plain`) by the compiled driver, shape (..., n, n), or None
+    where that does not apply or a row is not one the driver takes (`direct`)."""
+    lib = _library(layer.key)
+    if lib is None or not lib.jacobian or not _plain(x, epsilon):
+        return None
+    size = x.shape[-1]
+    out = np.empty((*x.shape, size), dtype=x.dtype)
+    taken = np.empty(x.shape[:-1], dtype=np.uint8)
+    call = lib.jacobian[SUFFIX[x.dtype]]
+    left = call(x.size // size, size, x.ctypes.data, None, float(epsilon), out.ctypes.data, taken.ctypes.data)
+    return out if left == 0 else None
+
+
+def direct(layer: Any, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """As `numeric.kernels.assemble.direct` (x float64 rows, e epsilon broadcast against the
+    batch), by the compiled driver: J, and the rows it took, shape (..., 1); None where the
+    layer has no compiled Jacobian.  The driver takes the rows `assemble.direct` takes, assembled
+    in the same order, so a row's J is the same alone, in any batch, and through `jacobian`."""
+    lib = _library(layer.key)
+    if lib is None or not lib.jacobian:
+        return None
+    found = _prepared(x, e, (), ())
+    if found is None:
+        return None
+    (rows,) = found.rows
+    size = rows.shape[-1]
+    out = np.empty((*found.batch, size, size))
+    taken = np.empty(found.batch, dtype=np.uint8)
+    lib.jacobian["f64"](*_rows_and_epsilon(rows, found), _address(out), _address(taken))
+    return out, taken[..., None].astype(bool)
 
 
 def products(

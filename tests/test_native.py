@@ -501,3 +501,20 @@ def test_the_compiled_jacobian_takes_the_rows_numpys_direct_path_takes(key, monk
     compiled, reference = _both(monkeypatch, lambda: layer.jacobian(batch, 1e-3))
     np.testing.assert_array_equal(compiled[1], reference[1])  # the row no direct path takes
     assert _normwise(compiled, reference) <= 1e-15
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_read_only_arrays_take_the_compiled_path_with_the_same_bits(dtype):
+    """A read-only x or dy (a broadcast view, a memory-mapped file) is passed to the library by
+    the address of its data like a writable one: the same results, bit for bit."""
+    rng = np.random.default_rng(17)
+    x, dy = (rng.standard_normal((3, 40)).astype(dtype) for _ in range(2))
+    frozen_x, frozen_dy = x.copy(), dy.copy()
+    frozen_x.flags.writeable = frozen_dy.flags.writeable = False
+    layer = numeric.facade("layernorm")
+    np.testing.assert_array_equal(layer.forward(frozen_x, 1e-3), layer.forward(x, 1e-3))
+    np.testing.assert_array_equal(layer.vjp(frozen_x, 1e-3, frozen_dy), layer.vjp(x, 1e-3, dy))
+    np.testing.assert_array_equal(layer.jacobian(frozen_x, 1e-3), native.jacobian(layer, x, 1e-3))
+    for array in (x, frozen_x):
+        assert native._address(array) == array.ctypes.data

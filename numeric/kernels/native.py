@@ -253,8 +253,17 @@ def backend(key: str | None = None) -> str:
     return "numpy" if _library(layer) is None else "c"
 
 
+_CHAR = ctypes.c_char.from_buffer
+
+
 def _address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
+    """The address of a contiguous array's first entry: through the buffer protocol where the
+    array is writable (a quarter of the cost of ``array.ctypes.data``, a third of a single
+    call's fixed cost), else from its array interface."""
+    try:
+        return ctypes.addressof(_CHAR(array))  # type: ignore[arg-type]  # an ndarray exports a buffer
+    except TypeError:  # read-only (every array passed here is contiguous, with an entry)
+        return array.__array_interface__["data"][0]
 
 
 def _array(value: Any) -> np.ndarray | None:
@@ -365,7 +374,7 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
         # The common case, with nothing to convert: one call.
         size = x.shape[-1]
         y = np.empty_like(x)
-        status = lib.forward[SUFFIX[x.dtype]](x.size // size, size, x.ctypes.data, None, float(epsilon), y.ctypes.data)
+        status = lib.forward[SUFFIX[x.dtype]](x.size // size, size, _address(x), None, float(epsilon), _address(y))
         if status >= 0:
             _refuse(status, [x], ("x",))
         return y
@@ -396,7 +405,7 @@ def jacobian(layer: Any, x: Any, epsilon: Any) -> np.ndarray | None:
     out = np.empty((*x.shape, size), dtype=x.dtype)
     taken = np.empty(x.shape[:-1], dtype=np.uint8)
     call = lib.jacobian[SUFFIX[x.dtype]]
-    left = call(x.size // size, size, x.ctypes.data, None, float(epsilon), out.ctypes.data, taken.ctypes.data)
+    left = call(x.size // size, size, _address(x), None, float(epsilon), _address(out), _address(taken))
     return out if left == 0 else None
 
 
@@ -442,7 +451,7 @@ def products(
         if dy.shape == x.shape and dy.dtype == x.dtype and not (size <= EIGEN_BELOW and layer.through_eigen):
             dx = np.empty_like(x)
             status = lib.backward[SUFFIX[x.dtype]](
-                x.size // size, size, x.ctypes.data, None, float(epsilon), dy.ctypes.data, dx.ctypes.data
+                x.size // size, size, _address(x), None, float(epsilon), _address(dy), _address(dx)
             )
             if status >= 0:
                 _refuse(status, [x, dy], ("x", "dy"))

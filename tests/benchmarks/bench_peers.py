@@ -275,8 +275,9 @@ def copy_peer(row: Row, data: Inputs) -> list[Contestant]:
 
 def numpy_path(row: Row, data: Inputs) -> list[Contestant]:
     """The project itself on NumPy's path (`numeric.kernels.native.off`): the "before" of the
-    compiled path, in the same run.  Only where the project has a compiled path (forward, vjp)."""
-    if row.op not in ("forward", "vjp", "forward+vjp") or numeric.backend(row.layer) != "c":
+    compiled path, in the same run.  Only where the project has a compiled path (forward, vjp,
+    and the Jacobian of a layer the library holds one for, or whose base it is)."""
+    if row.op not in ("forward", "vjp", "forward+vjp", "jacobian") or numeric.backend(row.layer) != "c":
         return []
     call = project(row, data).call
 

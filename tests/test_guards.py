@@ -276,6 +276,15 @@ def test_the_sampled_values_are_log_spaced_from_1e_minus_300_to_1e300(family):
         assert all(-sign * sp.Integer(10) ** p in values for p in powers for sign in (1, -1))
 
 
+def test_a_nonnegative_epsilon_is_sampled_at_zero_and_at_every_positive_value():
+    """epsilon >= 0 (a domain that keeps epsilon = 0): the sampler tries every value of the
+    positive grid once, in its order (the nicest first), and 0 right after the first."""
+    values = sampling.grid(sp.Symbol("epsilon", nonnegative=True))
+    positive = sampling.GRIDS["epsilon"]
+    assert values == (positive[0], 0, *positive[1:])
+    assert 0 not in positive
+
+
 def test_a_point_where_a_condition_cannot_be_decided_is_left_out():
     """A condition still holding a free symbol has no truth value: the point is skipped, nothing raises."""
     x, free = sp.Symbol("x", real=True), sp.Symbol("free", real=True)

@@ -230,6 +230,48 @@ def test_the_one_call_path_and_the_converting_path_give_the_same_bits(dtype):
 
 
 @needs_compiler
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_parameters_given_plainly_take_one_call_with_the_converting_paths_bits(dtype, monkeypatch):
+    """A gain and a bias given by position as contiguous arrays of x's dtype go straight to the
+    library; by name, as lists, strided, or of another dtype they are converted first: the same
+    bits either way, every gradient in x's dtype, and a non-finite one refused by name."""
+    rng = np.random.default_rng(19)
+    x, dy = (rng.standard_normal((4, 12)).astype(dtype) for _ in range(2))
+    wide = rng.normal(1.0, 0.5, (2, 24)).astype(dtype)
+    gain, bias = np.ascontiguousarray(wide[0, ::2]), wide[1, :12].copy()
+    layer = numeric.facade("layernorm_affine")
+    calls = []
+    monkeypatch.setattr(native, "_prepared", lambda *a, p=native._prepared: calls.append(1) or p(*a))
+    forward, backward = layer.forward(x, 1e-3, gain, bias), layer.vjp(x, 1e-3, dy, gain, bias)
+    assert not calls  # one call each, nothing converted
+    assert [found.dtype for found in (forward, *backward)] == [dtype] * 4
+    for args, named in [
+        ((), {"gain": gain, "bias": bias}),
+        ((), {"gain": wide[0, ::2], "bias": bias.tolist()}),
+        ((wide[0, ::2], bias), {}),
+        ((gain, bias.tolist()), {}),
+    ]:
+        np.testing.assert_array_equal(layer.forward(x, 1e-3, *args, **named), forward)
+        for got, want in zip(layer.vjp(x, 1e-3, dy, *args, **named), backward, strict=True):
+            np.testing.assert_array_equal(got, want)
+    assert calls  # those were converted
+    per_row = np.stack([gain * (1 + row) for row in range(4)])
+    compiled, reference = _both(monkeypatch, lambda: layer.forward(x, 1e-3, per_row, bias))
+    assert _normwise(compiled, reference) <= (4e-6 if dtype == np.float32 else 1e-12)
+    with pytest.raises(ValueError, match="given both by position and by name"):
+        layer.forward(x, 1e-3, gain, bias, gain=gain)
+    other = np.float32 if dtype == np.float64 else np.float64
+    np.testing.assert_allclose(layer.forward(x, 1e-3, gain.astype(other), bias), forward, rtol=1e-6)
+    for bad in (np.nan, np.inf):
+        broken = gain.copy()
+        broken[5] = bad
+        with pytest.raises(ValueError, match="gain must be finite"):
+            layer.forward(x, 1e-3, broken, bias)
+        with pytest.raises(ValueError, match="gain must be finite"):
+            layer.vjp(x, 1e-3, dy, broken, bias)
+
+
+@needs_compiler
 def test_a_numpy_scalar_epsilon_keeps_numpys_dtype_rules():
     """np.float32 epsilon keeps float32 rows float32; np.float64 widens them, as on NumPy's path."""
     x = np.random.default_rng(12).standard_normal((2, 9)).astype(np.float32)

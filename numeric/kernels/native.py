@@ -366,15 +366,37 @@ def _rows_and_epsilon(rows: np.ndarray, found: _Prepared) -> tuple[Any, ...]:
     return rows.size // size, size, _address(rows), epsilons, found.epsilon
 
 
+def _as_given(lib: Library, x: np.ndarray, parameters: tuple[Any, ...], named: dict[str, Any]) -> list[int] | None:
+    """The addresses of the parameters where each is given by position as a driver takes it as
+    it is: an ndarray of x's dtype and shape (n,), contiguous and finite; else None (the
+    converting path decides)."""
+    if named or len(parameters) != lib.parameters:
+        return None
+    size = x.shape[-1]
+    for value in parameters:
+        if not (
+            type(value) is np.ndarray
+            and value.dtype == x.dtype
+            and value.shape == (size,)
+            and value.flags.c_contiguous
+            and np.isfinite(value).all()
+        ):
+            return None
+    return [_address(value) for value in parameters]
+
+
 def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> np.ndarray | None:
     """The layer applied along the last axis of x by its compiled driver, or None where that does
     not apply (``layer`` is the facade, `numeric._layer.NumericLayer`)."""
     lib = _library(layer.key)
-    if lib is not None and not (parameters or named or lib.parameters) and _plain(x, epsilon):
+    addresses = _as_given(lib, x, parameters, named) if lib is not None and _plain(x, epsilon) else None
+    if lib is not None and addresses is not None:
         # The common case, with nothing to convert: one call.
         size = x.shape[-1]
         y = np.empty_like(x)
-        status = lib.forward[SUFFIX[x.dtype]](x.size // size, size, _address(x), None, float(epsilon), _address(y))
+        status = lib.forward[SUFFIX[x.dtype]](
+            x.size // size, size, _address(x), None, float(epsilon), *addresses, _address(y)
+        )
         if status >= 0:
             _refuse(status, [x], ("x",))
         return y
@@ -446,16 +468,26 @@ def products(
         if not (direct and layer._c.symmetric and lib.parameters == 0 and len(lib.products) == 1):
             return None
     dy, *rest = args
-    if not (rest or named or lib.parameters) and _plain(x, epsilon) and _plain(dy, 1.0):
+    addresses = _as_given(lib, x, tuple(rest), named) if _plain(x, epsilon) and _plain(dy, 1.0) else None
+    if addresses is not None:
         size = x.shape[-1]
         if dy.shape == x.shape and dy.dtype == x.dtype and not (size <= EIGEN_BELOW and layer.through_eigen):
             dx = np.empty_like(x)
+            sums = [np.zeros(size) for _ in names[1:]]
             status = lib.backward[SUFFIX[x.dtype]](
-                x.size // size, size, _address(x), None, float(epsilon), _address(dy), _address(dx)
+                x.size // size,
+                size,
+                _address(x),
+                None,
+                float(epsilon),
+                _address(dy),
+                *addresses,
+                _address(dx),
+                *map(_address, sums),
             )
             if status >= 0:
                 _refuse(status, [x, dy], ("x", "dy"))
-            return [dx]
+            return [dx, *(total.astype(x.dtype, copy=False) for total in sums)]
     given = _given(layer, tuple(rest), named)
     found = _prepared(x, epsilon, (dy,), given) if given is not None else None
     if found is None:

@@ -9,6 +9,7 @@ import secrets
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -283,6 +284,16 @@ def test_a_nonnegative_epsilon_is_sampled_at_zero_and_at_every_positive_value():
     positive = sampling.GRIDS["epsilon"]
     assert values == (positive[0], 0, *positive[1:])
     assert 0 not in positive
+
+
+def test_the_feature_counts_sampled_are_every_n_up_to_5_then_8_64_and_768():
+    """docs/claims.md: a claim over n is sampled at n = 2, 3, 4, 5, 8, 64 and 768, each once and
+    smallest first, so that a claim false at one small n alone (n = 2 or n = 3) is caught."""
+    from derivations.symbols import n
+
+    assert sampling.grid(n) == tuple(map(sp.Integer, (2, 3, 4, 5, 8, 64, 768)))
+    page = " ".join((Path(__file__).resolve().parent.parent / "docs" / "claims.md").read_text().split())
+    assert "n at 2, 3, 4, 5, 8, 64 and 768" in page
 
 
 def test_a_point_where_a_condition_cannot_be_decided_is_left_out():

@@ -654,6 +654,22 @@ def test_every_bad_argument_is_one_line_that_names_it_with_status_2(argv, capsys
     assert any(word in err for word in ("argument", "--", "COMMAND")), err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--timeout", "{}"],
+        ["check", "slope_at_zero > 0", "--timeout", "{}"],
+        ["review", "paper.tex", "--timeout", "{}"],
+        ["identify", "--latex", "y = x", "--timeout", "{}"],
+    ],
+)
+@pytest.mark.parametrize("seconds", ["0", "-1", "3600.5", "1e9", "nan"])
+def test_every_timeout_is_more_than_0_and_at_most_an_hour(argv, seconds, capsys):
+    """derive, check, review and identify each bound their --timeout the same way: 0 < t <= 3600."""
+    err = _usage_error([word.format(seconds) for word in argv], capsys)
+    assert "--timeout must be more than 0 and at most 3600 seconds" in err
+
+
 def test_a_reader_that_stops_early_ends_several_verdicts_quietly():
     """``check a b c | head -1``: the verdicts after the pipe closed are not written, and nothing is
     said; the status never says every claim holds (0) when one was refuted or left undecided."""

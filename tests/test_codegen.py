@@ -589,3 +589,11 @@ def test_a_gradient_by_cases_names_the_equation_its_two_strict_cases_leave_out()
     assert _undefined(sp.Piecewise((a, z > 1), (b, z < 1))) == "z = 1"
     assert _undefined(sp.Piecewise((a, z > 1), (b, z < 0))) == "none of its conditions holds"
     assert _undefined(sp.Piecewise((a, z > 1), (b, True))) is None
+
+
+@pytest.mark.parametrize("key", ["rmsnorm", "rmsnorm_gemma", "layernorm_affine"])
+def test_the_emitted_torch_code_says_where_parameter_gradients_are_summed(key):
+    """Each parameter's gradient is summed over the leading axes, and the emitted module says so
+    wherever the layer has a parameter: one (Gemma's weight) or two (a gain and a bias)."""
+    source = emit(key, "torch")
+    assert ("parameter gradients summed over leading axes" in source) == bool(LAYERS[key].parameters)

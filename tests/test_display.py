@@ -300,3 +300,13 @@ def test_a_verdict_echoes_at_most_the_claim_languages_length_of_its_claim():
     shown = verdict_text(check(Claim(text, "layernorm")))
     assert shown.startswith("[claim] error: norm(y) <= 1+1")
     assert len(shown.splitlines()[0]) < ECHOED + 40
+
+
+def test_html_inline_escapes_the_text_around_every_code_span():
+    """Text written with `code spans` (a layer's users, a verdict's detail) as HTML: each span a
+    <code>, and every character outside the spans escaped, after the last span too."""
+    from derivations.core.formula import html_inline
+
+    found = html_inline("a < b, `x & y` then c > d & e")
+    assert found == "a &lt; b, <code>x &amp; y</code> then c &gt; d &amp; e"
+    assert html_inline("no <span> here") == "no &lt;span&gt; here"

@@ -361,3 +361,20 @@ def test_help_describes_the_command_by_its_docstring_s_first_paragraph(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "verify the numerics, then draw every figure." in out
     assert "keyed by every source file" not in out  # the second paragraph is for the reader of the source
+
+
+def test_the_conventions_subtitle_names_dynamic_tanhs_alpha_only_where_it_is_drawn(monkeypatch):
+    """The figure draws Dynamic Tanh (no epsilon) at alpha = ALPHA and says so under its title; a
+    figure whose rows hold no such layer does not mention it."""
+    from figures import conventions
+
+    def subtitle() -> str:
+        figure = conventions.draw()
+        (text,) = [t.get_text() for t in figure.texts if t.get_text().startswith("Input")]
+        plt.close(figure)
+        return text
+
+    assert "Dynamic Tanh" in subtitle()
+    rows = [row for row in conventions._rows() if row[0] != "none"]
+    monkeypatch.setattr(conventions, "_rows", lambda: rows)
+    assert "Dynamic Tanh" not in subtitle()

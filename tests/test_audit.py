@@ -350,3 +350,16 @@ def test_the_audit_s_spectral_norm_of_a_diagonal_matrix_is_its_largest_entry_in_
         sheared = ball(spectral_norm([[fmpq(1), fmpq(2)], [fmpq(0), fmpq(1)]]))
         assert (1 + arb(2).sqrt()) in sheared
         assert sheared.rad() < 1e-60
+
+
+def test_a_spectral_norm_whose_enclosure_falls_below_zero_is_unknown(monkeypatch):
+    """The top eigenvalue of J^T J is at least 0; an enclosure entirely below 0 (which correct
+    ball arithmetic never gives) is reported as `Unknown`, which the audit turns into "cannot
+    tell", never a crash or a number."""
+    from derivations.claims.audit import definition
+
+    matrix = [[fmpq(1), fmpq(2)], [fmpq(3), fmpq(4)]]
+    assert definition.spectral_norm(matrix) > 0
+    monkeypatch.setattr(definition, "_top_eigenvalue", lambda balls: arb(-1, 0.5))
+    with pytest.raises(Unknown, match="negative eigenvalue"):
+        definition.spectral_norm(matrix)

@@ -487,3 +487,18 @@ def test_a_def_s_body_is_a_definition_not_text_of_the_paper(tmp_path):
     )
     read = document.read(tmp_path / "main.tex")
     assert [(f.line, f.latex) for f in read.relations] == [(3, "c = d")]
+
+
+def test_two_rows_that_read_alike_get_a_margin_note_each():
+    """The PDF's margin notes group the links of one row (one found row: a chain); the same
+    relation written twice on one line is two rows, equal as values, and gets two notes."""
+    from derivations.review import pdf
+    from derivations.review.classify import Entry
+    from derivations.review.document import Found
+
+    one, same = (Found("paper.tex", 3, "a = b", None, "inline") for _ in range(2))
+    assert one == same
+    assert one is not same
+    chain = Found("paper.tex", 4, "a = b = c", None, "inline")
+    entries = [Entry(one, "a = b"), Entry(same, "a = b"), Entry(chain, "a = b"), Entry(chain, "b = c")]
+    assert [len(group) for group in pdf._groups(entries)] == [1, 1, 2]

@@ -502,3 +502,11 @@ def test_two_rows_that_read_alike_get_a_margin_note_each():
     chain = Found("paper.tex", 4, "a = b = c", None, "inline")
     entries = [Entry(one, "a = b"), Entry(same, "a = b"), Entry(chain, "a = b"), Entry(chain, "b = c")]
     assert [len(group) for group in pdf._groups(entries)] == [1, 1, 2]
+
+
+def test_a_definition_after_two_relations_is_one_link_with_colon_equals():
+    """`:=` is read as one relation wherever it comes in a chain, not only as its second cut."""
+    from derivations.review.notation import split
+
+    found = [(link.lhs, link.relation, link.rhs) for link in split(r"a = b \le c := d")]
+    assert found == [("a", "=", "b"), ("b", "\\le", "c"), ("c", ":=", "d")]

@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import pickle
+import re
 import shlex
 import shutil
 import subprocess
@@ -570,6 +571,29 @@ def test_only_data_round_trips():
     for unstored in (object(), sp.Dummy("d"), sp.Function("g"), float("inf"), {1, 2}, os.system):
         with pytest.raises((TypeError, ValueError)):
             derivation_cache.dumps(unstored)
+
+
+@pytest.mark.parametrize(
+    ("tree", "message"),
+    [
+        (["N", "sympy.functions.elementary.trigonometric:sin", "x"], "sin: an argument that is not a SymPy node"),
+        (["N", "sympy.core.add:Add", ["I", 1], 2.5], "Add: an argument that is not a SymPy node"),
+        (["C", "os:system", {"command": "x"}], "no project class 'os:system'"),
+        (["E", "builtins:eval", "x"], "no project class 'builtins:eval'"),
+        (["S", "__call__"], "no singleton '__call__'"),
+        (["Y", 3], "not a name: 3"),
+        (["F", None, []], "not a name: None"),
+        (["I", "1"], "not integers"),
+        (["Q", 1, "2"], "not integers"),
+        (["W"], "no kind 'W'"),
+        ({"a": 1}, "a bare JSON object"),
+    ],
+)
+def test_an_entry_that_is_not_stored_data_is_a_value_error_saying_what(tree, message):
+    """What the reader refuses, it refuses as a ValueError naming the part it refused (the cache
+    treats a ValueError as a miss), never by handing a string to a SymPy class."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        derivation_cache.loads(json.dumps(tree).encode())
 
 
 def _plant_old_style(name: str, payload: bytes, extra: bytes = b"", magic: bytes = b"") -> None:

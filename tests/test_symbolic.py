@@ -267,3 +267,15 @@ def test_a_sum_whose_terms_cancel_to_one_degree_falls_back_to_simplifying():
     values = scaling.scaled(LAYER, 2)
     assert scaling._structural(expr, {atom: scaling._atom_degree(atom, v, "") for atom, v in values.items()}) is None
     assert scaling._degree(expr, values, "a sum that cancels") == 2
+
+
+@pytest.mark.parametrize("key", sorted(LAYERS))
+def test_the_printed_relation_is_the_derived_one_with_only_its_right_side_restated(key):
+    """Where a stated form is proved and printed instead, it replaces the derived right side only:
+    the relation and what it is about (J v, the slope, the response) are the derived ones (that the
+    two right sides are equal is the derivation's own proof, `Formula.proof`)."""
+    restated = [f for f in formulas(key) if f.shown is not None]
+    for found in restated:
+        assert type(found.shown) is type(found.expr), found.name
+        if isinstance(found.expr, sp.Rel):
+            assert found.shown.lhs == found.expr.lhs, found.name

@@ -76,6 +76,21 @@ def test_the_audit_agrees_with_every_derived_quantity_at_a_point(key):
     assert len(compared) >= 4, compared
 
 
+@pytest.mark.parametrize("key", LAYER_KEYS)
+def test_the_audit_s_value_far_out_is_the_derived_asymptote(key):
+    """The limit as t -> oo, by the audit's extrapolation from the definition, agrees with the
+    derived asymptote to many digits at every pattern the layer has one for (none is skipped)."""
+    layer = LAYERS[key]
+    far = [
+        name for name, (q, item) in quantities.names(layer).items() if q.stem == "asymptote" and q.applies(layer, item)
+    ]
+    assert far
+    for name in far:
+        point = _point(layer, len(quantities.names(layer)[name][1].values))
+        found, derived = _audited(key, name, point), _derived(key, name, point)
+        assert abs(float(found.mid()) - float(derived)) < 1e-9 * max(1.0, abs(float(derived))), (name, found, derived)
+
+
 def test_the_audit_decides_exactly_where_the_numbers_are_rational():
     assert compare(fmpq(1, 100), "==", fmpq(1, 100)) is True
     assert compare(fmpq(1, 10**40), "==", fmpq(0)) is False

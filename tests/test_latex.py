@@ -401,3 +401,17 @@ def test_a_matrix_or_cases_is_as_wide_as_its_columns_whatever_braces_its_cells_h
     assert plain < width("a & b c & d")  # two columns of one letter each, not one wide row
     first = width(r"\begin{cases}\frac{1}{2}&n=2\\x&n\ge3\end{cases}")
     assert first == width(r"\begin{cases}x&n=2\\\frac{1}{2}&n\ge3\end{cases}")  # the same columns
+
+
+@pytest.mark.parametrize("key", ["layernorm_affine", "rmsnorm_affine", "rmsnorm_gemma"])
+def test_a_product_whose_sum_is_broken_closes_its_bracket_on_the_last_line(key):
+    r"""diag(gamma) (I/s - ...) broken at any width: \bigl( opens on the first line, \bigr) closes
+    the last, and the lines joined are the formula printed whole."""
+    f = formula(f"{key}.jacobian")
+    broken = [lines for width in range(10, 60, 5) if len(lines := f.latex_lines(width=width)) > 1]
+    assert broken
+    for lines in broken:
+        assert r"\bigl(" in lines[0]
+        assert r"\bigr)" in lines[-1]
+        assert "".join(lines).count(r"\bigr)") == 1
+        assert unbroken(lines) == f.latex()

@@ -182,6 +182,32 @@ def test_a_kink_has_no_derivative_by_quotients_and_both_sides_are_named():
         derivative_by_quotients(lambda v: abs(ball(v)), fmpq(0))
 
 
+@pytest.mark.parametrize("stem", ["slope_below_kink", "slope_above_kink"])
+def test_the_slope_beside_a_switch_enclosed_to_2_to_the_minus_105_is_still_taken(stem, monkeypatch):
+    """Beside the switch, the audit steps out by 2^-20, 2^-40, ... of the amplitude, each step at
+    least 2^20 times the bracket's width: a bracket only 2^-105 wide (the balls could not tell the
+    side any closer) still leaves three steps, and the same limit as the 2^-200 bracket."""
+    from derivations.claims.audit import evaluate
+
+    layer = LAYERS["l2norm_clamped"]
+    names = [name for name, (q, item) in quantities.names(layer).items() if q.stem == stem and q.applies(layer, item)]
+    assert names
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 3), t=sp.Rational(7, 5))
+    values = {name: _audited("l2norm_clamped", name, point) for name in names}
+    real = evaluate.kink_bracket
+
+    def wider(*arguments):
+        low, high = real(*arguments)
+        assert (high - low) / high < fmpq(1, 2**190)
+        wide = fmpq(1, 2**105)
+        return (high * (1 - wide), high) if stem == "slope_below_kink" else (low, low * (1 + wide))
+
+    monkeypatch.setattr(evaluate, "kink_bracket", wider)
+    for name in names:
+        found = _audited("l2norm_clamped", name, point)
+        assert abs(float(found.mid()) - float(values[name].mid())) < 1e-12, (name, found, values[name])
+
+
 @pytest.mark.parametrize("assumption", ["x is not constant", "X is not constant.", "c != 0", "x != 0", "q != 0"])
 def test_the_audit_reads_an_assumption_in_the_users_words_on_its_own(assumption):
     """Not through the checker's translation: a constant input is outside "x is not constant"

@@ -180,3 +180,50 @@ def test_a_mutant_that_stops_pytest_from_starting_is_killed_and_a_runners_usage_
     (tree / "tests" / "conftest.py").write_text("import pkg\nimport nowhere\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="usage error"):
         mutation.run_mutant(mutant, "VALUE = 2\n", None, tree, arguments, tmp_path, set())
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_probed_run_logs_each_test_s_seconds_once(tmp_path, workers):
+    """Set-up, call and tear-down summed, by the test's id; under pytest-xdist once (the controller's
+    report), not again by the worker."""
+    (tmp_path / "test_timed.py").write_text(
+        "import time\n\ndef test_slow():\n    time.sleep(0.4)\n\ndef test_quick():\n    pass\n", encoding="utf-8"
+    )
+    log = tmp_path / "log"
+    done = _pytest(tmp_path, *workers, "test_timed.py", **{probe.LOG: str(log)})
+    assert done.returncode == 0, done.stdout
+    found = probe.durations(log)
+    assert set(found) == {"test_timed.py::test_slow", "test_timed.py::test_quick"}
+    assert 0.4 <= found["test_timed.py::test_slow"] < 0.7
+    assert found["test_timed.py::test_quick"] < 0.2
+    assert probe.read(log) == {}  # no probe ran: the timings are no probe's tests
+
+
+def test_a_mutant_s_timeouts_follow_the_times_its_tests_took():
+    """The tests that run the statement get five times their own seconds and a start-up, at most
+    --timeout; a whole tier at least three times the probed run of it; nothing measured, --timeout."""
+    import run as mutation
+
+    probed = mutation.Probed({}, set(), {"a": 2.0, "b": 1.0, "c": 1000.0}, 100.0)
+    assert mutation.limits(probed, {"a", "b"}, 600.0) == {"probed": 135.0, "fast": 600.0, "slow": 600.0}
+    assert mutation.limits(probed, {"a", "c"}, 600.0)["probed"] == 600.0
+    assert mutation.limits(probed, None, 600.0)["probed"] == 120.0
+    assert mutation.limits(probed._replace(seconds=300.0), {"a"}, 600.0)["fast"] == 900.0
+    assert mutation.limits(None, {"a"}, 600.0) == {}
+
+
+def test_a_mutant_that_hangs_is_a_timeout_within_its_phase_s_own_limit(tmp_path):
+    import argparse
+    import time
+
+    import run as mutation
+
+    tree = _tree_whose_conftest_imports(tmp_path)
+    mutant = mutation.Mutant("pkg/__init__.py", "generic/numbers", 0, "VALUE = 1", 0, tree)
+    arguments = argparse.Namespace(tiers=[], timeout=600.0)
+    began = time.monotonic()
+    hangs = "import time\n\nwhile True:\n    time.sleep(1)\nVALUE = 1\n"
+    outcome, _, phase = mutation.run_mutant(mutant, hangs, None, tree, arguments, tmp_path, set(), {"named": 3.0})
+    assert (outcome, phase) == ("timeout", "named")
+    assert time.monotonic() - began < 60
+    assert (tree / "pkg" / "__init__.py").read_text(encoding="utf-8") == "VALUE = 1\n"

@@ -261,6 +261,10 @@ def test_relations_side_by_side_in_one_row_are_each_read_and_conditions_are_not(
     assert segments(r"y_i = x_i, \quad i = 1, \ldots, n") == ["y_i = x_i"]
     assert segments(r"f = 1 \quad \text{for } t > 0") == ["f = 1"]
     assert segments(r"\max(a, b) = 1") == [r"\max(a, b) = 1"]
+    # Brackets of every kind close again: a comma inside one does not cut, the one after does.
+    for opened, closed in (("(", ")"), ("[", "]"), (r"\left[", r"\right]"), ("{", "}")):
+        first = rf"\mathbb{{E}}{opened}x, y{closed} = 0"
+        assert segments(rf"{first}, \quad \sigma^2 = 1") == [first, r"\sigma^2 = 1"], opened
 
 
 PAPER_SOURCE = r"""\documentclass{article}

@@ -31,6 +31,7 @@ FIXTURE = "MUTATION_FIXTURE"  # the fixture being set up, while one is
 FAILED = "MUTATION_FAILED"  # where a run writes the tests that fail, and "COLLECT <path>" for a file that does not
 OUTSIDE = ""  # the test of a probe run outside any test: on import, or deriving before the first
 USES = "@"  # a log line "@fixture<TAB>test": the test uses the fixture
+TIMED = "%"  # a log line "%test<TAB>seconds": one phase of the test (set-up, call, tear-down) took that long
 
 _seen: set[tuple[int, str, str]] = set()
 
@@ -132,6 +133,17 @@ def read(log: Path) -> dict[int, set[str]]:
     return ran
 
 
+def durations(log: Path) -> dict[str, float]:
+    """Each test's seconds in the probed run (set-up, call and tear-down), by its id."""
+    out: dict[str, float] = {}
+    if log.exists():
+        for line in log.read_text(encoding="utf-8").splitlines():
+            if line.startswith(TIMED):
+                test, _, seconds = line.removeprefix(TIMED).rpartition("\t")
+                out[test] = out.get(test, 0.0) + float(seconds)
+    return out
+
+
 def _listed(variable: str) -> set[str] | None:
     path = os.environ.get(variable)
     return None if path is None else set(Path(path).read_text(encoding="utf-8").splitlines())
@@ -179,9 +191,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """A test that fails, by its id: pytest's summary cuts an id at its first space."""
+    """A test that fails, by its id: pytest's summary cuts an id at its first space.  In a probed
+    run, how long each phase of each test took (logged once: by pytest-xdist's controller, not
+    again by the worker that ran it)."""
     if report.failed:
         _failed(report.nodeid)
+    if os.environ.get(LOG) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _write(f"{TIMED}{report.nodeid}\t{report.duration:.6f}\n")
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

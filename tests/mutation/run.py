@@ -274,13 +274,38 @@ def changed_lines(original: str, mutated: str) -> tuple[int, int]:
     return min(changed[0][0] + 1, last), last
 
 
-def probe_tests(
-    tree: Path, mutants: list[tuple[Mutant, str, str]], timeout: float, cache: Path
-) -> tuple[dict[str, set[str]], set[str]]:
-    """For each mutant's name, the tests of make test's tier that run the statement it changes
-    (probe.OUTSIDE among them where the statement runs outside any test): one run of the tier on
-    the tree with a probe in front of each such statement (tests/mutation/probe.py).  And the
-    tests that fail in that run, on unmutated code: none should, and one that does kills no mutant."""
+class Probed(NamedTuple):
+    """What the probed run of make test's tier found: for each mutant's name, the tests that run
+    the statement it changes (probe.OUTSIDE among them where it runs outside any test); the tests
+    that fail on unmutated code (none should, and one that does kills no mutant); each test's
+    seconds; and the seconds the whole run took."""
+
+    tests: dict[str, set[str]]
+    broken: set[str]
+    durations: dict[str, float]
+    seconds: float
+
+
+# A mutant's run may take this many times as long as the same tests took on the unmutated tree,
+# plus a start-up (pytest, imports, collection), before it is a timeout: a mutant that loops
+# forever costs minutes, not --timeout's ten; a run of a whole tier gets at least TIER_FACTOR
+# times the probed run's, so that a slow machine does not time out a survivor.
+FACTOR, START_UP, TIER_FACTOR = 5.0, 120.0, 3.0
+
+
+def limits(probed: Probed | None, tests: set[str] | None, timeout: float) -> dict[str, float]:
+    """Each phase's timeout for a mutant whose statement ``tests`` run: --timeout where nothing was
+    measured."""
+    if probed is None:
+        return {}
+    took = sum(probed.durations.get(test, 0.0) for test in tests or ())
+    tier = max(timeout, TIER_FACTOR * probed.seconds)
+    return {"probed": min(timeout, START_UP + FACTOR * took), **dict.fromkeys(TIERS, tier)}
+
+
+def probe_tests(tree: Path, mutants: list[tuple[Mutant, str, str]], timeout: float, cache: Path) -> Probed:
+    """The tests of make test's tier that run each mutant's statement: one run of the tier on the
+    tree with a probe in front of each such statement (tests/mutation/probe.py)."""
     sites: dict[str, dict[int, int]] = {}  # path -> line -> probe number
     numbers: dict[str, int] = {}  # mutant -> probe number
     for mutant, name, mutated in mutants:
@@ -294,7 +319,9 @@ def probe_tests(
         for path, lines in sites.items():
             (tree / path).write_text(probe.insert(originals[path], lines), encoding="utf-8")
         options = ["-n", "auto", "--maxprocesses", "8", "-m", TIERS["fast"]]
+        began = time.monotonic()
         broken = set(_runners(pytest(tree, options, timeout, cache, {probe.LOG: str(log)}, first=False)).failed)
+        seconds = time.monotonic() - began
     finally:
         for path, text in originals.items():
             (tree / path).write_text(text, encoding="utf-8")
@@ -305,7 +332,7 @@ def probe_tests(
     known = {
         name: {test for test in ran.get(number, set()) if _in_tree(test, tree)} for name, number in numbers.items()
     }
-    return known, broken
+    return Probed(known, broken, probe.durations(log), seconds)
 
 
 def _in_tree(test: str, tree: Path) -> bool:
@@ -406,10 +433,12 @@ def run_mutant(
     arguments: argparse.Namespace,
     cache: Path,
     broken: set[str],
+    timeouts: dict[str, float] | None = None,
 ) -> tuple[str, str, str]:
     """(outcome, the end of pytest's output, the phase that decided) for one mutant, written into
-    ``tree`` for its runs only.  A kill stands only where the failed tests pass on unmutated code,
-    run alone; those that do not join ``broken``, and the mutant runs again without them."""
+    ``tree`` for its runs only, each phase within its entry of ``timeouts`` (`limits`; else
+    --timeout).  A kill stands only where the failed tests pass on unmutated code, run alone;
+    those that do not join ``broken``, and the mutant runs again without them."""
     target = tree / mutant.path
     original = target.read_text(encoding="utf-8")
     while True:
@@ -418,7 +447,7 @@ def run_mutant(
         try:
             for step, options, extra in phases(mutant, tests, tree, arguments.tiers, broken):
                 phase = step
-                ran = pytest(tree, options, arguments.timeout, cache, extra)
+                ran = pytest(tree, options, (timeouts or {}).get(step, arguments.timeout), cache, extra)
                 if ran.outcome != "survived":
                     break
         finally:
@@ -457,10 +486,12 @@ def run(arguments: argparse.Namespace) -> int:
         ]
         tests: dict[str, set[str]] = {}
         broken: set[str] = set()
+        probed = None
         if arguments.probe:
             began = time.monotonic()
             cache = mutant_cache(warm, Path(tempfile.mkdtemp(prefix="cache-", dir=folder)))
-            tests, broken = probe_tests(tree, drawn, arguments.timeout, cache)
+            probed = probe_tests(tree, drawn, arguments.timeout, cache)
+            tests, broken = probed.tests, probed.broken
             shutil.rmtree(cache, ignore_errors=True)
             found = sum(bool(ran - {probe.OUTSIDE}) for ran in tests.values())
             seconds = time.monotonic() - began
@@ -479,7 +510,10 @@ def run(arguments: argparse.Namespace) -> int:
             else:
                 cache = mutant_cache(warm, Path(tempfile.mkdtemp(prefix="cache-", dir=folder)))
                 try:
-                    outcome, where, phase = run_mutant(mutant, mutated, tests.get(name), tree, arguments, cache, broken)
+                    timeouts = limits(probed, tests.get(name), arguments.timeout)
+                    outcome, where, phase = run_mutant(
+                        mutant, mutated, tests.get(name), tree, arguments, cache, broken, timeouts
+                    )
                 finally:
                     shutil.rmtree(cache, ignore_errors=True)
             results[outcome].append(name)
@@ -522,7 +556,13 @@ def main(argv: list[str] | None = None) -> int:
         default=FAMILIES,
         help="whose mutants to draw from: cosmic (cosmic-ray's), generic (generic.py's); default cosmic,generic",
     )
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per pytest run; longer is a kill")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds per pytest run; longer is a kill (after the probes: less for the tests "
+        "that run the statement, more for a tier, from their measured times)",
+    )
     parser.add_argument("--fail-under", type=float, default=85, help="the least score in percent (default 85)")
     parser.add_argument("--strict", action="store_true", help="fail on any survivor not listed as equivalent")
     parser.add_argument(

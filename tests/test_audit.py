@@ -3,7 +3,9 @@ a wrong verdict the prover would have printed (each fabricated here, as a broken
 
 import ast
 import dataclasses
+from typing import Any
 
+import numpy as np
 import pytest
 import sympy as sp
 from flint import arb, fmpq
@@ -11,7 +13,7 @@ from flint import arb, fmpq
 from derivations import LAYERS, quantities
 from derivations.claims import Claim, audit, check
 from derivations.claims import checker as claims_checker
-from derivations.claims.audit.numbers import Undefined, Unknown, ball, compare
+from derivations.claims.audit.numbers import AtLeast, Undefined, Unknown, ball, compare
 
 # Every claimable quantity of these layers, by name, at one point each.
 LAYER_KEYS = ("layernorm", "layernorm_affine", "layernorm_std_eps", "rmsnorm", "rmsnorm_eps_outside", "l2norm_clamped")
@@ -89,6 +91,80 @@ def test_the_audit_s_value_far_out_is_the_derived_asymptote(key):
         point = _point(layer, len(quantities.names(layer)[name][1].values))
         found, derived = _audited(key, name, point), _derived(key, name, point)
         assert abs(float(found.mid()) - float(derived)) < 1e-9 * max(1.0, abs(float(derived))), (name, found, derived)
+
+
+def _layernorm_by_hand(x: np.ndarray, epsilon: float) -> dict[str, Any]:
+    """LayerNorm's numbers at x, by NumPy from the definition (y = c / s), and J by central
+    differences: no code shared with the audit."""
+    c = x - x.mean()
+    s = np.sqrt(np.mean(c * c) + epsilon)
+    step = 1e-6
+    columns = []
+    for m in range(x.size):
+        e = np.zeros(x.size)
+        e[m] = step
+        ahead, behind = x + e, x - e
+        columns.append(
+            (
+                (ahead - ahead.mean()) / np.sqrt(np.var(ahead) + epsilon)
+                - (behind - behind.mean()) / np.sqrt(np.var(behind) + epsilon)
+            )
+            / (2 * step)
+        )
+    return {"c": c, "s": s, "y": c / s, "J": np.stack(columns, axis=1)}
+
+
+_EXPRESSIONS = {
+    # One expression per construct the audit evaluates: each must evaluate (a crash is "not
+    # evaluable" in a verdict's audit, and would pass unseen there) to the value NumPy gives.
+    "s": lambda h, g, v: h["s"],
+    "s**2": lambda h, g, v: h["s"] ** 2,
+    "q**(1/2)": lambda h, g, v: np.sqrt(h["s"] ** 2 - 1 / 3),
+    "sqrt(q + epsilon)": lambda h, g, v: h["s"],
+    "norm(J @ v)": lambda h, g, v: np.linalg.norm(h["J"] @ v),
+    "dot(g, J @ v)": lambda h, g, v: g @ h["J"] @ v,
+    "norm(diag(g) @ v)": lambda h, g, v: np.linalg.norm(g * v),
+    "trace(J)": lambda h, g, v: np.trace(h["J"]),
+    "sum(y)": lambda h, g, v: np.sum(h["y"]),
+    "dot(c, c) / n": lambda h, g, v: np.mean(h["c"] ** 2),
+    "norm(y)": lambda h, g, v: np.linalg.norm(h["y"]),
+    "max(abs(c))": lambda h, g, v: np.max(np.abs(h["c"])),
+    "det(J + I)": lambda h, g, v: np.linalg.det(h["J"] + np.eye(3)),
+    "norm(J, 2)": lambda h, g, v: np.linalg.norm(h["J"], 2),
+    "lipschitz": lambda h, g, v: None,  # the bound over all inputs: at least the norm at x
+}
+
+
+@pytest.mark.parametrize("text", sorted(_EXPRESSIONS))
+def test_every_construct_the_audit_evaluates_gives_the_value_numpy_gives(text):
+    x, g, v = [sp.Rational(3, 2), sp.Rational(-1, 4), sp.Rational(5, 8)], [1, -2, 3], [2, 1, -1]
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 3), x=x, g=g, v=v)
+    claimed = audit.Claimed(f"{text} == 0", "layernorm", (), ())
+    with audit.precision():
+        value = audit.evaluate.Evaluator("layernorm", point, claimed.pattern).value(claimed.tree.left)
+        bound = isinstance(value, AtLeast)
+        found = ball(value.value if bound else value)
+    by_hand = _layernorm_by_hand(np.array([float(e) for e in x]), 1 / 3)
+    expected = _EXPRESSIONS[text](by_hand, np.array(g, float), np.array(v, float))
+    if expected is None:  # at least ||J||_2 at x, which is among the inputs sampled
+        assert bound
+        assert float(found.mid()) >= np.linalg.norm(by_hand["J"], 2) - 1e-6, (text, found)
+    else:
+        assert not bound
+        assert abs(float(found.mid()) - expected) < 1e-6 * max(1.0, abs(expected)), (text, found, expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("q**(1/2)", 0), ("q**(3/2)", 0), ("(q + epsilon)**(1/2)", 1), ("s**(-2)", 1)]
+)
+def test_a_half_integer_power_is_a_square_root_even_of_zero(text, value):
+    """At a constant input q is exactly 0: its square root is 0, not a fractional power of a number
+    not known to be positive (which the audit could not evaluate)."""
+    point = audit.Point(n=3, epsilon=sp.Integer(1), x=[sp.Integer(2)] * 3)
+    claimed = audit.Claimed(f"{text} == 0", "layernorm", (), ())
+    with audit.precision():
+        found = audit.evaluate.Evaluator("layernorm", point, claimed.pattern).value(claimed.tree.left)
+        assert compare(found, "==", fmpq(value)) is True, (text, found)
 
 
 def test_the_audit_decides_exactly_where_the_numbers_are_rational():

@@ -396,6 +396,10 @@ def test_the_trace_of_a_matrix_is_its_diagonal_summed_and_reduced(layer, text, v
         ("(J @ c).T == (J.T @ c).T", "proved", "entry by entry"),
         ("all(c.T <= abs(c))", "proved", "at every entry"),
         ("c.T == J", "error", "cannot compare a vector with a matrix"),
+        # Transposed twice, a vector is itself again: a vector in a norm, a sum, a product.
+        ("norm(y.T.T) == norm(y)", "proved", ""),
+        ("sum(c.T.T) == 0", "proved", ""),
+        ("x.T.T.T @ x == dot(x, x)", "proved", ""),
     ],
 )
 def test_a_transposed_vector_is_compared_as_the_vector_it_transposes(text, verdict, says):

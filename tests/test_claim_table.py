@@ -265,6 +265,16 @@ def test_latex_errors_are_one_line_naming_the_problem(source, message):
         latex.to_claim(source)
 
 
+def test_a_latex_claim_of_exactly_the_limit_is_read_and_one_character_more_is_refused():
+    """1000 characters are accepted (padding of spaces, which reading strips); 1001 are not."""
+    claim = r"\|y\|_2^2 \le n"
+    padded = claim + " " * (latex.MAX_LENGTH - len(claim))
+    assert len(padded) == latex.MAX_LENGTH == 1000
+    assert latex.to_claim(padded) == "norm(y, 2) ** 2 <= n"
+    with pytest.raises(ValueError, match="LaTeX claim is 1001 characters long; at most 1000 are accepted"):
+        latex.to_claim(padded + " ")
+
+
 @pytest.mark.parametrize(
     ("identifier", "shown"),
     [

@@ -991,3 +991,18 @@ def test_numbers_and_exponents_are_bounded_where_docs_say(text, verdict):
     assert found.verdict == verdict, found.detail
     if verdict == "error":
         assert "too large" in found.detail
+
+
+def test_an_unexpected_error_while_checking_is_an_error_verdict_naming_it_in_at_most_500_characters(monkeypatch):
+    """A failure nothing anticipated is no verdict: "error", saying which exception and what it
+    said, cut to 500 characters (a message can quote a whole expression)."""
+    from derivations.claims import checker
+
+    def broken(*arguments, **named):
+        raise ZeroDivisionError("the message " + "x" * 1000)
+
+    monkeypatch.setattr(checker, "_check", broken)
+    found = check(Claim("spectral_norm <= 1/sqrt(epsilon)", "layernorm"))
+    assert found.verdict == "error"
+    assert found.detail.startswith("undecided: ZeroDivisionError: the message xxx")
+    assert len(found.detail) == 500

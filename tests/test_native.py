@@ -387,6 +387,29 @@ def test_jvp_of_a_symmetric_layer_is_the_compiled_vjp(key, dtype, monkeypatch):
 
 @needs_compiler
 @pytest.mark.parametrize("key", EMITTABLE)
+def test_the_vjp_and_its_parameter_gradients_are_the_librarys(key, monkeypatch):
+    """Every layer the emitted C takes has its vjp (with the parameters' gradients, where it has
+    parameters) computed by the library, dy given as an array or as a list."""
+    rng = np.random.default_rng(17)
+    x, dy = rng.standard_normal((2, 3, 9))
+    layer = numeric.facade(key)
+    named = {name: rng.standard_normal(9) for name, _ in LAYERS[key].parameters}
+    products = native.products
+    for given in (dy, dy.tolist()):
+        taken = []
+
+        def counted(*args, taken=taken, **kwargs):
+            found = products(*args, **kwargs)
+            taken.append(found is not None)
+            return found
+
+        monkeypatch.setattr(native, "products", counted)
+        layer.vjp(x, 1e-3, given, **named)
+        assert any(taken), key
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", EMITTABLE)
 def test_the_vjp_is_linear_in_dy_at_every_scale_of_dy(key):
     """Every gradient is linear in dy: at dy times 1e-300, 1e300 or near the float64 maximum it is
     that multiple of the gradient at dy (found from outside: with a gain of 1e-20 the product

@@ -514,3 +514,11 @@ def test_a_definition_after_two_relations_is_one_link_with_colon_equals():
 
     found = [(link.lhs, link.relation, link.rhs) for link in split(r"a = b \le c := d")]
     assert found == [("a", "=", "b"), ("b", "\\le", "c"), ("c", ":=", "d")]
+
+
+@pytest.mark.parametrize("latex", [r"\mathbf{xy}", r"\mathbf{x'}", r"\mathbf{x_1}", r"\mathbf{}"])
+def test_a_bold_group_is_read_as_a_vector_only_when_it_holds_one_letter(latex):
+    """\\mathbf{x} is the vector x; a bold group of more than a letter is left as written (not the
+    vector its first letter names), and an empty one too."""
+    assert canonical(r"\mathbf{x}", Notation()) == "x"
+    assert canonical(latex, Notation()).startswith(r"\mathbf {")

@@ -201,6 +201,24 @@ def test_a_vector_refutation_gives_the_full_input_and_is_confirmed_by_numpy():
     assert "confirmed numerically (numeric.layernorm.jacobian)" in verdict.detail
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # At the constant input the checker finds, J = (I - 1 1^T / n) / s: 0 once, 1/s n - 1 times.
+        ("multiplicity(1/s, J) == n - 2", "lhs = 1, rhs = 0"),
+        ("multiplicity(0, J) == 2", "lhs = 1, rhs = 2"),
+        ("rank(J) == n", "lhs = 1, rhs = 2"),
+    ],
+)
+def test_a_refutation_about_the_spectrum_is_re_checked_with_numpys_rank(text, shown):
+    """NumPy's rank of the lambdified J at the counterexample: the multiplicity of lambda is n
+    minus the rank of J - lambda I."""
+    verdict = check(Claim(text, "layernorm"), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    assert set(verdict.counterexample["x"]) == {0.0}
+    assert f"confirmed numerically (numeric.layernorm.jacobian): {shown}" in verdict.detail
+
+
 def test_a_scalar_refutation_names_its_numeric_re_check():
     verdict = check(Claim("spectral_norm == 1/sqrt(q + epsilon)"), confirm)
     assert "numeric.layernorm.spectral_norm(x, epsilon); numpy.linalg.norm(J, 2)" in verdict.detail

@@ -365,6 +365,20 @@ BAD_FILES = [
     (MINIMAL.replace('[statistics]\nr = "mean(x[j]**2)"\n', ""), "statistics: missing"),
     (MINIMAL + '[stated]\nslope_at_zro = "1"\n', "stated.slope_at_zro: not a result of this layer"),
     (MINIMAL + '[stated]\njacobian = "I @ "\n', "stated.jacobian: cannot parse"),
+    # A form by cases: each case a pair of strings, value and condition; one to four of them.
+    (
+        MINIMAL + '[stated]\nspectral_norm = [["1 / s"]]\n',
+        'stated.spectral_norm[0]: must be a pair ["value", "condition',
+    ),
+    (
+        MINIMAL + '[stated]\nspectral_norm = [["1 / s", "n >= 2", "n >= 3"]]\n',
+        "stated.spectral_norm[0]: must be a pair",
+    ),
+    (MINIMAL + '[stated]\nspectral_norm = [["1 / s", 2]]\n', "stated.spectral_norm[0]: must be a pair"),
+    (
+        MINIMAL + "[stated]\nspectral_norm = [" + ", ".join(['["1", "n >= 2"]'] * 5) + "]\n",
+        "cases must be an array of 1 to 4",
+    ),
     (MINIMAL + "[[patterns]]\nvalues = [1, 2]\n", "patterns[0].values[0]: must be a string"),
     (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\ncoordinate = 5\n', "patterns[0].coordinate"),
     (MINIMAL + '[[directions]]\nname = "x"\nentry = "q[k]"\n', "directions[0].entry: subscript 'q[k]'"),

@@ -270,3 +270,17 @@ def test_a_validated_parameter_is_read_only_and_the_callers_array_untouched():
         assert not found.flags.writeable, shape
         np.testing.assert_array_equal(found, np.broadcast_to(gain, (3, 4)))
         assert gain.flags.writeable
+
+
+@pytest.mark.parametrize("shape", [(1, 6), (4, 6), (5, 1, 6)])
+def test_a_gain_of_any_shape_that_broadcasts_to_x_is_taken_and_one_with_another_feature_count_is_named(shape):
+    """A gain of shape (1, n), or with batch axes of its own, is x's batch's gain broadcast; its
+    last axis must be the n features (not its first), else a ValueError names it."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 4, 6))
+    gain = rng.standard_normal(shape)
+    found = numeric.layernorm_affine.forward(x, 1e-3, gain, np.zeros(6))
+    expected = numeric.layernorm_affine.forward(x, 1e-3, np.broadcast_to(gain, x.shape).copy(), np.zeros(6))
+    np.testing.assert_array_equal(found, expected)
+    with pytest.raises(ValueError, match=r"gain must have one entry per feature, shape \(6,\)"):
+        numeric.layernorm_affine.forward(x, 1e-3, rng.standard_normal((*shape[:-1], 7)), np.zeros(6))

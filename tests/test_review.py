@@ -296,6 +296,15 @@ def test_a_paper_s_input_name_its_own_sigma_and_an_unbuildable_sum_are_classifie
     assert "defined at main.tex:8" in rows[3]["reason"]
     assert by_line[4][0] == "not read", rows[4]
     assert report.status(entries) == 0
+    # The Markdown report: a checked relation's verdict and its detail; any other its class and the reason.
+    sections = report.markdown(entries, "main.tex").split("\n### ")[1:]
+    assert len(sections) == len(entries)
+    for section, entry in zip(sections, entries, strict=True):
+        assert f"- class: {entry.kind}" in section
+        checked = entry.kind == "checked"
+        assert (f"- verdict: **{entry.verdict}**" in section) == checked
+        assert ("\n- detail: " in section) == checked
+        assert ("\n- reason: " in section) != checked
 
 
 def test_a_paper_without_epsilon_is_checked_at_epsilon_0(tmp_path):

@@ -785,3 +785,15 @@ def test_standard_input_is_read_up_to_its_limit_and_refused_one_byte_past_it(mon
     monkeypatch.setattr(sys, "stdin", stdin(b"a" * 11))
     with pytest.raises(ValueError, match=r"^standard input is larger than 10 bytes$"):
         read_input(10)
+
+
+@pytest.mark.parametrize("rest", [["spectral_norm <= 1/sqrt(epsilon)"], ["--layer", "rmsnorm", "slope_at_zero == 1"]])
+@pytest.mark.parametrize("before", [["--no-cache"], ["--no-cache", "--no-cache"]])
+def test_a_command_named_after_no_cache_runs_as_if_named_first(rest, before, capsys):
+    """--no-cache before the command (derive's option, which every command takes) moves after it:
+    the same output and status as the command named first."""
+    command = "check"
+    first = main([command, "--no-cache", *rest])
+    expected = capsys.readouterr()
+    assert main([*before, command, *rest]) == first
+    assert capsys.readouterr() == expected

@@ -9,6 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import sympy as sp
 from grids import ROW_LAYERS
 
 import numeric
@@ -597,3 +598,23 @@ def test_the_emitted_torch_code_says_where_parameter_gradients_are_summed(key):
     wherever the layer has a parameter: one (Gemma's weight) or two (a gain and a bias)."""
     source = emit(key, "torch")
     assert ("parameter gradients summed over leading axes" in source) == bool(LAYERS[key].parameters)
+
+
+@pytest.mark.parametrize("power", [2, 3, 8, -1, -8, sp.Rational(1, 2), sp.Rational(7, 2), sp.Rational(-7, 2)])
+def test_the_emitted_code_multiplies_out_powers_up_to_the_eighth_and_their_halves(power):
+    """a**(p/q) for q = 1 or 2 and 0 < |p| <= 8 is printed as products and at most one square root
+    in the emitted C and NumPy code (torch's printer shares the rule): a multiply is cheaper, and
+    exact where pow may not be. A ninth power is left to pow."""
+    from derivations.codegen import _c, _numpy, _program
+
+    a = sp.Symbol("a", positive=True)
+    printers = {
+        "C": (_c.Printer(frozenset()), "sqrt"),
+        "NumPy": (_numpy.Printer(), "np.sqrt"),
+    }
+    for name, (printer, sqrt) in printers.items():
+        shown = _program.half_power(printer, a**power, sqrt)
+        assert shown is not None, (name, power)
+        assert "pow" not in shown, (name, shown)
+        assert shown.count(sqrt + "(") == (1 if sp.Rational(power).q == 2 else 0), (name, shown)
+        assert _program.half_power(printer, a ** (9 * sp.sign(power)), sqrt) is None

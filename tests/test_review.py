@@ -188,6 +188,16 @@ def test_a_macro_expanding_forever_is_named_with_its_file_and_line(tmp_path):
         document.read(tmp_path / "main.tex")
 
 
+def test_a_macro_expanding_past_20000_characters_is_refused_after_few_expansions(tmp_path):
+    """Two bounds, either one enough: 5000 expansions, or 20000 characters of one relation."""
+    define = "\\newcommand{\\w}{" + "x + " * 300 + "}\nText.\n"
+    (tmp_path / "main.tex").write_text(define + "\\[ y = " + "\\w " * 30 + "1 \\]\n")
+    with pytest.raises(document.DocumentError, match=r"^main\.tex:3: macro \\w expands without end"):
+        document.read(tmp_path / "main.tex")
+    (tmp_path / "main.tex").write_text(define + "\\[ y = " + "\\w " * 10 + "1 \\]\n")
+    assert len(document.read(tmp_path / "main.tex").relations) == 1
+
+
 # --- the paper's notation: what the hostile review found misread ---------------------------------
 
 

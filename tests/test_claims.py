@@ -1006,3 +1006,20 @@ def test_an_unexpected_error_while_checking_is_an_error_verdict_naming_it_in_at_
     assert found.verdict == "error"
     assert found.detail.startswith("undecided: ZeroDivisionError: the message xxx")
     assert len(found.detail) == 500
+
+
+@pytest.mark.parametrize(("k", "power"), [(-666, -104), (-740, 232), (37, 1), (0, 0)])
+def test_a_counterexample_s_pattern_input_is_the_nearest_float_to_each_exact_entry(k, power):
+    """x = (-t, 0, t) at a sampled t = k/100 * 10**power: each entry the float nearest its exact
+    value (rounding a 17-digit decimal to a float rounds twice, an ulp off at the first two)."""
+    from derivations.claims.checker import pattern_input
+
+    amplitude = sp.Rational(k, 100) * sp.Rational(10) ** power
+    values = (-sp.Symbol("t", real=True), sp.Integer(0), sp.Symbol("t", real=True))
+    exact = [-amplitude, 0, amplitude]
+    found = pattern_input(values, amplitude)
+    assert found == [float(sp.Rational(v)) for v in exact]
+    # float(Rational) is the nearest float: no float between the value and its neighbours is nearer.
+    for value, entry in zip(exact, found, strict=True):
+        for neighbour in (np.nextafter(entry, np.inf), np.nextafter(entry, -np.inf)):
+            assert abs(sp.Rational(entry) - value) <= abs(sp.Rational(float(neighbour)) - value)

@@ -892,6 +892,12 @@ def _input_shown(
     return None
 
 
+def pattern_input(values: tuple[sp.Expr, ...], amplitude: Any) -> list[float]:
+    """The pattern's entries at the amplitude, each the float nearest its exact value (a float of
+    sp.N(e, 17) rounds twice, and misses it by an ulp at t = -6.66e-102)."""
+    return [float(e.xreplace({t: amplitude})) for e in values]
+
+
 def _completed(out: dict[str, Any], point: dict, inputs: sampling.Explicit | None, domain: Domain) -> dict[str, Any]:
     """A counterexample given in full: the size, and a gain whose largest |gamma_i| is the point's."""
     witness = _witness(point, inputs, domain).shown()
@@ -901,7 +907,7 @@ def _completed(out: dict[str, Any], point: dict, inputs: sampling.Explicit | Non
         if "x" in witness:
             out.setdefault("x", witness["x"])
     if domain.pattern is not None and usage.gains and "x" not in out:
-        out["x"] = [float(sp.N(e.xreplace({t: point.get(t, 0)}), 17)) for e in domain.pattern.values]
+        out["x"] = pattern_input(domain.pattern.values, point.get(t, 0))
     for name in ("gain", "bias"):
         if name in witness and out.get("x") is not None and len(witness[name]) == len(out["x"]):
             out.setdefault(name, witness[name])

@@ -1023,3 +1023,13 @@ def test_a_counterexample_s_pattern_input_is_the_nearest_float_to_each_exact_ent
     for value, entry in zip(exact, found, strict=True):
         for neighbour in (np.nextafter(entry, np.inf), np.nextafter(entry, -np.inf)):
             assert abs(sp.Rational(entry) - value) <= abs(sp.Rational(float(neighbour)) - value)
+
+
+def test_a_statistic_the_assumptions_fix_is_given_by_the_counterexample_s_x_not_beside_it():
+    """Under q == 1 the counterexample is x with q = 1: q is x's, not a coordinate of its own
+    (beside x it would read as a second, independent value)."""
+    found = check(Claim("spectral_norm == 1", "layernorm", ("q == 1",)))
+    assert found.verdict == "refuted", found.detail
+    example = found.counterexample
+    assert "q" not in example
+    assert np.var(np.array(example["x"])) == 1.0

@@ -528,6 +528,12 @@ def test_formula_selects_the_columns_of_the_conventions_table(capsys):
     assert any("`rmsnorm` | $\\frac{1}{\\sqrt{\\varepsilon}}$ |" in line for line in lines)
     assert main(["--format", "conventions"]) == 0
     assert "slope at 0" in capsys.readouterr().out  # without --formula, every column
+    # One layer's row alone (a table of three lines) loses the empty columns too.
+    assert main(["--layer", "rmsnorm", "--formula", "rmsnorm.spectral_bound", "--format", "conventions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["| library and function | layer | bound on ‖J‖₂ |", "|---|---|---|"]
+    assert len(lines) == 3
+    assert lines[2].endswith("| `rmsnorm` | $\\frac{1}{\\sqrt{\\varepsilon}}$ |")
 
 
 def test_a_formula_selection_is_a_whole_output_cached_by_its_arguments():

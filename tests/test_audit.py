@@ -356,6 +356,26 @@ def test_the_audits_random_inputs_are_sixteenths_at_the_scales_the_docs_state():
     assert seen.count(0) > 2 * max(seen.count(s) for s in (30, -30, 100, -100))
 
 
+def test_the_audits_gains_and_biases_are_eighths_and_quarters_as_the_docs_state():
+    """docs/claims.md: a layer's gain k/8 and bias k/4, |k| <= 16 and <= 8, one gain entry 0,
+    every fifth gain all 0 and every fifth all 1."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    assert "a layer's gain k/8 and bias k/4, |k| ≤ 16 and ≤ 8, one gain entry 0, and every fifth" in text
+    claimed = audit.Claimed("spectral_bound >= 0", "layernorm_affine", (), ())
+    points = list(audit.points(claimed, {"n": [2, 3, 4], "epsilon": [sp.Rational(1, 4)], "t": [sp.Integer(0)]}))
+    assert len(points) > 20
+    biases = [v for p in points for v in p.bias]
+    gains = [p.gain for p in points]
+    assert all((4 * v).is_integer and abs(4 * v) <= 8 for v in biases)
+    assert len({4 * v for v in biases}) > 8  # drawn, not one value
+    assert all((8 * v).is_integer and abs(8 * v) <= 16 for gain in gains for v in gain)
+    assert all(0 in gain for gain in gains if set(gain) != {1})
+    assert sum(set(gain) == {0} for gain in gains) >= len(gains) // 5 - 1
+    assert sum(set(gain) == {1} for gain in gains) >= len(gains) // 5 - 1
+
+
 def test_infinities_compare_with_each_other_and_with_numbers():
     """oo equals oo and -oo equals -oo; -oo < any number < oo; an infinity is no number."""
     from derivations.claims.audit.numbers import Inf

@@ -1033,3 +1033,11 @@ def test_a_statistic_the_assumptions_fix_is_given_by_the_counterexample_s_x_not_
     example = found.counterexample
     assert "q" not in example
     assert np.var(np.array(example["x"])) == 1.0
+
+
+@pytest.mark.parametrize("bounds", [("epsilon >= 1/4", "epsilon <= 2"), ("epsilon >= 3", "epsilon <= 7")])
+def test_a_claim_on_a_bounded_interval_of_epsilon_is_decided_at_its_ends_and_inside(bounds):
+    """An interval with rational ends: its ends, 1 above the lower and 1/2 below the upper."""
+    found = check(Claim("spectral_norm <= 1/sqrt(epsilon)", "layernorm", bounds))
+    assert found.verdict == "proved", found.detail
+    assert "z3 agrees" in found.detail

@@ -731,6 +731,21 @@ def test_a_key_that_is_not_a_private_file_of_32_bytes_means_no_cache(kind, cache
     assert capsys.readouterr().err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("mode", "size", "why"),
+    [(0o640, 0, "is readable by group or others"), (0o600, -1, "is not a regular file of 32 bytes")],
+)
+def test_a_refused_key_is_named_with_what_is_wrong_with_it(mode, size, why, cache_home, capsys):
+    derivation_cache.write("entry", b"payload")
+    secret = derivation_cache._path("entry", b"").parent / derivation_cache.SECRET
+    secret.write_bytes(secret.read_bytes()[: len(secret.read_bytes()) + size])
+    secret.chmod(mode)
+    assert derivation_cache.read("entry") is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.rstrip().endswith(f"{str(secret)!r} {why}"), err
+
+
 @pytest.mark.parametrize("alias", ["AAA_alias", "zzz_alias"])
 def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monkeypatch):
     """An entry names a class by its own module and qualified name: a module attribute bound to a

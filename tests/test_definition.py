@@ -246,6 +246,12 @@ def test_a_spectral_norm_with_no_provable_largest_eigenvalue_is_left_out(tmp_pat
     assert {"jacobian", "eigen_x", "eigen_complement", "vjp", "hvp"} <= set(names)
     assert "spectral_norm" not in names
     assert "spectral_norm" not in numeric.from_definition(path).names()
+    # Nor a Lipschitz constant, which is the spectral norm's supremum: it does not apply.
+    from derivations import quantities
+
+    for key, applies in (("expn", False), ("rmsnorm", True)):
+        quantity, item = quantities.names(catalog.LAYERS[key])["lipschitz"]
+        assert quantity.applies(catalog.LAYERS[key], item) is applies, key
 
 
 def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):

@@ -182,6 +182,14 @@ def test_a_relation_past_its_budget_is_undecided_and_the_rest_go_on(tmp_path):
     assert rows[1]["class"] == "not in the vocabulary"
 
 
+@pytest.mark.parametrize(("used", "expanded"), [("\\p[q]{y}", "q^{y}"), ("\\p{y}", "2^{y}"), ("\\p[q] y", "q^{y}")])
+def test_a_macro_s_optional_argument_given_or_not_leaves_the_next_argument_read(used, expanded):
+    """\\newcommand{\\p}[2][2]{#1^{#2}}: [q] is the first argument when given, 2 when not, and
+    the reading goes on right after it, at the second."""
+    macros = {"p": (2, "#1^{#2}", "2")}
+    assert document.expand(f"{used} = 1", macros) == f"{expanded} = 1"
+
+
 def test_a_macro_expanding_forever_is_named_with_its_file_and_line(tmp_path):
     (tmp_path / "main.tex").write_text("\\newcommand{\\a}{\\b}\\newcommand{\\b}{\\a}\nText.\n\\[ \\a = 1 \\]\n")
     with pytest.raises(document.DocumentError, match=r"^main\.tex:3: macro \\a expands without end"):

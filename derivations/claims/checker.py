@@ -883,9 +883,9 @@ def _input_shown(
             shown["v"] = [float(e) for e in inputs.v]
         return shown
     if domain.pattern is not None and t in point:
-        return {"x": [float(sp.N(e.xreplace({t: point[t]}), 17)) for e in domain.pattern.values]}
+        return {"x": pattern_input(domain.pattern.values, point[t])}
     if t in point and any(quantities.at_constant_input(name) for _, name in domain.usage.quantities):
-        return {"x": [float(sp.N(point[t], 17))] * size}  # the constant input t 1
+        return {"x": pattern_input((t,), point[t]) * size}  # the constant input t 1
     if domain.usage.general:
         # The statistics the assumptions fix (r == 1/4) are not in the point: they were substituted.
         return {"x": [float(e) for e in sampling.input_for({**domain.pinned, **point}, size)]}

@@ -487,6 +487,31 @@ def test_a_symbol_that_ends_a_relation_is_read_without_looking_past_the_end():
     assert _fitted(r"J^\top g", r"\nabla") == _fitted(r"J^\top g", r"\nabla + 0").replace(" + 0", "")
 
 
+@pytest.mark.parametrize(
+    "latex",
+    [
+        r"\nabla_x \mathcal{L}",
+        r"\nabla_{x} \mathcal{L}",
+        r"\nabla_{\mathbf{x}} L",
+        r"\nabla \mathcal{L}",
+        r"\nabla_x \ell",
+    ],
+)
+def test_the_gradient_of_the_loss_is_the_backward_pass_however_its_subscript_is_written(latex):
+    """\\nabla_x \\mathcal{L} is J^T g: the subscript skipped whole, \\mathcal{L} read as one name
+    (it was an unknown command \\mathcal, and \\nabla_x L read as J @ x * L when the subscript was not skipped)."""
+    assert _fitted(latex, r"J^\top g") == "J.T @ g == J.T @ g"
+
+
+@pytest.mark.parametrize(
+    "latex", [r"\nabla_x y", r"\nabla_{x} \hat{x}", r"\nabla y", r"\nabla_{\mathbf{x}} \mathbf{y}"]
+)
+def test_the_gradient_of_the_output_is_refused_as_its_layout_is_the_papers(latex):
+    """\\nabla_x y is J in one layout and J^T in the other: refused, never read as J @ y."""
+    with pytest.raises(ClaimError, match=r"nabla"):
+        _fitted(latex, "J")
+
+
 @pytest.mark.parametrize("verdict", ["error", "refuted", "proved"])
 def test_a_check_that_names_an_unknown_name_is_outside_the_vocabulary_not_an_error(verdict):
     """The check's error for a name the claim language lacks makes the link "not in the

@@ -473,10 +473,13 @@ def _nabla(items: list[str], index: int) -> tuple[int, list[str] | None]:
     if end < len(items) and items[end] == "_":
         _, end = _group(items, end + 1)
     target, after = _group(items, end)
-    if _flat(target) in ("\\mathcal", "L", "\\ell"):
-        if _flat(target) == "\\mathcal":
-            _, after = _group(items, after)
+    if _flat(target) in ("\\mathcal{L}", "L", "\\ell"):  # the loss's gradient: J^T g
         return after, ["(", "J", "^", "\\top", "g", ")"]
+    if target[:1] and target[0] in _HATS:  # \nabla_x \hat{x}: the accent with its argument
+        accented, _ = _group(items, after)
+        target = [*target, "{", *accented, "}"]
+    if re.sub(r"\\(mathbf|boldsymbol|bm)\{(\w)\}", r"\2", _flat(target)) in _DIFFERENTIATED:
+        return index, None  # \nabla_x y: J or J^T, by the paper's layout; left for the grammar to refuse
     return end, ["J"]
 
 

@@ -507,3 +507,18 @@ def test_a_spectral_norm_whose_enclosure_falls_below_zero_is_unknown(monkeypatch
     monkeypatch.setattr(definition, "_top_eigenvalue", lambda balls: arb(-1, 0.5))
     with pytest.raises(Unknown, match="negative eigenvalue"):
         definition.spectral_norm(matrix)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["spectral_bound / (n - 2) >= 0", "trace(J) / (n - 2) >= 0", "norm(y / (n - 2)) >= 0", "lipschitz / (n - 2) >= 0"],
+)
+def test_a_division_by_an_exact_zero_is_undefined_whatever_it_divides(text):
+    """A bound over all inputs (known only from below) divided by n - 2 at n = 2 is undefined, as a
+    number or a vector divided by it is: it was "not evaluable", so a verdict that kept n = 2 in its
+    quantifier passed the audit."""
+    ranges = {"n": [2, 3], "epsilon": [sp.Rational(1, 4)], "t": [sp.Integer(0)]}
+    report = audit.run(audit.Claimed(text, "layernorm", (), ()), ranges, False)
+    assert report.findings
+    assert {(f.point["n"], f.why) for f in report.findings} == {(2, "undefined there (a division by zero)")}
+    assert audit.run(audit.Claimed(text, "layernorm", (), ("n - 2 != 0",)), ranges, False).findings == []

@@ -695,6 +695,8 @@ def _binary(op: type, left: Any, right: Any) -> Any:
     if op is ast.Div:
         if not _scalar(right):
             raise Unknown("a division by a vector")
+        if isinstance(right, (fmpq, arb)) and is_zero(right):  # whatever is divided: a bound, oo, a vector
+            raise Undefined("a division by zero")
         if not _scalar(left):
             return _scale(left, _reciprocal(right))
         if isinstance(left, Inf):

@@ -44,7 +44,7 @@ from flint import ctx
 from derivations import LAYERS, quantities
 from derivations.claims.audit.definition import number
 from derivations.claims.audit.evaluate import Evaluator, Point
-from derivations.claims.audit.numbers import Undefined, agree, is_zero, negative
+from derivations.claims.audit.numbers import NO_VALUE, NOT_EVALUABLE, Undefined, agree, is_zero, negative
 from derivations.claims.language import FREE_SCALARS, ClaimError, parse_expression
 
 __all__ = ["Claimed", "Finding", "Point", "Report", "admitted", "at_counterexample", "precision", "run"]
@@ -117,7 +117,7 @@ class Claimed:
                 result = evaluator.relation(text)
             except Undefined:
                 return False
-            except Exception:  # Unknown, or arithmetic the balls cannot do: not decided
+            except NOT_EVALUABLE:  # Unknown, or arithmetic the balls cannot do: not decided
                 result = None
             if result is None:
                 near.append(_equation_agrees(evaluator, text))
@@ -137,7 +137,7 @@ class Claimed:
                     holds = evaluator.decide(self.tree)
                 except Undefined as undefined:
                     return False, evaluator.rigorous, f"undefined there ({undefined})"
-                except Exception:  # Unknown, or any arithmetic the balls cannot do: not evaluable here
+                except NOT_EVALUABLE:  # Unknown, or any arithmetic the balls cannot do: not evaluable here
                     holds = None
             found = (holds, evaluator.rigorous, "" if holds is not False else "false there")
             if holds is not None:
@@ -153,7 +153,7 @@ class Claimed:
         evaluator = Evaluator(self.key, point, self.pattern)
         try:
             return agree(evaluator.value(node.left), evaluator.value(node.comparators[0]))
-        except Exception:  # undefined or not evaluable: no tie to confirm
+        except NO_VALUE:  # undefined or not evaluable: no tie to confirm
             return False
 
 
@@ -165,7 +165,7 @@ def _equation_agrees(evaluator: Evaluator, text: str) -> bool:
         return False
     try:
         return agree(evaluator.value(node.left), evaluator.value(node.comparators[0]))
-    except Exception:  # undefined or not evaluable: not shown to agree
+    except NO_VALUE:  # undefined or not evaluable: not shown to agree
         return False
 
 

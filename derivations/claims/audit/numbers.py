@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy as sp
 from flint import arb, fmpq
+from flint.utils.flint_exceptions import FlintError
 
 Num = Any  # fmpq | arb
 
@@ -28,6 +29,15 @@ class Undefined(Exception):
 
 class Unknown(Exception):
     """The value cannot be told here: a ball too wide, or a term the audit does not evaluate."""
+
+
+# What arithmetic raises where the balls cannot go on (a ball that holds 0 divided by, an overflow,
+# flint's DomainError, a zip of unequal lengths): the audit's "not evaluable here". Anything else
+# (a TypeError, KeyError, IndexError, AttributeError) is a defect of the audit, raised, never read
+# as a value the claim cannot be evaluated at.
+NOT_EVALUABLE: tuple[type[Exception], ...] = (Unknown, ArithmeticError, ValueError, FlintError)
+# Undefined there, or not evaluable: no value either way.
+NO_VALUE: tuple[type[Exception], ...] = (Undefined, *NOT_EVALUABLE)
 
 
 @dataclass(frozen=True)
@@ -124,7 +134,7 @@ def root(value: Num) -> Num:
     if isinstance(value, fmpq):
         try:
             return value.sqrt()
-        except Exception:  # flint's DomainError: not the square of a rational
+        except FlintError:  # DomainError: not the square of a rational
             return arb(value).sqrt()
     return value.sqrt()
 

@@ -13,6 +13,7 @@ from flint import arb, fmpq
 from derivations import LAYERS, quantities
 from derivations.claims import Claim, audit, check
 from derivations.claims import checker as claims_checker
+from derivations.claims.audit import numbers
 from derivations.claims.audit.numbers import AtLeast, Undefined, Unknown, ball, compare
 
 # Every claimable quantity of these layers, by name, at one point each.
@@ -545,3 +546,44 @@ def test_a_defect_of_the_audit_is_an_error_never_a_point_it_cannot_evaluate(monk
     assert found.verdict == verdict, found.detail
     if verdict == "error":
         assert type(raised).__name__ in found.detail
+
+
+_JETS = {
+    # The audit's forward-mode jets, each against NumPy's function and a central difference.
+    "abs": (lambda j: numbers.jet_abs(j), np.abs),
+    "sign": (lambda j: numbers.jet_sign(j), np.sign),
+    "sqrt": (lambda j: numbers.jet_sqrt(j), np.sqrt),
+    "tanh": (lambda j: numbers.jet_tanh(j), np.tanh),
+    "exp": (lambda j: numbers.jet_exp(j), np.exp),
+    "sech": (lambda j: numbers.jet_sech(j), lambda u: 1 / np.cosh(u)),
+    "u**3": (lambda j: numbers.jet_power(j, sp.Integer(3)), lambda u: u**3),
+    "u**-2": (lambda j: numbers.jet_power(j, sp.Integer(-2)), lambda u: u**-2.0),
+    "u**(3/2)": (lambda j: numbers.jet_power(j, sp.Rational(3, 2)), lambda u: u**1.5),
+    "u**(1/3)": (lambda j: numbers.jet_power(j, sp.Rational(1, 3)), np.cbrt),
+    "1/u": (lambda j: j.reciprocal(), lambda u: 1 / u),
+    "max(u, 1/2)": (lambda j: numbers.jet_extreme([j, numbers.constant(fmpq(1, 2), 2)], True), lambda u: max(u, 0.5)),
+    "min(u, 1/2)": (lambda j: numbers.jet_extreme([j, numbers.constant(fmpq(1, 2), 2)], False), lambda u: min(u, 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_JETS))
+@pytest.mark.parametrize("u", [fmpq(-3, 2), fmpq(5, 4), fmpq(1, 4)])
+def test_every_jet_gives_numpys_value_and_the_chain_rules_derivatives(name, u):
+    """f(u) and f'(u) u' along two tangents (u' = 1 and -3): the derivatives of a layer's
+    definition (its J, its slopes) are these jets', so a wrong sign or branch in one would make
+    the audit judge every verdict by a wrong Jacobian."""
+    jet, function = _JETS[name]
+    where = float(u)
+    if name in ("sqrt", "u**(3/2)", "u**(1/3)") and where < 0:  # outside the function's domain
+        with audit.precision(), pytest.raises((Undefined, Unknown)):
+            jet(numbers.Jet(u, [fmpq(1), fmpq(-3)]))
+        return
+    with audit.precision():
+        found = jet(numbers.Jet(u, [fmpq(1), fmpq(-3)]))
+        value = float(ball(found.value).mid())
+        slopes = [float(ball(d).mid()) for d in found.d]
+    step = 1e-6
+    slope = (function(where + step) - function(where - step)) / (2 * step)
+    assert abs(value - function(where)) < 1e-12 * max(1.0, abs(function(where))), (name, u, value)
+    assert abs(slopes[0] - slope) < 1e-6 * max(1.0, abs(slope)), (name, u, slopes, slope)
+    assert abs(slopes[1] + 3 * slope) < 3e-6 * max(1.0, abs(slope)), (name, u, slopes, slope)

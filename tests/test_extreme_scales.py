@@ -387,3 +387,21 @@ def test_a_scalar_function_at_a_moderate_scale_is_evaluated_as_it_is():
     with np.errstate(over="ignore"):
         assert np.isinf(length(1e200, 1.0))
     assert _rescale.elementwise(length, 1, 2, np.array([1e200]), np.array([1.0]))[0] == 1e200
+
+
+@pytest.mark.parametrize("bad", [[0], [3], [1, 6], [0, 2, 5, 7]])
+def test_rows_that_raise_a_flag_are_found_by_halves_and_every_other_row_is_clean(bad):
+    """`_clean` tries the rows at once, then by halves: each row that raises no IEEE flag is found
+    clean, whichever half it falls in, and only the rows that raise one are left out."""
+    rows = np.ones((8, 1), dtype=bool)
+    x = np.ones((8, 3))
+    x[bad] = 7.0  # 1 / (x - 7) divides by zero at these rows only; the benign row holds no 7
+    there = _rescale.Scaled(x, np.ones((8, 1)), np.ones((8, 1)))
+
+    def at(x, e, m):
+        return 1.0 / (x - 7.0)
+
+    found = _rescale._clean(at, rows, there, x)
+    expected = np.ones((8, 1), dtype=bool)
+    expected[bad] = False
+    np.testing.assert_array_equal(found, expected)

@@ -529,7 +529,11 @@ def _measured(
 # about 1/epsilon**2 there) has terms such as c**3 / sigma**3 that no single float64 scaling
 # keeps inside the range, and returns 0 or an overflow for a value that exists: unless the
 # platform has a float with a wider exponent to take those rows in (`_rescale.EXTENDED`).
-SECOND_ORDER_SPAN = np.inf if _rescale.EXTENDED else 2.0**500
+def second_order_span(extended: bool) -> float:
+    return np.inf if extended else 2.0**500
+
+
+SECOND_ORDER_SPAN = second_order_span(_rescale.EXTENDED)
 
 
 def _takes(key: str, name: str) -> tuple[str, ...]:

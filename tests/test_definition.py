@@ -718,3 +718,19 @@ def test_a_definition_holds_at_most_eight_statistics():
     assert {"r", "a3", "a9"} <= {str(stat.symbol) for stat in read.statistics}
     with pytest.raises(ValueError, match=r"^statistics: at most 8 are accepted; got 9$"):
         definition.loads(with_statistics(9))
+
+
+def test_the_kink_names_the_entry_its_pattern_picks_as_the_response_does(tmp_path):
+    """A clamped layer's pattern read at its second entry (coordinate 1): the kink's one-sided
+    slopes are of u_2, the entry the response and slope name, not u_1."""
+    path = tmp_path / "second.toml"
+    path.write_text(
+        CLAMPED.read_text(encoding="utf-8")
+        .replace('"l2norm_clamped_toml"', '"l2norm_clamped_second"')
+        .replace('values = ["-t", "0", "t"]', 'values = ["0", "t", "-t"]\ncoordinate = 1')
+    )
+    catalog.register(definition.load(path).layer)
+    latex = {f.name: f.latex() for f in catalog.formulas("l2norm_clamped_second")}
+    assert "u_{2}" in latex["response"]
+    assert "u_{2}" in latex["kink"]
+    assert "u_{1}" not in latex["kink"] + latex["response"]

@@ -574,3 +574,31 @@ def test_a_bold_group_is_read_as_a_vector_only_when_it_holds_one_letter(latex):
     vector its first letter names), and an empty one too."""
     assert canonical(r"\mathbf{x}", Notation()) == "x"
     assert canonical(latex, Notation()).startswith(r"\mathbf {")
+
+
+@pytest.mark.parametrize(("extra", "refused"), [(0, False), (1, True)])
+def test_a_document_is_read_up_to_two_million_bytes_over_its_input_files(tmp_path, extra, refused):
+    """docs/review.md: at most 2,000,000 bytes over all the files `\\input` brings in; the byte
+    past them is refused, named by the file it falls in."""
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "review.md").read_text(encoding="utf-8").split())
+    assert "at most 200 files, and 2,000,000 bytes over all of them" in text
+    head = b"\\input{part}\n$a = b$\n"
+    (tmp_path / "main.tex").write_bytes(head)
+    (tmp_path / "part.tex").write_bytes(b"$c = d$\n" + b"%" * (2_000_000 - len(head) - 9 + extra) + b"\n")
+    if refused:
+        with pytest.raises(document.DocumentError, match=r"^part.tex: the document is larger than 2000000 bytes$"):
+            document.read(tmp_path / "main.tex")
+    else:
+        assert [found.latex for found in document.read(tmp_path / "main.tex").relations] == ["c = d", "a = b"]
+
+
+@pytest.mark.parametrize(("files", "refused"), [(200, False), (201, True)])
+def test_a_document_is_read_from_at_most_two_hundred_files(tmp_path, files, refused):
+    for number in range(1, files):  # main.tex inputs f1, which inputs f2, ...: a chain of `files` files
+        (tmp_path / f"f{number}.tex").write_text(f"\\input{{f{number + 1}}}\n" if number + 1 < files else "$a = b$\n")
+    (tmp_path / "main.tex").write_text("\\input{f1}\n")
+    if refused:
+        with pytest.raises(document.DocumentError, match=r"^f200.tex: more than 200 \\input files$"):
+            document.read(tmp_path / "main.tex")
+    else:
+        assert [found.latex for found in document.read(tmp_path / "main.tex").relations] == ["a = b"]

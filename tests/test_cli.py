@@ -578,7 +578,15 @@ def test_an_unknown_formula_is_one_line_with_the_nearest_name(pattern, line, cap
             ["codegen", "--layer", "dyt", "--target", "numpi"],
             "argument --target: invalid choice: 'numpi'; did you mean 'numpy'?",
         ),
-        (["--format", "jsno"], "argument --format: invalid choice: 'jsno'; did you mean 'json'?"),
+        (
+            ["--format", "jsno"],
+            "argument --format: invalid choice: 'jsno'; did you mean 'json'? "
+            "(choose from 'conventions', 'json', 'latex', 'markdown', 'text')",
+        ),
+        (
+            ["check", "--format", "jsno", "x"],
+            "argument --format: invalid choice: 'jsno'; did you mean 'json'? (choose from 'json', 'markdown', 'text')",
+        ),
     ],
 )
 def test_an_unknown_layer_command_or_choice_says_what_was_meant(argv, line, capsys):

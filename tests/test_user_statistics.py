@@ -12,7 +12,7 @@ import pytest
 import sympy as sp
 
 import numeric
-from derivations import LAYERS, definition, quantities
+from derivations import LAYERS, catalog, definition, quantities
 from derivations.__main__ import main
 from derivations.codegen import emit, program
 from derivations.core.layer import closed
@@ -256,3 +256,31 @@ def test_names_of_introduced_statistics_do_not_take_a_users_name():
     # The user's m3 (a raw mean square) fixes x**2: only the third central moment is missing, as m3_1.
     assert introduced == {"m3_1": (x[j] - mu) ** 3}
     assert sp.simplify(quantities.value(layer, "second_moment")) != 0
+
+
+SHIFTED = """key = "layernorm_shifted"
+title = "LayerNorm, its mean written through a derived statistic h = -2 mu"
+output = "(x[i] + h / 2) / sqrt(q + epsilon)"
+
+[statistics]
+mu = "mean(x[j])"
+h = "-2 * mu"
+q = "mean((x[j] - mu)**2)"
+"""
+
+
+def test_a_derived_statistic_of_either_sign_is_solved_for_the_mean_it_is_built_on(tmp_path):
+    """h = -2 mu, a statistic that may be negative, is solved for mu as mu = -h/2 (the nonnegative
+    ones are solved through their square): LayerNorm written through it derives LayerNorm's forward
+    pass and backward pass, and no eigenvalue it cannot find is reported as a spectral norm."""
+    path = tmp_path / "shifted.toml"
+    path.write_text(SHIFTED)
+    layer = numeric.from_definition(path)
+    rng = np.random.default_rng(7)
+    x, g = rng.normal(size=(5, 4)) * 3 + 1, rng.normal(size=(5, 4))
+    for eps in (1e-3, 0.3, 4.0):
+        np.testing.assert_allclose(layer.forward(x, eps), numeric.layernorm.forward(x, eps), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(layer.vjp(x, eps, g), numeric.layernorm.vjp(x, eps, g), rtol=1e-12, atol=1e-13)
+    names = {f.name for f in catalog.formulas("layernorm_shifted")}
+    assert {"vjp", "hvp"} <= names
+    assert "spectral_norm" not in names  # its directions (x and its complement) are no eigenvectors of J

@@ -45,6 +45,8 @@ def cases(layer: Layer) -> tuple[tuple[int, sp.Expr], ...]:
     if not jacobian.is_symmetric(layer):
         raise DerivationError(f"{layer.key}: J is not symmetric; |eigenvalue| does not bound its norm")
     pairs = eigen.eigenpairs(layer)
+    if not pairs:  # a user's directions, none of them an eigenvector of J
+        raise DerivationError(f"{layer.key}: no direction it has is an eigenvector of J; no eigenvalue bounds its norm")
     # Multiplicities are n - constant; a direction starts to exist at the n
     # where its multiplicity turns positive.
     starts = sorted(

@@ -136,6 +136,8 @@ _EXPRESSIONS = {
     "det(J + I)": lambda h, g, v: np.linalg.det(h["J"] + np.eye(3)),
     "norm(J, 2)": lambda h, g, v: np.linalg.norm(h["J"], 2),
     "lipschitz": lambda h, g, v: None,  # the bound over all inputs: at least the norm at x
+    "rank(J)": lambda h, g, v: np.linalg.matrix_rank(h["J"], tol=1e-6),
+    "multiplicity(0, J)": lambda h, g, v: np.sum(np.abs(np.linalg.eigvals(h["J"])) < 1e-6),
     # A limit in epsilon, from the right: s at epsilon = 0 is the root of q.
     "limit(s, epsilon, 0)": lambda h, g, v: np.sqrt(h["s"] ** 2 - 1 / 3),
     "limit(s**2, epsilon, 1/3)": lambda h, g, v: h["s"] ** 2,

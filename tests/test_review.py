@@ -512,6 +512,22 @@ def test_the_gradient_of_the_output_is_refused_as_its_layout_is_the_papers(latex
         _fitted(latex, "J")
 
 
+@pytest.mark.parametrize(
+    ("latex", "read"),
+    [
+        (r"\frac{\mathbf{y}}{k}", "y / k"),
+        (r"\hat{x} n k", "y * n * k"),
+        (r"\mathbf{y}_k", "y"),
+        (r"\mathbf{g}_{j}", "g"),
+    ],
+)
+def test_a_letter_is_its_entry_only_where_an_index_subscript_follows_it(latex, read):
+    """\\mathbf{y}_k is the entry y_i (a relation of entries read as one of the vectors); in
+    \\frac{\\mathbf{y}}{k} the k after the closing brace is the denominator, and in \\hat{x} n k the k
+    after n a factor, neither a subscript of y."""
+    assert _fitted(latex, "0") == f"{read} == 0"
+
+
 @pytest.mark.parametrize("verdict", ["error", "refuted", "proved"])
 def test_a_check_that_names_an_unknown_name_is_outside_the_vocabulary_not_an_error(verdict):
     """The check's error for a name the claim language lacks makes the link "not in the

@@ -704,6 +704,22 @@ def test_a_definition_holds_at_most_four_patterns_and_four_constraints_per_compl
         definition.loads(complement(5))
 
 
+def test_a_definition_holds_at_most_six_directions():
+    """docs/definitions.md's bound: six directions are read (and then checked, here the second found
+    no eigenvector), a seventh is refused before any is."""
+    assert "optional, at most 6 candidate eigenvectors" in (ROOT / "docs" / "definitions.md").read_text(
+        encoding="utf-8"
+    )
+
+    def directions(count: int) -> str:
+        return RMSNORM + "".join(_direction(f"d{m}", f"x[k]**{m + 1}") for m in range(count))
+
+    with pytest.raises(ValueError, match=r'^directions\[1\] "d1": not an eigenvector of J'):
+        definition.loads(directions(6))
+    with pytest.raises(ValueError, match=r"^directions: must be an array of 1 to 6 tables"):
+        definition.loads(directions(7))
+
+
 def test_a_definition_holds_at_most_eight_statistics():
     """docs/definitions.md's bound: eight statistics are read, a ninth is refused naming the count."""
     assert "required, at most 8, in order" in (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")

@@ -378,3 +378,48 @@ def test_the_conventions_subtitle_names_dynamic_tanhs_alpha_only_where_it_is_dra
     rows = [row for row in conventions._rows() if row[0] != "none"]
     monkeypatch.setattr(conventions, "_rows", lambda: rows)
     assert "Dynamic Tanh" not in subtitle()
+
+
+def test_the_verification_visits_the_grid_docs_numeric_states(monkeypatch):
+    """docs/numeric.md, "Before a figure is drawn": the values of t and epsilon, the derivative's
+    points, and the sizes and epsilon of the Jacobian checks, as run() passes them to each check."""
+    from numeric.checks import verify
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "numeric.md").read_text(encoding="utf-8").split())
+    assert "t ∈ {−3, −0.8, −0.1, 0, 0.2, 0.7, 3} and ε ∈ {10⁻⁶, 0.04, 0.25, 1, 100}" in text
+    assert "at 41 points of [−1, 1] for each of those ε" in text
+    assert "at a random x of n ∈ {2, 3, 7, 64} for ε ∈ {10⁻³, 0.25, 1}" in text
+    seen: dict[str, set] = {"t": set(), "scalar epsilon": set(), "derivative": set(), "jacobian": set(), "eigen": set()}
+
+    def scalar(layer, name, ts, epsilons):
+        seen["t"].add(tuple(ts))
+        seen["scalar epsilon"].add(tuple(epsilons))
+        return 1
+
+    def derivative(layer, name, of, ts, epsilon):
+        seen["derivative"].add((ts.size, ts[0], ts[-1], epsilon))
+        return 1
+
+    def jacobian(layer, x, epsilon, rng, *parameters):
+        seen["jacobian"].add((x.size, epsilon))
+        return 1
+
+    def eigen(layer, x, epsilon, rng):
+        seen["eigen"].add((x.size, epsilon))
+        return 1
+
+    for name, check in [
+        ("scalar_against_symbolic", scalar),
+        ("derivative_against_differences", derivative),
+        ("jacobian_against_differences", jacobian),
+        ("eigenstructure", eigen),
+    ]:
+        monkeypatch.setattr(verify, name, check)
+    counts = verify.run()
+    assert all(count > 0 for count in counts.values()), counts
+    assert seen["t"] == {(-3.0, -0.8, -0.1, 0.0, 0.2, 0.7, 3.0)}
+    assert seen["scalar epsilon"] == {(1e-6, 0.04, 0.25, 1.0, 100.0)}
+    assert seen["derivative"] == {(41, -1.0, 1.0, e) for e in (1e-6, 0.04, 0.25, 1.0, 100.0)}
+    grid = {(size, e) for size in (2, 3, 7, 64) for e in (1e-3, 0.25, 1.0)}
+    assert seen["jacobian"] == grid
+    assert seen["eigen"] == grid

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import re
 
 import pytest
 import sympy as sp
@@ -415,3 +416,19 @@ def test_a_product_whose_sum_is_broken_closes_its_bracket_on_the_last_line(key):
         assert r"\bigr)" in lines[-1]
         assert "".join(lines).count(r"\bigr)") == 1
         assert unbroken(lines) == f.latex()
+
+
+@pytest.mark.parametrize(
+    ("status", "stdout", "message"), [(1, b"! Emergency stop.\n", "! Emergency stop."), (3, b"", "exit status 3")]
+)
+def test_a_pdflatex_that_writes_no_log_is_judged_by_what_it_printed(monkeypatch, status, stdout, message):
+    """Where pdflatex stops before its log exists (a missing format file, a full disk), the first
+    error it printed names the failure, else its exit status."""
+    import subprocess
+
+    def run(command, **options):
+        return subprocess.CompletedProcess(command, status, stdout=stdout, stderr=b"")
+
+    monkeypatch.setattr(_pdflatex.subprocess, "run", run)
+    with pytest.raises(_pdflatex.LatexError, match=rf"^pdflatex: {re.escape(message)}$"):
+        _pdflatex.compile_pdf("\\relax")

@@ -277,3 +277,41 @@ def test_every_package_folder_is_installed():
         for init in (ROOT / package).rglob("__init__.py")
     }
     assert folders == listed
+
+
+# The dataclasses that are records made to be filled in or amended (reports and their findings, a
+# review's rows and readers, a claim's domain and usage as it is read, a verdict before its audit,
+# an accuracy result, a running child); every other one is a value, frozen: derivations are cached
+# and shared between callers, so a value changed by one would change for every other. A class
+# that moves between the two is a decision made here, not a side effect.
+MUTABLE = {
+    "derivations.claims.audit.Finding",
+    "derivations.claims.audit.Report",
+    "derivations.claims.audit.evaluate.Point",
+    "derivations.claims.bounded._Child",
+    "derivations.claims.checker.Verdict",
+    "derivations.claims.checker._Sides",
+    "derivations.claims.domain.Domain",
+    "derivations.claims.semantics.Usage",
+    "derivations.review.classify.Context",
+    "derivations.review.classify.Entry",
+    "derivations.review.document.Document",
+    "derivations.review.document._Reader",
+    "derivations.review.identify.Identification",
+    "derivations.review.notation.Notation",
+    "numeric.checks.accuracy.Result",
+}
+
+
+def test_every_dataclass_is_a_frozen_value_but_those_built_up_in_place():
+    import dataclasses
+    import inspect
+
+    found = {}
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == name and dataclasses.is_dataclass(cls):
+                found[f"{name}.{cls.__qualname__}"] = cls.__dataclass_params__.frozen
+    assert len(found) >= 60
+    assert {name for name, frozen in found.items() if not frozen} == MUTABLE

@@ -750,3 +750,15 @@ def test_the_kink_names_the_entry_its_pattern_picks_as_the_response_does(tmp_pat
     assert "u_{2}" in latex["response"]
     assert "u_{2}" in latex["kink"]
     assert "u_{1}" not in latex["kink"] + latex["response"]
+
+
+@pytest.mark.parametrize("term", ["abs(exp(t))", "max(exp(t), 1)", "exp(abs(t))", "sqrt(exp(t))", "tanh(exp(t))"])
+def test_a_definition_term_refuses_exp_of_exp_and_only_that(term):
+    """exp() of exp() is refused; every other function of an exp, and exp of another function, is
+    read."""
+    from derivations.claims.language import parse_term
+
+    t = sp.Symbol("t", real=True)
+    assert parse_term(term, {"t": t}).has(sp.exp)
+    with pytest.raises(ValueError, match=r"^exp\(\) of exp\(\) at column 1 is not supported$"):
+        parse_term("exp(exp(t))", {"t": t})

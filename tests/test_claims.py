@@ -1041,3 +1041,17 @@ def test_a_claim_on_a_bounded_interval_of_epsilon_is_decided_at_its_ends_and_ins
     found = check(Claim("spectral_norm <= 1/sqrt(epsilon)", "layernorm", bounds))
     assert found.verdict == "proved", found.detail
     assert "z3 agrees" in found.detail
+
+
+@pytest.mark.parametrize(("power", "asked"), [(12, True), (13, False)])
+def test_z3_is_given_powers_up_to_the_twelfth_and_says_so_past_it(power, asked):
+    """docs/claims.md: a power beyond the 12th is outside the fragment z3 is given (as a product of
+    that many factors), and the verdict says so; SymPy's proof stands either way."""
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    assert "a power beyond the 12th, a root beyond the 4th" in text
+    found = check(Claim(f"q**{power} + q >= 0", "layernorm"))
+    assert found.verdict == "proved", found.detail
+    if asked:
+        assert "z3 agrees" in found.detail
+    else:
+        assert f"z3 not asked (outside its fragment: the power q**{power})" in found.detail

@@ -423,3 +423,24 @@ def test_the_verification_visits_the_grid_docs_numeric_states(monkeypatch):
     grid = {(size, e) for size in (2, 3, 7, 64) for e in (1e-3, 0.25, 1.0)}
     assert seen["jacobian"] == grid
     assert seen["eigen"] == grid
+
+
+def test_the_verification_checks_j_v_in_three_random_directions(monkeypatch):
+    """docs/numeric.md: J v against central differences in three random directions v, each new."""
+    from numeric.checks import verify
+
+    assert "in three random directions v" in (Path(__file__).resolve().parents[1] / "docs" / "numeric.md").read_text(
+        encoding="utf-8"
+    )
+    compared = []
+
+    def agree(found, expected, **options):
+        compared.append(np.array(expected))
+        return 1
+
+    monkeypatch.setattr(verify, "assert_agree", agree)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(5)
+    assert verify.jacobian_against_differences(verify.facade("layernorm"), x, 0.25, rng) == 3
+    assert len(compared) == 3
+    assert all(not np.allclose(a, b) for a, b in itertools.combinations(compared, 2))  # three directions, not one

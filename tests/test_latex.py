@@ -432,3 +432,33 @@ def test_a_pdflatex_that_writes_no_log_is_judged_by_what_it_printed(monkeypatch,
     monkeypatch.setattr(_pdflatex.subprocess, "run", run)
     with pytest.raises(_pdflatex.LatexError, match=rf"^pdflatex: {re.escape(message)}$"):
         _pdflatex.compile_pdf("\\relax")
+
+
+# cmr10's widths of the upright Greek capitals, in em (its .tfm), and the mean width of a
+# lowercase math italic letter (cmmi10), which `_width` counts as one letter.
+_CMR10_GREEK = {
+    "Gamma": 0.625, "Delta": 0.833334, "Theta": 0.777781, "Lambda": 0.694446, "Xi": 0.666669, "Pi": 0.750002,
+    "Sigma": 0.722224, "Upsilon": 0.777781, "Phi": 0.722224, "Psi": 0.777781, "Omega": 0.722224,
+}  # fmt: skip
+_MEAN_LETTER = 0.4995
+
+
+@pytest.mark.parametrize("name", sorted(_CMR10_GREEK))
+def test_a_greek_capital_is_as_wide_as_cmr10_sets_it(name):
+    """Each upright Greek capital counts its typeset width over a letter's, to the class it is in."""
+    from derivations._width import width
+
+    assert width("\\" + name) == pytest.approx(_CMR10_GREEK[name] / _MEAN_LETTER, abs=0.07)
+
+
+@pytest.mark.parametrize("factors", [1, 3, 7])
+def test_two_limits_read_as_centre_plus_minus_half_when_that_is_shorter_whatever_their_length(factors):
+    """lim u = C + H at +oo and C - H at -oo print as C +- H, the two terms counted together against
+    the two limits written out: true of long terms as of short ones."""
+    u = sp.Function("u")(t)
+    centre = sp.Mul(*sp.symbols(f"a0:{factors}", positive=True))
+    half = sp.Mul(*sp.symbols(f"b0:{factors}", positive=True))
+    both = sp.And(sp.Eq(sp.Limit(u, t, sp.oo), centre + half), sp.Eq(sp.Limit(u, t, -sp.oo), centre - half))
+    printed = ReaderPrinter(DEFAULT).doprint(both)
+    assert printed.startswith(r"\lim_{t \to \pm\infty} u{\left(t \right)} = ")
+    assert printed.endswith(rf"{sp.latex(centre)} \pm {sp.latex(half)}")

@@ -1055,3 +1055,19 @@ def test_z3_is_given_powers_up_to_the_twelfth_and_says_so_past_it(power, asked):
         assert "z3 agrees" in found.detail
     else:
         assert f"z3 not asked (outside its fragment: the power q**{power})" in found.detail
+
+
+@pytest.mark.parametrize(("count", "read"), [(1, False), (2, True), (8, True), (9, False)])
+def test_max_and_min_of_scalars_take_two_to_eight(count, read):
+    """docs/claims.md: max(e, ...) and min(e, ...) take 2 to 8 scalars; others are refused by count."""
+    assert "`max(e, ...)` and `min(e, ...)` take 2 to 8 scalars." in (
+        Path(__file__).resolve().parents[1] / "docs" / "claims.md"
+    ).read_text(encoding="utf-8")
+    for name in ("max", "min"):
+        terms = ", ".join(f"epsilon + {m}" for m in range(count))
+        found = check(Claim(f"{name}({terms}) >= 0", "layernorm"))
+        if read:
+            assert found.verdict == "proved", found.detail
+        else:
+            assert found.verdict == "error"
+            assert f"{name}() at column 1 takes 2 to 8 arguments, got {count}" in found.detail

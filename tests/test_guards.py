@@ -66,6 +66,19 @@ def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size,
         assert_agree(together[picked], alone, rtol=1e-15, what=f"{key}.{name} in blocks vs row by row")
 
 
+@pytest.mark.parametrize("extra", [0, 5])
+def test_a_row_as_long_as_a_block_or_longer_is_one_block_of_its_own(extra, numpy_backend):
+    """A row of FUSED_BLOCK entries or more: each block holds one row (never none), and the output
+    is LayerNorm's: mean 0 and mean square q / (q + epsilon) in every row."""
+    size = _kernel.FUSED_BLOCK + extra
+    x = np.random.default_rng(5).standard_normal((3, size)) * np.array([[1.0], [1e-3], [30.0]])
+    eps = 1e-2
+    y = facade("layernorm").forward(x, eps)
+    q = np.var(x, axis=-1)
+    np.testing.assert_allclose(np.mean(y, axis=-1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.mean(y * y, axis=-1), q / (q + eps), rtol=1e-12)
+
+
 # --- the agreement tolerance ---------------------------------------------------
 
 

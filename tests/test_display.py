@@ -310,3 +310,17 @@ def test_html_inline_escapes_the_text_around_every_code_span():
     found = html_inline("a < b, `x & y` then c > d & e")
     assert found == "a &lt; b, <code>x &amp; y</code> then c &gt; d &amp; e"
     assert html_inline("no <span> here") == "no &lt;span&gt; here"
+
+
+def test_a_formulas_repr_is_one_line_cut_to_a_hundred_characters_after_its_head():
+    """<Formula key.name = ...>: the head and what follows it together at most 100 characters,
+    the rest cut with "..." (the separator and the closing > besides); the long ones are cut."""
+    from derivations import LAYERS, catalog
+
+    shown = [(f.qualified, repr(f)) for key in LAYERS for f in catalog.formulas(key)]
+    assert all(one_line(s, 103) for _, s in shown)
+    cut = [(name, s) for name, s in shown if s.endswith("...>")]
+    assert len(cut) > 10
+    for name, s in cut:
+        colon = s[len(f"<Formula {name}")] == ":"
+        assert len(s) == 100 + colon + 2, s  # 100, the colon after a name, a space and the closing >

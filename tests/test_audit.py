@@ -611,3 +611,12 @@ def test_positive_definiteness_by_ldl_pivots_agrees_with_numpys_eigenvalues():
             assert found == (smallest > 0), (matrix, smallest)
             seen.add(found)
     assert seen == {True, False}
+
+
+def test_a_layer_without_cases_has_no_kink_to_bracket():
+    """A switch is looked for only in a definition by cases: elsewhere the audit cannot evaluate
+    the kink's slopes (Unknown), never a defect (an IndexError would make the verdict an error)."""
+    from derivations.claims.audit.definition import kink_bracket
+
+    with pytest.raises(Unknown, match=r"^layernorm has no case to switch$"):
+        kink_bracket("layernorm", lambda t: [], {})

@@ -370,3 +370,19 @@ def test_a_row_says_proved_equal_to_the_stated_form_only_where_a_form_is_stated(
     assert "proved equal to the stated form" in blocks["layernorm.vjp"]
     for f in formulas("layernorm"):
         assert f.stated == (f.name in LAYERS["layernorm"].stated)
+
+
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("row", [[2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0], [-3.0, -3.0, -3.0]])
+def test_the_hessian_product_at_a_constant_or_zero_row_is_the_vjps_derivative(key, row):
+    """H(g, v) = d/dh J(x + h v)^T g at h = 0, by central differences of the vjp, where a direction
+    of the split vanishes (the centred input of a constant row, x itself at 0)."""
+    layer = getattr(numeric, key)
+    rng = np.random.default_rng(len(row) + int(row[0]) + 10)
+    x = np.array(row)
+    g, v = rng.standard_normal(x.size), rng.standard_normal(x.size)
+    eps = 0.3
+    h = 1e-5
+    expected = (layer.vjp(x + h * v, eps, g) - layer.vjp(x - h * v, eps, g)) / (2 * h)
+    found = layer.hvp(x, eps, g, v)
+    np.testing.assert_allclose(found, expected, rtol=1e-6, atol=1e-8 * np.max(np.abs(expected)))

@@ -561,6 +561,8 @@ _JETS = {
     "u**3": (lambda j: numbers.jet_power(j, sp.Integer(3)), lambda u: u**3),
     "u**-2": (lambda j: numbers.jet_power(j, sp.Integer(-2)), lambda u: u**-2.0),
     "u**(3/2)": (lambda j: numbers.jet_power(j, sp.Rational(3, 2)), lambda u: u**1.5),
+    "u**(1/2)": (lambda j: numbers.jet_power(j, sp.Rational(1, 2)), np.sqrt),
+    "u**(-1/2)": (lambda j: numbers.jet_power(j, sp.Rational(-1, 2)), lambda u: u**-0.5),
     "u**(1/3)": (lambda j: numbers.jet_power(j, sp.Rational(1, 3)), np.cbrt),
     "1/u": (lambda j: j.reciprocal(), lambda u: 1 / u),
     "max(u, 1/2)": (lambda j: numbers.jet_extreme([j, numbers.constant(fmpq(1, 2), 2)], True), lambda u: max(u, 0.5)),
@@ -576,7 +578,7 @@ def test_every_jet_gives_numpys_value_and_the_chain_rules_derivatives(name, u):
     the audit judge every verdict by a wrong Jacobian."""
     jet, function = _JETS[name]
     where = float(u)
-    if name in ("sqrt", "u**(3/2)", "u**(1/3)") and where < 0:  # outside the function's domain
+    if name in ("sqrt", "u**(3/2)", "u**(1/2)", "u**(-1/2)", "u**(1/3)") and where < 0:  # outside the domain
         with audit.precision(), pytest.raises((Undefined, Unknown)):
             jet(numbers.Jet(u, [fmpq(1), fmpq(-3)]))
         return

@@ -405,3 +405,18 @@ def test_rows_that_raise_a_flag_are_found_by_halves_and_every_other_row_is_clean
     expected = np.ones((8, 1), dtype=bool)
     expected[bad] = False
     np.testing.assert_array_equal(found, expected)
+
+
+def test_the_float64_scales_are_tried_balanced_first_then_outwards_by_eighths(monkeypatch):
+    """After the wider float, nine float64 scales between the input's own and epsilon's root: the
+    balanced one (1/2), then outwards by eighths to both ends, each a fraction in [0, 1]."""
+    tried = []
+
+    def at_fraction(at, first, own, fraction, apart, degree):
+        tried.append(fraction)
+        return np.zeros((1, 1), dtype=bool), [], np.zeros((1, 1), dtype=bool)
+
+    monkeypatch.setattr(_rescale, "_at_fraction", at_fraction)
+    monkeypatch.setattr(_rescale, "EXTENDED", False)
+    _rescale._tried(None, None, None, None, None, 2)
+    assert tried == [0.5, 0.375, 0.625, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0]

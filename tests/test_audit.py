@@ -622,3 +622,13 @@ def test_a_layer_without_cases_has_no_kink_to_bracket():
 
     with pytest.raises(Unknown, match=r"^layernorm has no case to switch$"):
         kink_bracket("layernorm", lambda t: [], {})
+
+
+@pytest.mark.parametrize(
+    ("text", "sign"), [("1 - oo", -1), ("1 + oo", 1), ("oo - 1", 1), ("1 - (-oo)", 1), ("s - oo", -1), ("-oo + s", -1)]
+)
+def test_a_number_plus_or_minus_an_infinity_is_that_infinity_signed(text, sign):
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 4), x=[sp.Integer(1), sp.Integer(2), sp.Integer(4)])
+    with audit.precision():
+        found = audit.evaluate.Evaluator("layernorm", point).value(ast.parse(text, mode="eval").body)
+    assert found == audit.numbers.Inf(sign)

@@ -632,3 +632,22 @@ def test_a_number_plus_or_minus_an_infinity_is_that_infinity_signed(text, sign):
     with audit.precision():
         found = audit.evaluate.Evaluator("layernorm", point).value(ast.parse(text, mode="eval").body)
     assert found == audit.numbers.Inf(sign)
+
+
+@pytest.mark.parametrize(
+    ("values", "found"),
+    [
+        ((2**10, 2**20, 2**40), 1),  # |v| grows as a power of the distance, one sign: oo
+        ((-(2**10), -(2**20), -(2**40)), -1),
+        ((-(2**10), 2**20, 2**40), None),  # a sign that changes among the last three: no limit told
+        ((2**10, -(2**20), 2**40), None),
+    ],
+)
+def test_a_sequence_growing_as_a_power_tends_to_an_infinity_of_its_one_sign(values, found):
+    with audit.precision():
+        sequence = [fmpq(v) for v in values]
+        if found is None:
+            with pytest.raises(Unknown, match="does not settle"):
+                numbers.extrapolated(sequence)
+        else:
+            assert numbers.extrapolated(sequence) == numbers.Inf(found)

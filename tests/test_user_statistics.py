@@ -16,6 +16,7 @@ from derivations import LAYERS, catalog, definition, quantities
 from derivations.__main__ import main
 from derivations.codegen import emit, program
 from derivations.core.layer import closed
+from derivations.core.proof import DerivationError
 from derivations.definition import DefinitionError
 from derivations.derive.sums import Unfixed
 from derivations.symbols import j, mu, x
@@ -284,3 +285,21 @@ def test_a_derived_statistic_of_either_sign_is_solved_for_the_mean_it_is_built_o
     names = {f.name for f in catalog.formulas("layernorm_shifted")}
     assert {"vjp", "hvp"} <= names
     assert "spectral_norm" not in names  # its directions (x and its complement) are no eigenvectors of J
+
+
+def test_at_most_eight_statistics_are_introduced_as_the_docs_state(monkeypatch):
+    """docs/definitions.md: at most 8 introduced besides the layer's own; a layer may need exactly
+    the bound (c4norm needs 2: m2 and m3), and one more than it is refused by name."""
+    import derivations.core.layer as layer_module
+
+    text = " ".join((ROOT / "docs" / "definitions.md").read_text(encoding="utf-8").split())
+    assert "(at most 8 besides the layer's own statistics; a layer that needs more is refused)" in text
+    assert layer_module.MAX_INTRODUCED == 8
+    bare = definition.load(ROOT / "examples" / "c4norm.toml").layer
+    own = [stat for stat in bare.statistics if not stat.introduced]
+    base = dataclasses.replace(bare, statistics=tuple(own))
+    monkeypatch.setattr(layer_module, "MAX_INTRODUCED", 2)
+    assert len(closed(base, mu).statistics) == len(own) + 2
+    monkeypatch.setattr(layer_module, "MAX_INTRODUCED", 1)
+    with pytest.raises(DerivationError, match=r"its derivations need more than 1 statistics besides its own"):
+        closed(base, mu)

@@ -132,6 +132,7 @@ _EXPRESSIONS = {
     "sum(y)": lambda h, g, v: np.sum(h["y"]),
     "dot(c, c) / n": lambda h, g, v: np.mean(h["c"] ** 2),
     "norm(y)": lambda h, g, v: np.linalg.norm(h["y"]),
+    "norm(y.T)": lambda h, g, v: np.linalg.norm(h["y"]),
     "max(abs(c))": lambda h, g, v: np.max(np.abs(h["c"])),
     "det(J + I)": lambda h, g, v: np.linalg.det(h["J"] + np.eye(3)),
     "norm(J, 2)": lambda h, g, v: np.linalg.norm(h["J"], 2),
@@ -651,3 +652,12 @@ def test_a_sequence_growing_as_a_power_tends_to_an_infinity_of_its_one_sign(valu
                 numbers.extrapolated(sequence)
         else:
             assert numbers.extrapolated(sequence) == numbers.Inf(found)
+
+
+@pytest.mark.parametrize(
+    ("left", "op", "want"), [(0, "<=", True), (0, "<", True), (5, ">=", None), (5, "==", None), (0, ">", False)]
+)
+def test_a_number_against_a_bound_known_from_below_is_decided_from_the_bounds_side(left, op, want):
+    """n op AtLeast(1): the bound is at least 1, so 0 < it for certain, 0 > it never, and 5 against
+    it is open: decided as the flipped relation of the bound to the number."""
+    assert audit.evaluate.relate(fmpq(left), op, AtLeast(fmpq(1))) is want

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from docs_text import docs_words
 from grids import core_fast, slow
 
 from derivations import LAYERS
@@ -139,7 +140,7 @@ def test_hvp_beyond_the_float64_span_is_measured_in_a_wider_float(key, exponent,
 def test_the_measured_span_is_what_the_grid_skips(monkeypatch):
     """On a platform without a wider float, the grid leaves out rows whose scale and root of
     epsilon are more than 2^500 apart, as docs/accuracy.md states; with one, it leaves out none."""
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8").split())
+    text = docs_words("accuracy.md")
     assert "more than 2⁵⁰⁰ apart" in text
     assert accuracy.second_order_span(False) == 2.0**500
     assert accuracy.second_order_span(True) == np.inf

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy as sp
+from docs_text import docs_words
 from flint import arb, fmpq
 
 from derivations import LAYERS, quantities
@@ -348,9 +349,8 @@ def test_a_quantity_named_with_its_layer_sets_the_audits_input_to_its_pattern(te
 def test_the_audits_random_inputs_are_sixteenths_at_the_scales_the_docs_state():
     """docs/claims.md: entries k/16, |k| <= 64, at the scales 1, 2^+-30 and 2^+-100, 1 most often."""
     import random
-    from pathlib import Path
 
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    text = docs_words("claims.md")
     assert "entries k/16, |k| ≤ 64, at the scales 1, 2^±30 and 2^±100, 1 most often" in text
     rng, seen = random.Random(3), []
     for kind in range(4, 400):
@@ -366,9 +366,8 @@ def test_the_audits_random_inputs_are_sixteenths_at_the_scales_the_docs_state():
 def test_the_audits_gains_and_biases_are_eighths_and_quarters_as_the_docs_state():
     """docs/claims.md: a layer's gain k/8 and bias k/4, |k| <= 16 and <= 8, one gain entry 0,
     every fifth gain all 0 and every fifth all 1."""
-    from pathlib import Path
 
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    text = docs_words("claims.md")
     assert "a layer's gain k/8 and bias k/4, |k| ≤ 16 and ≤ 8, one gain entry 0, and every fifth" in text
     claimed = audit.Claimed("spectral_bound >= 0", "layernorm_affine", (), ())
     points = list(audit.points(claimed, {"n": [2, 3, 4], "epsilon": [sp.Rational(1, 4)], "t": [sp.Integer(0)]}))

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy as sp
+from docs_text import docs_words
 
 import numeric
 from derivations.__main__ import main
@@ -985,7 +986,7 @@ def test_a_product_or_a_power_of_vectors_is_refused_naming_what_it_was_given(tex
 def test_numbers_and_exponents_are_bounded_where_docs_say(text, verdict):
     """docs/claims.md: an exponent at most 64 in magnitude, a number the literals make at most 4096
     bits in its numerator and its denominator; past either, an error naming what is too large."""
-    docs = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    docs = docs_words("claims.md")
     assert "an exponent is at most 64 in magnitude, a number the literals make at most 4096 bits" in docs
     found = check(Claim(text, layer="layernorm"))
     assert found.verdict == verdict, found.detail
@@ -1047,7 +1048,7 @@ def test_a_claim_on_a_bounded_interval_of_epsilon_is_decided_at_its_ends_and_ins
 def test_z3_is_given_powers_up_to_the_twelfth_and_says_so_past_it(power, asked):
     """docs/claims.md: a power beyond the 12th is outside the fragment z3 is given (as a product of
     that many factors), and the verdict says so; SymPy's proof stands either way."""
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    text = docs_words("claims.md")
     assert "a power beyond the 12th, a root beyond the 4th" in text
     found = check(Claim(f"q**{power} + q >= 0", "layernorm"))
     assert found.verdict == "proved", found.detail
@@ -1060,9 +1061,7 @@ def test_z3_is_given_powers_up_to_the_twelfth_and_says_so_past_it(power, asked):
 @pytest.mark.parametrize(("count", "read"), [(1, False), (2, True), (8, True), (9, False)])
 def test_max_and_min_of_scalars_take_two_to_eight(count, read):
     """docs/claims.md: max(e, ...) and min(e, ...) take 2 to 8 scalars; others are refused by count."""
-    assert "`max(e, ...)` and `min(e, ...)` take 2 to 8 scalars." in (
-        Path(__file__).resolve().parents[1] / "docs" / "claims.md"
-    ).read_text(encoding="utf-8")
+    assert "`max(e, ...)` and `min(e, ...)` take 2 to 8 scalars." in docs_words("claims.md")
     for name in ("max", "min"):
         terms = ", ".join(f"epsilon + {m}" for m in range(count))
         found = check(Claim(f"{name}({terms}) >= 0", "layernorm"))

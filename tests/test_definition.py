@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy as sp
+from docs_text import docs_words
 from grids import tiered
 
 import numeric
@@ -686,7 +687,7 @@ def test_a_user_layers_derivatives_scale_as_the_definition_does(function, scale,
 
 def test_a_definition_holds_at_most_four_patterns_and_four_constraints_per_complement():
     """The bounds docs/definitions.md states: four of each are read, a fifth is refused by name."""
-    text = (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
+    text = docs_words("definitions.md")
     assert "at most 4 patterns" in text
     assert "at most 4 `constraints`" in text
     pattern = '[[patterns]]\nvalues = ["-t", "0", "t"]\n'
@@ -707,9 +708,7 @@ def test_a_definition_holds_at_most_four_patterns_and_four_constraints_per_compl
 def test_a_definition_holds_at_most_six_directions():
     """docs/definitions.md's bound: six directions are read (and then checked, here the second found
     no eigenvector), a seventh is refused before any is."""
-    assert "optional, at most 6 candidate eigenvectors" in (ROOT / "docs" / "definitions.md").read_text(
-        encoding="utf-8"
-    )
+    assert "optional, at most 6 candidate eigenvectors" in docs_words("definitions.md")
 
     def directions(count: int) -> str:
         return RMSNORM + "".join(_direction(f"d{m}", f"x[k]**{m + 1}") for m in range(count))
@@ -722,7 +721,7 @@ def test_a_definition_holds_at_most_six_directions():
 
 def test_a_definition_holds_at_most_eight_statistics():
     """docs/definitions.md's bound: eight statistics are read, a ninth is refused naming the count."""
-    assert "required, at most 8, in order" in (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
+    assert "required, at most 8, in order" in docs_words("definitions.md")
 
     def with_statistics(count: int) -> str:
         extra = [f"a{p}" for p in range(3, 3 + count - 1)]

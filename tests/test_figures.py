@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from docs_text import docs_words
 from latex_lines import unbroken
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import MultipleLocator
@@ -385,7 +386,7 @@ def test_the_verification_visits_the_grid_docs_numeric_states(monkeypatch):
     points, and the sizes and epsilon of the Jacobian checks, as run() passes them to each check."""
     from numeric.checks import verify
 
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "numeric.md").read_text(encoding="utf-8").split())
+    text = docs_words("numeric.md")
     assert "t ∈ {−3, −0.8, −0.1, 0, 0.2, 0.7, 3} and ε ∈ {10⁻⁶, 0.04, 0.25, 1, 100}" in text
     assert "at 41 points of [−1, 1] for each of those ε" in text
     assert "at a random x of n ∈ {2, 3, 7, 64} for ε ∈ {10⁻³, 0.25, 1}" in text
@@ -429,9 +430,7 @@ def test_the_verification_checks_j_v_in_three_random_directions(monkeypatch):
     """docs/numeric.md: J v against central differences in three random directions v, each new."""
     from numeric.checks import verify
 
-    assert "in three random directions v" in (Path(__file__).resolve().parents[1] / "docs" / "numeric.md").read_text(
-        encoding="utf-8"
-    )
+    assert "in three random directions v" in docs_words("numeric.md")
     compared = []
 
     def agree(found, expected, **options):

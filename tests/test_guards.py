@@ -9,11 +9,11 @@ import secrets
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy as sp
+from docs_text import docs_words
 from grids import slow
 
 import figures.__main__ as figures_command
@@ -305,7 +305,7 @@ def test_the_feature_counts_sampled_are_every_n_up_to_5_then_8_64_and_768():
     from derivations.symbols import n
 
     assert sampling.grid(n) == tuple(map(sp.Integer, (2, 3, 4, 5, 8, 64, 768)))
-    page = " ".join((Path(__file__).resolve().parent.parent / "docs" / "claims.md").read_text().split())
+    page = docs_words("claims.md")
     assert "n at 2, 3, 4, 5, 8, 64 and 768" in page
 
 
@@ -755,9 +755,8 @@ def test_the_bounded_child_leaves_even_where_os_exit_is_patched(tmp_path, monkey
 def test_the_sampler_compares_at_the_precisions_the_docs_state():
     """docs/claims.md: values compared at 30 significant digits, a small difference again at 60,
     120 and 240; SymPy's working precision up to 3000 digits."""
-    from pathlib import Path
 
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8").split())
+    text = docs_words("claims.md")
     found = re.search(r"compared at (\d+) significant digits.*? again at (\d+), (\d+) and (\d+) digits", text)
     assert found is not None
     assert tuple(int(digits) for digits in found.groups()) == sampling.DIGITS

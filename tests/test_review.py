@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from docs_text import docs_words
 
 import numeric
 from derivations.claims import ClaimError
@@ -596,7 +597,7 @@ def test_a_bold_group_is_read_as_a_vector_only_when_it_holds_one_letter(latex):
 def test_a_document_is_read_up_to_two_million_bytes_over_its_input_files(tmp_path, extra, refused):
     """docs/review.md: at most 2,000,000 bytes over all the files `\\input` brings in; the byte
     past them is refused, named by the file it falls in."""
-    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "review.md").read_text(encoding="utf-8").split())
+    text = docs_words("review.md")
     assert "at most 200 files, and 2,000,000 bytes over all of them" in text
     head = b"\\input{part}\n$a = b$\n"
     (tmp_path / "main.tex").write_bytes(head)

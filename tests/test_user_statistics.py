@@ -10,6 +10,7 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from docs_text import docs_words
 
 import numeric
 from derivations import LAYERS, catalog, definition, quantities
@@ -292,7 +293,7 @@ def test_at_most_eight_statistics_are_introduced_as_the_docs_state(monkeypatch):
     the bound (c4norm needs 2: m2 and m3), and one more than it is refused by name."""
     import derivations.core.layer as layer_module
 
-    text = " ".join((ROOT / "docs" / "definitions.md").read_text(encoding="utf-8").split())
+    text = docs_words("definitions.md")
     assert "(at most 8 besides the layer's own statistics; a layer that needs more is refused)" in text
     assert layer_module.MAX_INTRODUCED == 8
     bare = definition.load(ROOT / "examples" / "c4norm.toml").layer

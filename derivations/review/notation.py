@@ -478,7 +478,7 @@ def _nabla(items: list[str], index: int) -> tuple[int, list[str] | None]:
     if target[:1] and target[0] in _HATS:  # \nabla_x \hat{x}: the accent with its argument
         accented, _ = _group(items, after)
         target = [*target, "{", *accented, "}"]
-    if re.sub(r"\\(mathbf|boldsymbol|bm)\{(\w)\}", r"\2", _flat(target)) in _DIFFERENTIATED:
+    if _flat(_unbold(target)) in _DIFFERENTIATED:
         return index, None  # \nabla_x y: J or J^T, by the paper's layout; left for the grammar to refuse
     return end, ["J"]
 

@@ -660,3 +660,26 @@ def test_a_number_against_a_bound_known_from_below_is_decided_from_the_bounds_si
     """n op AtLeast(1): the bound is at least 1, so 0 < it for certain, 0 > it never, and 5 against
     it is open: decided as the flipped relation of the bound to the number."""
     assert audit.evaluate.relate(fmpq(left), op, AtLeast(fmpq(1))) is want
+
+
+@pytest.mark.parametrize("stem", ["slope_below_kink", "slope_above_kink"])
+def test_a_switch_enclosed_too_loosely_to_step_beside_it_is_not_evaluated(stem, monkeypatch):
+    """Each step beside the switch must be at least 2^20 times the bracket's width: a bracket
+    2^-90 wide leaves the steps 2^-20 and 2^-40 only, fewer than the three a limit needs, and the
+    audit cannot evaluate the slope there (it never steps inside the bracket's margin)."""
+    from derivations.claims.audit import evaluate
+
+    layer = LAYERS["l2norm_clamped"]
+    names = [name for name, (q, item) in quantities.names(layer).items() if q.stem == stem and q.applies(layer, item)]
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 3), t=sp.Rational(7, 5))
+    real = evaluate.kink_bracket
+
+    def loose(*arguments):
+        low, high = real(*arguments)
+        wide = fmpq(1, 2**90)
+        return (high * (1 - wide), high) if stem == "slope_below_kink" else (low, low * (1 + wide))
+
+    monkeypatch.setattr(evaluate, "kink_bracket", loose)
+    for name in names:
+        with pytest.raises(Unknown, match="not enclosed closely enough"):
+            _audited("l2norm_clamped", name, point)

@@ -345,6 +345,17 @@ def test_a_refutation_shows_its_two_sides_apart():
     assert "lhs = 2.0000000, rhs = 4.0000000" in check(Claim("slope_at_zero == 1/epsilon")).detail
 
 
+@pytest.mark.parametrize("layer", ["layernorm_affine", "rmsnorm_affine", "dyt"])
+def test_a_counterexample_holds_the_named_gain_at_its_place(layer):
+    """`gamma` is the gain at the patterns' coordinate (gamma[2]): a claim on it over a general x is
+    refuted with that entry in the gain shown, not a gain of all gamma_max (which was withdrawn)."""
+    verdict = check(Claim("gamma >= 0", layer=layer))
+    assert verdict.verdict == "refuted", verdict.detail
+    example = verdict.counterexample
+    assert example["gain"][2] == example["gamma"] < 0  # recomputed: the claim fails there
+    assert max(map(abs, example["gain"])) == example.get("gamma_max", abs(example["gamma"]))
+
+
 def test_a_constant_response_counterexample_is_the_constant_input():
     verdict = check(Claim("constant_response == 0", layer="rmsnorm"))
     assert verdict.verdict == "refuted"

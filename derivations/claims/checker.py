@@ -924,7 +924,7 @@ def _witness(point: dict, inputs: sampling.Explicit | None, domain: Domain) -> a
     witness = audit.Point(n=size, epsilon=named.get("epsilon"), t=named.get("t"))
     _witness_input(witness, named, inputs, domain)
     if witness.gain is None and any(layer.parameters for layer in domain.layers):
-        _witness_gains(witness, named, entries, domain)
+        _witness_gains(witness, named, entries)
     scalars = [str(symbol) for layer in domain.layers for _, symbol in layer.scalars]
     for name in [*scalars, *(name for name in domain.usage.scalars if name in FREE_SCALARS)]:
         if name in named:
@@ -953,18 +953,15 @@ def _witness_input(
         witness.x = exact_input(named, witness.n)
 
 
-def _witness_gains(witness: audit.Point, named: dict[str, Any], entries: dict[str, Any], domain: Domain) -> None:
-    """Set the counterexample's gain and bias from the point: every gain the largest |gamma_i|
-    (gamma_max, else |gamma[c]|, else 1) but gamma[c] at the pattern's coordinate c (0 for a
-    general x), and each bias beta[m] (else 0)."""
+def _witness_gains(witness: audit.Point, named: dict[str, Any], entries: dict[str, Any]) -> None:
+    """Set the counterexample's gain and bias from the point: each gain entry gamma[m] the point
+    fixes at its place m, every other gain the largest |gamma_i| (gamma_max, else the largest
+    |gamma[m]| fixed, else 1), and each bias beta[m] (else 0)."""
     size = witness.n
-    coordinate = domain.pattern.coordinate if domain.pattern is not None else 0
-    gain = entries.get(f"gamma[{coordinate}]")
+    gains = {m: entries[f"gamma[{m}]"] for m in range(size) if f"gamma[{m}]" in entries}
     largest = named.get("gamma_max")
-    fill = largest if largest is not None else (abs(gain) if gain is not None else sp.Integer(1))
-    witness.gain = [fill] * size
-    if gain is not None and coordinate < size:
-        witness.gain[coordinate] = gain
+    fill = largest if largest is not None else max((abs(value) for value in gains.values()), default=sp.Integer(1))
+    witness.gain = [gains.get(m, fill) for m in range(size)]
     witness.bias = [entries.get(f"beta[{m}]", sp.Integer(0)) for m in range(size)]
 
 

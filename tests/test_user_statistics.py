@@ -304,3 +304,18 @@ def test_at_most_eight_statistics_are_introduced_as_the_docs_state(monkeypatch):
     monkeypatch.setattr(layer_module, "MAX_INTRODUCED", 1)
     with pytest.raises(DerivationError, match=r"its derivations need more than 1 statistics besides its own"):
         closed(base, mu)
+
+
+def test_the_mean_a_layer_without_a_centre_needs_is_the_first_power_mean(tmp_path):
+    """(x + 1)/sqrt(r + epsilon): its second moment needs mean(x), a power sum of degree 1, which is
+    introduced as the power mean r1 (as x**6 gives r6), not as a mean of an arbitrary summand (z)."""
+    path = tmp_path / "shiftnorm.toml"
+    path.write_text(
+        'key = "shiftnorm"\ntitle = "Shifted"\noutput = "(x[i] + 1) / sqrt(r + epsilon)"\n'
+        '[statistics]\nr = "mean(x[j]**2)"\n',
+        encoding="utf-8",
+    )
+    layer = definition.load(path).layer
+    (mean,) = (stat for stat in layer.statistics if stat.introduced)
+    assert (str(mean.symbol), mean.summand, mean.introduced) == ("r1", x[j], "the second moment")
+    assert "power mean" in mean.meaning

@@ -933,6 +933,8 @@ def test_a_power_of_a_sum_is_expanded_up_to_a_thousand_terms_and_refused_past_th
     refused = check(Claim(f"{base}**10 >= 0", layer="layernorm"))
     assert refused.verdict == "error"
     assert refused.detail == "the power at column 1 would expand to more than 1000 terms; state the claim without it"
+    # At the largest exponent a claim may write, 64: three terms give C(66, 2) = 2145, refused too.
+    assert check(Claim("(t + epsilon + 1)**64 >= 0", layer="layernorm")).detail == refused.detail
 
 
 @pytest.mark.parametrize(

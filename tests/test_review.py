@@ -191,6 +191,13 @@ def test_a_macro_s_optional_argument_given_or_not_leaves_the_next_argument_read(
     assert document.expand(f"{used} = 1", macros) == f"{expanded} = 1"
 
 
+@pytest.mark.parametrize(("used", "expanded"), [("\\s{\\{a\\}}", "S(\\{a\\})"), ("\\s{a\\,}", "S(a\\,)")])
+def test_a_macro_argument_ends_at_its_own_brace_past_an_escaped_one(used, expanded):
+    """An escaped brace (\\{, \\}) or a one-character command (\\,) just before the closing brace
+    is part of the argument: the brace that closes it is the next one, not skipped with it."""
+    assert document.expand(f"{used} = 1", {"s": (1, "S(#1)", None)}) == f"{expanded} = 1"
+
+
 def test_a_macro_expanding_forever_is_named_with_its_file_and_line(tmp_path):
     (tmp_path / "main.tex").write_text("\\newcommand{\\a}{\\b}\\newcommand{\\b}{\\a}\nText.\n\\[ \\a = 1 \\]\n")
     with pytest.raises(document.DocumentError, match=r"^main\.tex:3: macro \\a expands without end"):

@@ -130,6 +130,8 @@ _EXPRESSIONS = {
     "dot(g, J @ v)": lambda h, g, v: g @ h["J"] @ v,
     "norm(diag(g) @ v)": lambda h, g, v: np.linalg.norm(g * v),
     "trace(J)": lambda h, g, v: np.trace(h["J"]),
+    "trace(3 * J)": lambda h, g, v: 3 * np.trace(h["J"]),
+    "sum(2 * y)": lambda h, g, v: 2 * np.sum(h["y"]),
     "sum(y)": lambda h, g, v: np.sum(h["y"]),
     "dot(c, c) / n": lambda h, g, v: np.mean(h["c"] ** 2),
     "norm(y)": lambda h, g, v: np.linalg.norm(h["y"]),

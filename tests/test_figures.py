@@ -310,7 +310,7 @@ def test_reference_lines_are_drawn_thinner_than_every_curve_of_their_axes(module
 @pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
 def test_every_panel_with_its_labels_lies_within_the_figure_and_apart_from_its_title(module):
     """Nothing is cut off at the figure's edge (each panel measured with its ticks, labels, legend
-    and heading), and the figure's title crosses no panel."""
+    and heading, and each line of text the figure holds), and the title and subtitle cross no panel."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     figure = module.draw()
@@ -324,6 +324,13 @@ def test_every_panel_with_its_labels_lies_within_the_figure_and_apart_from_its_t
     title = figure._suptitle
     assert title is not None
     assert not any(title.get_window_extent(renderer).overlaps(axes.get_window_extent(renderer)) for axes in figure.axes)
+    # A subtitle (figure text) lies within the figure too, under the title and above the panels.
+    for text in (text for text in figure.texts if text is not title):
+        box = text.get_window_extent(renderer)
+        assert edge.x0 <= box.x0 <= box.x1 <= edge.x1, text.get_text()
+        assert edge.y0 <= box.y0 <= box.y1 <= edge.y1, text.get_text()
+        assert not box.overlaps(title.get_window_extent(renderer)), text.get_text()
+        assert not any(box.overlaps(axes.get_window_extent(renderer)) for axes in figure.axes), text.get_text()
 
 
 @pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)

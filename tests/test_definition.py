@@ -340,6 +340,11 @@ BAD_FILES = [
     (_output('"x / sqrt(r + epsilon)"'), "output: 'x' at column 1 is a vector: write its entry, x[i]"),
     (_statistics('r = "mean(x**2)"'), "statistics.r: 'x' at column 1 is a vector: write its entry, x[j]"),
     (_statistics('r = "x[j]**2"'), "statistics.r: x enters a statistic through a mean over its entries: write x[j]"),
+    # A max of a statistic is no max over the entries: the x[j] after it is what is wrong.
+    (
+        _statistics('r = "mean(x[j]**2)"\nz = "max(r, 1) * x[j]"'),
+        "statistics.z: x enters a statistic through a mean over its entries: write x[j]",
+    ),
     (_output('"x[j] / sqrt(r + epsilon)"'), "output: subscript 'x[j]'"),
     (_output('"r / sqrt(r + epsilon)"'), "output: must use x[i]"),
     (_output('"x[i] / sqrt(r)"'), "output: must use epsilon"),

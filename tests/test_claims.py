@@ -356,6 +356,19 @@ def test_a_counterexample_holds_the_named_gain_at_its_place(layer):
     assert max(map(abs, example["gain"])) == example.get("gamma_max", abs(example["gamma"]))
 
 
+@pytest.mark.parametrize(("root", "low"), [("3", 3), ("10**6", 10**6)])
+def test_a_symbol_whose_range_excludes_zero_is_not_given_a_sign(root, low):
+    """t**2 > 1 leaves t nonzero, of either sign: z3 is told t != 0, never t < 0 (under which this
+    product of two negative factors would be proved). The claim fails only between the two roots,
+    10**-9 apart, where no sampled t falls: z3's point is the refutation, recomputed here exactly."""
+    verdict = check(Claim(f"(t - {root})*(t - {root} - 10**(-9)) >= 0", assumptions=("t**2 > 1",)))
+    assert verdict.verdict == "refuted", verdict.detail
+    t = verdict.witness.t  # the point exactly, as z3 gave it
+    assert float(t) == verdict.counterexample["t"]
+    assert t**2 > 1
+    assert (t - low) * (t - low - sp.Rational(1, 10**9)) < 0
+
+
 def test_a_constant_response_counterexample_is_the_constant_input():
     verdict = check(Claim("constant_response == 0", layer="rmsnorm"))
     assert verdict.verdict == "refuted"

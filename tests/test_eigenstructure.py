@@ -126,12 +126,13 @@ DIRECT_LAYERS = [key for key in SYMMETRIC_LAYERS if not LAYERS[key].subsets]
 
 
 @pytest.mark.parametrize("key", DIRECT_LAYERS)
-@pytest.mark.parametrize("size", [2, 3, 8, 64])
+@pytest.mark.parametrize("size", [2, 3, 8, 64, 129])
 def test_the_direct_jacobian_agrees_with_the_rescaled_one_and_knows_where_it_is_not_safe(key, size, rng):
     """`_assemble.direct` takes rows at a safe scale in a few NumPy calls; the general path
     rescales each row first.  On safe rows they agree to rounding; rows that are not safe (far
     from epsilon's scale, a large offset, a vanishing direction) are flagged, and the public
-    Jacobian of a batch mixing both agrees with each row taken alone."""
+    Jacobian of a batch mixing both agrees with each row taken alone.  Past 128 entries
+    (`PRODUCT`) the direct path adds its rank-one updates one outer product each."""
     from numeric.kernels import assemble as _assemble
 
     layer = module(key).LAYER

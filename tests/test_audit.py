@@ -685,3 +685,14 @@ def test_a_switch_enclosed_too_loosely_to_step_beside_it_is_not_evaluated(stem, 
     for name in names:
         with pytest.raises(Unknown, match="not enclosed closely enough"):
             _audited("l2norm_clamped", name, point)
+
+
+@pytest.mark.parametrize("value", [fmpq(1), fmpq(10**10), fmpq(1, 10**10)])
+def test_two_sides_agree_to_2_to_the_minus_180_of_the_larger_side_or_of_1(value):
+    """An equation's or a tie's two sides agree (54 digits) where their balls overlap and the gap's
+    radius is under 2**-180 times max(|side|, 1): three quarters of it agree, twice it does not."""
+    with audit.precision():
+        unit = arb(2) ** -180 * max(arb(value), arb(1))
+        assert numbers.agree(arb(arb(value), unit * 3 / 4), value)
+        assert numbers.agree(value, arb(arb(value), unit * 3 / 4))
+        assert not numbers.agree(arb(arb(value), unit * 2), value)

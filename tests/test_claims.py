@@ -369,6 +369,20 @@ def test_a_symbol_whose_range_excludes_zero_is_not_given_a_sign(root, low):
     assert (t - low) * (t - low - sp.Rational(1, 10**9)) < 0
 
 
+@pytest.mark.parametrize(
+    ("text", "how"),
+    [
+        ("sum(layernorm(x)) == 1", "numeric.layernorm.forward"),  # a layer called by its key
+        ("y(2 * x) == 2 * y(x)", "numeric.layernorm.forward"),  # the claim's own layer, as y
+        ("sqrt(abs(response)) < 1", "numeric.layernorm.response(t, epsilon)"),  # functions, not layers
+    ],
+)
+def test_a_refutation_naming_a_layer_or_a_function_is_confirmed_numerically(text, how):
+    verdict = check(Claim(text), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    assert f"confirmed numerically ({how})" in verdict.detail
+
+
 def test_a_constant_response_counterexample_is_the_constant_input():
     verdict = check(Claim("constant_response == 0", layer="rmsnorm"))
     assert verdict.verdict == "refuted"
@@ -900,6 +914,7 @@ def test_latex_reads_the_new_functions():
     ("text", "engines"),
     [
         ("spectral_norm <= 1/sqrt(epsilon)", "z3 agrees: engines SymPy and z3"),
+        ("abs(t - 1/2) >= 0", "z3 agrees: engines SymPy and z3"),  # |u| of u of either sign, to z3
         ("exp(-slope_at_zero) > 0", "z3 not asked (outside its fragment: exp"),
         ("J @ ones == 0", "z3 not asked (it takes scalars in the statistics)"),
     ],

@@ -253,6 +253,9 @@ def test_operators_without_parentheses_the_zero_vector_and_expectations_are_read
     )
     assert _fitted(r"2 [t + 1]", r"2t + 2") == "2 * (t + 1) == 2 * t + 2"
     assert _fitted(r"\mathbb{E}\left[\mathrm{LN}(x)\right]", "0") == "sum(y) / n == 0"
+    # An expectation's subscript (the variable it averages over) is read past, whole.
+    assert _fitted(r"\mathbb{E}_{i}[\mathrm{LN}(x)]", "0") == "sum(y) / n == 0"
+    assert _fitted(r"\mathbb{E}_i[x_i]", r"\mu") == "mean(x) == mean(x)"
     assert _fitted(r"\mathrm{Var}\left[x\right]", r"\sigma^2") == "q == q"
 
 

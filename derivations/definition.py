@@ -649,7 +649,7 @@ def _pattern(field: str, number: int, entry: object, suffixes: set[str]) -> Patt
         raise DefinitionError(f"{field}.coordinate: must be an integer from 0 to {len(values) - 1} (0 is the first)")
     suffix = entry.get("suffix", "" if number == 0 else f"_pattern{number}")
     if not isinstance(suffix, str) or not re.fullmatch(r"(_[a-z0-9]+)*", suffix) or len(suffix) > 20:
-        raise DefinitionError(f'{field}.suffix: must be empty or like "_uniform"')
+        raise DefinitionError(f'{field}.suffix: must be empty or like "_uniform", of at most 20 characters')
     if suffix in suffixes:
         raise DefinitionError(f"{field}.suffix: {suffix!r} is used by an earlier pattern")
     if not any(value.has(t) for value in parsed):

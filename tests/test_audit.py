@@ -696,3 +696,15 @@ def test_two_sides_agree_to_2_to_the_minus_180_of_the_larger_side_or_of_1(value)
         assert numbers.agree(arb(arb(value), unit * 3 / 4), value)
         assert numbers.agree(value, arb(arb(value), unit * 3 / 4))
         assert not numbers.agree(arb(arb(value), unit * 2), value)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_limit_toward_an_infinity_is_taken_on_that_infinity_s_side(sign):
+    """The response on (-t, 0, t) is t / sqrt(2 t**2 / 3 + epsilon), odd in t: toward oo it tends to
+    sqrt(3/2), toward -oo to -sqrt(3/2), taken at t = sign * 2**step (not at 2**step + sign)."""
+    infinity = "oo" if sign > 0 else "-oo"
+    claimed = audit.Claimed(f"limit(response, t, {infinity}) == 0", "layernorm", (), ())
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 3))
+    with audit.precision():
+        found = ball(audit.evaluate.Evaluator("layernorm", point, claimed.pattern).value(claimed.tree.left))
+    assert abs(float(found.mid()) - sign * np.sqrt(1.5)) < 1e-12, found

@@ -925,6 +925,15 @@ def test_a_proof_says_which_engines_agreed(text, engines):
     assert engines in found.detail
 
 
+def test_a_proof_by_cases_in_n_takes_only_the_n_the_assumptions_admit():
+    """The spectral norm is a case apart at n = 2; under n >= 3 that case is no part of the proof:
+    SymPy proves the one case left (it failed when n = 2 was kept, and z3 alone decided)."""
+    found = check(Claim("spectral_norm == 1/s", assumptions=("n >= 3",)))
+    assert found.verdict == "proved", found.detail
+    assert "n >= 3: both sides are the same expression; z3 agrees" in found.detail
+    assert "n = 2" not in found.detail
+
+
 @pytest.mark.parametrize(
     ("status", "engines"),
     [

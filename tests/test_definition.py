@@ -393,6 +393,8 @@ BAD_FILES = [
     ),
     (MINIMAL + "[[patterns]]\nvalues = [1, 2]\n", "patterns[0].values[0]: must be a string"),
     (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\ncoordinate = 5\n', "patterns[0].coordinate"),
+    (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\nsuffix = "_ab-c"\n', "patterns[0].suffix: must be empty or like"),
+    (MINIMAL + f'[[patterns]]\nvalues = ["t", "t"]\nsuffix = "_{"a" * 20}"\n', "of at most 20 characters"),
     (MINIMAL + '[[directions]]\nname = "x"\nentry = "q[k]"\n', "directions[0].entry: subscript 'q[k]'"),
     ("key = \n", "not valid TOML"),
     (b'key = "caf\xe9"\n', "not UTF-8"),
@@ -645,6 +647,10 @@ def test_a_pattern_of_two_values_without_a_coordinate_takes_the_last_one():
     # The same as the coordinate written out.
     written = definition.loads(source.replace('"2*t"]\n', '"2*t"]\ncoordinate = 1\n')).layer.patterns[0]
     assert (written.values, written.coordinate) == (pattern.values, pattern.coordinate)
+    # A suffix names the pattern's quantities: at most 20 characters (docs/definitions.md).
+    longest = "_" + "a" * 19
+    second = f'{source}[[patterns]]\nvalues = ["t", "t"]\nsuffix = "{longest}"\n'
+    assert definition.loads(second).layer.patterns[1].suffix == longest
 
 
 @pytest.mark.parametrize("function", ["jacobian", "eigenvalues", "spectral_norm", "vjp", "jvp"])

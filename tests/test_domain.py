@@ -405,3 +405,14 @@ def test_a_division_by_zero_at_n_2_leaves_n_2_out_of_the_quantifier(text):
     found = check(Claim(text, "layernorm"))
     assert found.verdict == "proved", found.detail
     assert found.quantifier.endswith("where n - 2 != 0"), found.quantifier
+
+
+def test_a_set_of_n_whose_emptiness_cannot_be_told_is_never_called_empty():
+    """The vacuous verdict needs the set of n to be known empty: a Range SymPy cannot size (its end
+    symbolic, `size` raises ValueError) is not, and neither is a set whose is_empty is None."""
+    from derivations.claims import domain
+
+    end = sp.Symbol("a", integer=True)
+    assert domain._no_integer(sp.Range(2, end)) is False
+    assert domain._no_integer(sp.Range(2, 2)) is True
+    assert domain._no_integer(sp.Range(2, 5)) is False

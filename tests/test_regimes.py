@@ -8,6 +8,7 @@ import sympy as sp
 
 import numeric
 from derivations import LAYERS, DerivationError, quantities
+from derivations.core.layer import Pattern
 from derivations.derive import response
 from derivations.derive.regimes import jump, kink
 from derivations.symbols import epsilon, g_s, i, k, norm_x, t, x
@@ -288,7 +289,8 @@ def test_claims_about_the_clamped_layers(text, layer, verdict, says):
 
 def test_a_case_missing_from_a_stated_form_or_a_pattern_is_a_derivation_error():
     """Nothing silently picks a case: a form stated for one regime of two, or a point where no
-    regime's condition holds, is refused by name (not an IndexError from an empty match)."""
+    regime's condition holds, or a pattern that never meets the boundary, is refused by name (not an
+    IndexError or ValueError from an empty match)."""
     from derivations import DerivationError
     from derivations.derive import regimes
 
@@ -298,6 +300,10 @@ def test_a_case_missing_from_a_stated_form_or_a_pattern_is_a_derivation_error():
         regimes._by_regime(layer, sp.Piecewise((sp.Integer(1), first.condition)), "slope")
     with pytest.raises(DerivationError, match="no single regime holds"):
         regimes._regime_at(layer, layer.patterns[0], epsilon / sp.sqrt(2))  # on the kink: neither holds
+    # A pattern that never meets the boundary (a fixed input, free of t) has no kink to take.
+    fixed = Pattern((sp.Integer(1), sp.Integer(1)), 1)
+    with pytest.raises(DerivationError, match=r"meets .* at \|t\| in \[\], not once"):
+        regimes.kink(layer, fixed)
 
 
 @pytest.mark.parametrize("key", ["l2norm_clamped", "scalenorm"])

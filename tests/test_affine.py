@@ -88,3 +88,15 @@ def test_layers_without_parameters_refuse_them():
         layernorm.forward(np.arange(3.0), 0.1, np.ones(3))
     with pytest.raises(ValueError, match="gain is not a parameter"):
         layernorm.jacobian(np.arange(3.0), 0.1, gain=np.ones(3))
+
+
+@pytest.mark.parametrize("size", [2, 5])
+def test_the_hessian_product_is_the_bases_at_the_gain_times_dy_bit_for_bit(size, rng):
+    """H(g) = H_LN(gain g), proved: numeric takes it down LayerNorm's own path (its eigen
+    directions, the explicit form at n = 2), so at n = 2 with q >> epsilon, where the symbolic-n
+    form cancels, the affine product keeps LayerNorm's digits; the same bits at n = 5."""
+    for x, eps in [(rng.standard_normal(size), 1e-200), (rng.standard_normal(size), 0.3)]:
+        gain, bias = _parameters(rng, size)
+        dy, v = rng.standard_normal((2, size))
+        found = layernorm_affine.hvp(x, eps, dy, v, gain=gain, bias=bias)
+        np.testing.assert_array_equal(found, layernorm.hvp(x, eps, gain * dy, v))

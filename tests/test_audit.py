@@ -708,3 +708,36 @@ def test_a_limit_toward_an_infinity_is_taken_on_that_infinity_s_side(sign):
     with audit.precision():
         found = ball(audit.evaluate.Evaluator("layernorm", point, claimed.pattern).value(claimed.tree.left))
     assert abs(float(found.mid()) - sign * np.sqrt(1.5)) < 1e-12, found
+
+
+def test_the_slope_beside_a_switch_is_taken_on_its_own_side():
+    """Clamped L2 normalization is x / eps below its kink and x / |x| above it: along both patterns
+    the audit's slope below the kink is 1/eps and above it 0, the derived values.  Stepping out of
+    the bracket on the wrong side would give each the other's."""
+    layer = LAYERS["l2norm_clamped"]
+    point = audit.Point(n=3, epsilon=sp.Rational(1, 3), t=sp.Rational(7, 5))
+    taken = {}
+    for name, (quantity, item) in quantities.names(layer).items():
+        if quantity.stem in ("slope_below_kink", "slope_above_kink") and quantity.applies(layer, item):
+            found, derived = _audited("l2norm_clamped", name, point), _derived("l2norm_clamped", name, point)
+            assert abs(float(found.mid()) - float(derived)) < 1e-12, (name, found, derived)
+            taken[name] = float(derived)
+    assert taken == {
+        "slope_below_kink": 3.0,
+        "slope_below_kink_uniform": 3.0,
+        "slope_above_kink": 0.0,
+        "slope_above_kink_uniform": 0.0,
+    }
+
+
+def test_a_refutation_through_a_limit_says_the_audit_took_the_limit_numerically():
+    """A limit is taken by values tending to its point, which is not rigorous: the audit's
+    confirmation says so for a limit, and not for the same kind of claim without one."""
+    through_limit = check(Claim('limit(slope, t, 0, "+") == 1/epsilon', "layernorm"))
+    assert through_limit.verdict == "refuted", through_limit.detail
+    assert "the independent audit confirms it" in through_limit.detail
+    assert "a limit, a derivative or an eigenvalue evaluated numerically" in through_limit.detail
+    exact = check(Claim("slope_at_zero == 1/epsilon", "layernorm"))
+    assert exact.verdict == "refuted", exact.detail
+    assert "the independent audit confirms it there in ball arithmetic (false there)" in exact.detail
+    assert "evaluated numerically" not in exact.detail

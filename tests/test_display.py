@@ -198,6 +198,19 @@ def test_a_formulas_repr_is_one_line():
     assert repr(Formulas()) == "<Formulas of no layer (0)>"
 
 
+@pytest.mark.parametrize("relation", [sp.Eq, sp.Le, sp.Lt, sp.Ge, sp.Gt, sp.Ne])
+def test_a_formulas_repr_shows_its_own_relation(relation):
+    """Only an equation's == is shown as =; every other relation (a user's formula may state any)
+    keeps its own sign."""
+    from derivations.core.formula import Established
+
+    q = sp.Symbol("q", positive=True)
+    statement = relation(sp.Symbol("lhs"), 1 / sp.sqrt(q))
+    shown = repr(Formula("bound", "", statement, (), Established.ALL_N, "", "", "test"))
+    sign = "=" if relation is sp.Eq else statement.rel_op
+    assert shown == f"<Formula test.bound {sign} 1/sqrt(q)>"
+
+
 # --- numeric ---------------------------------------------------------------------------------------
 
 

@@ -148,6 +148,17 @@ def test_the_notation_splits_chains_and_names_foreign_symbols():
     assert foreign(canonical(r"\mathrm{LN}(x) = \hat{x}", Notation())) == []
 
 
+@pytest.mark.parametrize(
+    ("word", "known"),
+    [("slope\\_at\\_zero", True), ("spectral\\_norm", True), ("Foo\\_Bar", False), ("w\\_2", False), ("relu", False)],
+)
+def test_a_word_of_small_letters_joined_by_underscores_is_a_quantity_s_name(word, known):
+    """A word in \\mathrm of small letters and underscores names a quantity the checker reads (it
+    says which when the claim is fitted); capitals or a digit, or no underscore, make it the paper's own."""
+    latex = canonical(rf"\mathrm{{{word}}} \le 1", Notation())
+    assert foreign(latex) == ([] if known else [f"\\mathrm{{{word.replace(chr(92), '')}}}"])
+
+
 BAD = {
     "binary": b"\x00\x01\x02\\begin{document}",
     "empty": b"   \n",

@@ -16,6 +16,7 @@ import sympy as sp
 import numeric
 from derivations import LAYERS, Formula, Formulas, formula, formulas
 from derivations.claims import Claim, Verdict, check, checker
+from derivations.core.formula import REPR
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,6 +53,7 @@ def test_a_verdicts_repr_escapes_control_characters_and_is_cut_to_one_line():
     assert one_line(shown), shown
     assert "\\n\\x1b[31m" in shown
     assert shown.endswith("...>")
+    assert len(shown) == REPR + len(": >")  # the head and the claim share its 100 characters
     assert one_line(repr(verdict.claim)), repr(verdict.claim)
 
 
@@ -313,6 +315,20 @@ def test_a_verdict_echoes_at_most_the_claim_languages_length_of_its_claim():
     shown = verdict_text(check(Claim(text, "layernorm")))
     assert shown.startswith("[claim] error: norm(y) <= 1+1")
     assert len(shown.splitlines()[0]) < ECHOED + 40
+
+
+def test_a_verdict_echoes_a_claim_of_the_languages_longest_whole_and_cuts_a_longer_one():
+    """The claim language takes up to MAX_LENGTH characters: a claim that long is echoed whole in
+    its verdict, one a character longer (an error verdict) is cut to that many, ending in ..."""
+    from derivations.claims.language import MAX_LENGTH
+    from derivations.claims.render import verdict_text
+
+    for size, cut in ((MAX_LENGTH, False), (MAX_LENGTH + 1, True)):
+        text = "norm(y) <= " + "1" * (size - len("norm(y) <= "))
+        echoed = verdict_text(Verdict(Claim(text, "layernorm"), "error", "")).splitlines()[0]
+        claim = echoed.removeprefix("[claim] error: ").removesuffix("  [layernorm]")
+        assert claim == (text[: MAX_LENGTH - 3] + "..." if cut else text)
+        assert len(claim) == MAX_LENGTH
 
 
 def test_html_inline_escapes_the_text_around_every_code_span():

@@ -147,6 +147,24 @@ def test_limits_are_two_sided_and_pointwise(expr, variable, point, value, missin
     assert len(lost) == missing
 
 
+@pytest.mark.parametrize(
+    ("body", "side", "at_root", "elsewhere"),
+    [
+        (t / (t + gamma_max - 1), TWO_SIDED, 1, 0),  # a reciprocal: 1/(t + g - 1)
+        (sp.sqrt((gamma_max - 1) ** 2 + t**2) / t, RIGHT, 1, sp.oo),  # a root: sqrt(...)
+    ],
+)
+def test_a_root_of_a_denominator_or_radicand_away_from_zero_is_a_case_of_its_own(body, side, at_root, elsewhere):
+    """At gamma_max = 1 the body's reciprocal, or its square root, loses its constant term at
+    t = 0, and the limit there differs from the limit at every other gamma_max: the root is
+    found as a case (a sign case finds only gamma_max = 0)."""
+    found, lost = take(Lim(body, t, sp.Integer(0), side))
+    assert not lost
+    assert found.subs(gamma_max, 1) == at_root
+    assert found.subs(gamma_max, 3) == elsewhere
+    assert found.subs(gamma_max, sp.Rational(1, 2)) == elsewhere
+
+
 def test_one_sided_limits_that_differ_by_a_symbol_that_may_be_zero_are_undecided():
     """q |t|/t tends to q from the right and -q from the left: they agree at q = 0 (where the limit
     is 0) and differ elsewhere, so neither "no limit" nor a value holds for every q."""
@@ -416,3 +434,19 @@ def test_a_set_of_n_whose_emptiness_cannot_be_told_is_never_called_empty():
     assert domain._no_integer(sp.Range(2, end)) is False
     assert domain._no_integer(sp.Range(2, 2)) is True
     assert domain._no_integer(sp.Range(2, 5)) is False
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (sp.Range(3, sp.oo), "n >= 3"),
+        (sp.FiniteSet(4), "n = 4"),
+        (sp.Range(4, 5), "n = 4"),
+        (sp.Range(2, 6), "2 <= n <= 5"),
+        (sp.FiniteSet(2, 5, 9), "n in {2, 5, 9}"),
+    ],
+)
+def test_a_set_of_feature_counts_is_said_as_a_verdict_says_it(where, said):
+    from derivations.claims.proof import describe_n
+
+    assert describe_n(where) == said

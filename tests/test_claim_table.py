@@ -348,6 +348,25 @@ def test_a_division_that_may_vanish_is_in_the_quantifier():
     assert check(Claim("t/t == 1")).quantifier == "for all t, where t != 0"
 
 
+@pytest.mark.parametrize(
+    ("text", "assumptions", "quantifier"),
+    [
+        ("n >= 30", ("n >= 30",), "for all n >= 30"),
+        ("n*epsilon > 0", ("n <= 4",), "for all epsilon > 0, 2 <= n <= 4"),
+        ("n*epsilon > 0", (), "for all epsilon > 0, n >= 2"),
+        ("q >= 0", ("n <= 4",), "for all x in R^n, 2 <= n <= 4, epsilon > 0"),
+        # An assumption relating n to another symbol is no range of n: it is shown.
+        ("q + 3 <= n", ("n >= q + 3",), "for all x in R^n, n >= 2, epsilon > 0, n >= q + 3"),
+    ],
+)
+def test_a_verdict_says_the_range_of_n_it_quantified_over(text, assumptions, quantifier):
+    """n's range is in the quantifier whichever symbols a claim names, once: "proved for all n"
+    under n >= 30 said less than was checked, and a proof under n >= q + 3 was shown for all x."""
+    verdict = check(Claim(text, "layernorm", assumptions))
+    assert verdict.verdict == "proved", verdict.detail
+    assert verdict.quantifier == quantifier
+
+
 def test_an_even_root_needs_a_nonnegative_radicand_and_an_odd_root_does_not():
     """An even root b**(1/2) needs b >= 0 (derivations/claims/definedness.py); an odd root (1/3, 3/5) is
     real for every b, and excludes nothing."""

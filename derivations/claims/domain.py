@@ -891,8 +891,9 @@ def _quantifier(domain: Domain, key: str) -> str:
     free = domain.free
     if not free:
         return "(a statement about numbers)" + tail
-    positive = [eps] if "epsilon" in free and eps else []
-    return f"for all {', '.join(free)}{''.join(', ' + p for p in positive)}{tail}"
+    # n's range and epsilon's are said with them, as above (the assumptions on n alone are left out of the tail).
+    said = {"n": describe_n(domain.n_set), "epsilon": eps or "epsilon"}
+    return f"for all {', '.join(said.get(name, name) for name in free)}{tail}"
 
 
 def _ranges(domain: Domain, key: str) -> list[str]:
@@ -912,7 +913,7 @@ def _ranges(domain: Domain, key: str) -> list[str]:
 def _assumptions_shown(domain: Domain) -> str:
     """The assumptions the quantifier does not already say, the pattern's values they use, and
     the exclusions: ", ..." to follow it."""
-    shown = [a.text for a in domain.assumptions if not a.text.replace(" ", "").startswith(("n>=", "n==", "d>="))]
+    shown = [a.text for a in domain.assumptions if not _said_by_a_range(a)]
     shown = [a for a in shown if not (a.replace(" ", "").startswith("epsilon==") and epsilon in domain.fixed)]
     shown = [a for a in shown if a.replace(" ", "") not in ("epsilon>=0", "0<=epsilon")]  # said by "epsilon >= 0"
     tail = "".join(f", {a}" for a in shown)
@@ -926,6 +927,13 @@ def _assumptions_shown(domain: Domain) -> str:
     if domain.exclusions:
         tail += ", where " + " and ".join(domain.excluded)
     return tail
+
+
+def _said_by_a_range(assumption: Assumption) -> bool:
+    """Whether the quantifier's range of n (or of d) already says an assumption: one on that
+    symbol alone.  One relating it to another symbol (n >= q + 3) is shown."""
+    names = {symbol.name for symbol in getattr(assumption.relation, "free_symbols", set())}
+    return names in ({"n"}, {"d"})
 
 
 def _assumed(domain: Domain) -> list[sp.Basic]:

@@ -268,6 +268,24 @@ def test_a_silent_value_is_an_infinite_error_at_its_point(monkeypatch, silent, p
     assert not found.ok
 
 
+@pytest.mark.parametrize("lost", [np.inf, np.nan])
+def test_every_lost_vector_in_the_grid_is_counted(monkeypatch, lost):
+    """A forward pass that loses every row (inf or NaN where the true value is finite) is counted
+    at each point of the vector grid, and is the worst error."""
+    layer = facade("layernorm")
+    forward = layer.forward
+
+    def failing(x, eps, *args):
+        return np.full_like(np.asarray(forward(x, eps, *args), dtype=np.float64), lost)
+
+    monkeypatch.setattr(layer, "forward", failing)
+    found = accuracy.vector("layernorm", "forward", np.float64, np.array([-3, 0, 3]), np.array([1e-5, 1.0]))
+    assert found.points > 1
+    assert found.silent == found.points
+    assert found.worst == np.inf
+    assert not found.ok
+
+
 def _stated() -> str:
     """docs/accuracy.md's guarantee, in one line: the ranges its grids are said to reach."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8")

@@ -450,3 +450,17 @@ def test_a_set_of_feature_counts_is_said_as_a_verdict_says_it(where, said):
     from derivations.claims.proof import describe_n
 
     assert describe_n(where) == said
+
+
+def test_a_limit_in_epsilon_toward_zero_is_taken_from_above():
+    """epsilon > 0: limit(e, epsilon, 0) is the limit from the right, decided as that one is;
+    from the left it is refused with the reason."""
+    for text in (
+        "limit(slope_at_zero * sqrt(epsilon), epsilon, 0)",
+        'limit(slope_at_zero * sqrt(epsilon), epsilon, 0, "+")',
+    ):
+        assert check(Claim(f"{text} == 1", layer="layernorm")).verdict == "proved"
+        assert check(Claim(f"{text} == 2", layer="layernorm")).verdict == "refuted"
+    left = check(Claim('limit(slope_at_zero * sqrt(epsilon), epsilon, 0, "-") == 1', layer="layernorm"))
+    assert left.verdict == "error"
+    assert "epsilon tends to 0 from above only (epsilon > 0)" in left.detail

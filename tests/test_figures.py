@@ -183,6 +183,11 @@ def test_conventions_legend_carries_each_derived_slope_at_zero():
     labels = [text.get_text() for legend in legends for text in legend.get_texts()]
     assert any(label.startswith("layernorm_std_eps: slope at 0 = $\\dfrac{1}{\\varepsilon}$") for label in labels)
     assert any(label.startswith("rmsnorm: slope at 0 = $\\dfrac{1}{\\sqrt{\\varepsilon}}$") for label in labels)
+    # A slope in epsilon is its formula alone; Dynamic Tanh's, drawn at alpha_0, also its value there.
+    assert "rmsnorm: slope at 0 = $\\dfrac{1}{\\sqrt{\\varepsilon}}$" in labels
+    assert "l2norm_clamped: slope at 0 = $\\dfrac{1}{\\varepsilon}$" in labels
+    (dyt,) = [label for label in labels if label.startswith("dyt: ")]
+    assert dyt.endswith("$ = 0.5"), dyt
 
 
 def test_bad_arguments_print_one_line_and_exit_2(capsys):

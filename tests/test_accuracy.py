@@ -286,6 +286,43 @@ def test_every_lost_vector_in_the_grid_is_counted(monkeypatch, lost):
     assert not found.ok
 
 
+def test_a_layer_with_a_gain_and_a_bias_has_its_backward_product_measured_with_both_drawn():
+    """dy, then the gain and the bias, each a standard-normal vector of x's size: the vjp of both
+    affine layers is measured at each size of the grid (make test's tier takes the core layer's
+    backward rows only)."""
+    for key in ("layernorm_affine", "rmsnorm_affine"):
+        found = accuracy.vector(key, "vjp", np.float64, np.array([0]), np.array([1.0]))
+        assert (found.points, found.silent) == (len(accuracy.SIZES), 0), found
+        assert found.worst <= found.bound, found
+
+
+def test_the_grids_step_as_the_accuracy_page_says():
+    """docs/accuracy.md names the step of every grid, in decades: 10 throughout float32; in
+    float64 one per family, for x and for epsilon."""
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8").split())
+    assert "by 10 decades in float32, seven magnitudes of its range for every family and for ε" in text
+    assert "by 10 for t, 20 for ε of `response` and `slope`, 30 for x = 10^k·z and 60 for its ε, 100 for" in text
+    assert "constant inputs and 150 for their ε, and 100 for the offsets' ε" in text
+
+    def steps(powers: np.ndarray) -> set[int]:
+        return set(np.diff(np.asarray(powers, dtype=np.float64)).round().astype(int).tolist())
+
+    stated = {
+        np.float32: {"scaled": (10, 10), "constant": (10, 10), "offset": (1, 10), "integer offset": (1, 10)},
+        np.float64: {"scaled": (30, 60), "constant": (100, 150), "offset": (1, 100), "integer offset": (1, 100)},
+    }
+    for dtype, families in stated.items():
+        grids = accuracy.vector_grids(dtype)
+        assert set(grids) == set(families)
+        for family, (powers, epsilons) in grids.items():
+            assert (steps(powers), steps(np.log10(epsilons.astype(np.float64)))) == tuple({s} for s in families[family])
+        ts, epsilons = accuracy.scalar_grid(dtype)
+        count = len(accuracy.exponents(dtype, 10))
+        assert steps(np.log10(ts[1 : 1 + count].astype(np.float64))) == {10}
+        assert steps(np.log10(epsilons.astype(np.float64))) == {10 if dtype == np.float32 else 20}
+        assert len(np.log10(epsilons.astype(np.float64))) >= 7
+
+
 def _stated() -> str:
     """docs/accuracy.md's guarantee, in one line: the ranges its grids are said to reach."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "accuracy.md").read_text(encoding="utf-8")

@@ -112,6 +112,15 @@ def test_a_rewritten_built_in_layer_derives_the_golden_output(key):
     assert text(f.row(DEFAULT) for f in quantities.formulas(layer)) == _golden_block(key)
 
 
+@pytest.mark.parametrize("key", ["rmsnorm_eps_outside", "layernorm_std_eps"])
+def test_a_rewritten_layer_whose_spread_is_no_mean_approaches_the_degenerate_input_as_the_built_in(key):
+    """A spread that is not a smooth mean (a root, added to epsilon) has its Jacobian's limit at
+    the degenerate input taken along a path: every entry, and the spread, scaled by tau (about the
+    mean where the layer centres), the path the built-in layer states."""
+    layer = definition.load(WRITTEN / f"{key}.toml").layer
+    assert dict(layer.approach) == dict(LAYERS[key].approach)
+
+
 def test_the_golden_comparison_can_fail():
     layer = definition.load(WRITTEN / "rmsnorm.toml").layer
     dropped = dataclasses.replace(layer, stated={k: v for k, v in layer.stated.items() if k != "eigen_x"})

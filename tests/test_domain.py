@@ -464,3 +464,21 @@ def test_a_limit_in_epsilon_toward_zero_is_taken_from_above():
     left = check(Claim('limit(slope_at_zero * sqrt(epsilon), epsilon, 0, "-") == 1', layer="layernorm"))
     assert left.verdict == "error"
     assert "epsilon tends to 0 from above only (epsilon > 0)" in left.detail
+
+
+@pytest.mark.parametrize(
+    ("condition", "admitted", "decided"),
+    [
+        (n >= 25, sp.Range(25, sp.oo), sp.true),  # every n from 25 on, however large: an integer past 24
+        (n >= 26, sp.Range(25, sp.oo), n >= 26),  # false at n = 25 only
+        (sp.Ne(2 * n, 49), sp.Range(2, sp.oo), sp.true),  # 2 n is even
+        (n <= 23, sp.Range(24, sp.oo), sp.false),
+        (n >= 3, sp.Range(2, sp.oo), n >= 3),
+    ],
+)
+def test_a_condition_on_n_alone_is_decided_over_the_admitted_integers(condition, admitted, decided):
+    """True (or false) where it is at every admitted n: the small n one by one, the rest as 24
+    plus a positive integer (not a positive real: n = 24.5 is no feature count)."""
+    from derivations.claims.domain import _on_n
+
+    assert _on_n(condition, admitted) == decided

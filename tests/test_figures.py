@@ -313,6 +313,19 @@ def test_reference_lines_are_drawn_thinner_than_every_curve_of_their_axes(module
 
 
 @pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
+def test_reference_lines_of_one_kind_are_drawn_alike(module):
+    """Reference lines of one colour and dash in a panel (the axes through 0, the asymptotes at
+    plus and minus their value) are one kind of mark, drawn at one width."""
+    figure = module.draw()
+    for axes in figure.axes:
+        widths: dict[tuple[str, str], set[float]] = {}
+        for line in axes.get_lines():
+            if len(line.get_xdata()) <= 2:
+                widths.setdefault((line.get_color(), line.get_linestyle()), set()).add(line.get_linewidth())
+        assert all(len(found) == 1 for found in widths.values()), (module.FILENAME, widths)
+
+
+@pytest.mark.parametrize("module", FIGURES, ids=lambda module: module.FILENAME)
 def test_every_panel_with_its_labels_lies_within_the_figure_and_apart_from_its_title(module):
     """Nothing is cut off at the figure's edge (each panel measured with its ticks, labels, legend
     and heading, and each line of text the figure holds), and the title and subtitle cross no panel."""

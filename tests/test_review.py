@@ -235,7 +235,18 @@ def _fitted(lhs: str, rhs: str, relation: str = "=", key: str = "layernorm", not
 
 
 @pytest.mark.parametrize(
-    "latex", [r"x^\top x", r"x^T x", r"x^{\mathrm{T}} x", r"x^{\mathsf{T}} x", r"x^{\mathsf{\top}} x", r"x^\intercal x"]
+    "latex",
+    [
+        r"x^\top x",
+        r"x^T x",
+        r"x^{\mathrm{T}} x",
+        r"x^{\mathsf{T}} x",
+        r"x^{\mathsf{\top}} x",
+        r"x^\intercal x",
+        r"x^\mathsf{T} x",  # unbraced: the script is \mathsf with its argument
+        r"x^\mathsf{\top} x",
+        r"x^\mathrm{T} x",
+    ],
 )
 def test_a_transpose_reads_as_one_however_the_paper_writes_its_t(latex):
     assert _fitted(latex, "1") == "x.T @ x == 1"

@@ -393,7 +393,7 @@ def _rewrite(items: list[str], index: int, notation: Notation) -> tuple[int, lis
         return _extreme(items, index, notation)
     if token in APPLIED:
         return _applied(items, index + 1, APPLIED[token], notation)
-    if (token == "^" and following in ("T", "\\intercal", "\\mathsf", "\\top")) or (token == "^" and following == "{"):
+    if token == "^" and following in ("T", "\\intercal", "\\mathsf", "\\mathrm", "\\top", "{"):
         return _transpose(items, index)
     if token in ("[", "]"):
         return index + 1, ["(" if token == "[" else ")"]
@@ -612,7 +612,7 @@ def _transpose(items: list[str], index: int) -> tuple[int, list[str] | None]:
     script, end = _group(items, index + 1)
     flat = _flat(script)
     if flat in ("T", "\\top", "\\intercal", "\\mathsf{T}", "\\mathsf{\\top}", "\\mathrm{T}") or (
-        items[index + 1] == "\\mathsf" and _flat(_group(items, index + 2)[0]) == "T"
+        items[index + 1] == "\\mathsf" and _flat(_group(items, index + 2)[0]) in ("T", "\\top")
     ):
         if items[index + 1] == "\\mathsf":
             end = _group(items, index + 2)[1]

@@ -772,3 +772,18 @@ def test_an_input_shifted_to_a_mean_has_that_mean_exactly_and_the_same_deviation
     assert sp.Add(*moved.x) / size == mean
     old_mean = sp.Add(*inputs.x) / size
     assert [a - mean for a in moved.x] == [b - old_mean for b in inputs.x]
+
+
+def test_the_points_beside_successive_seeds_go_through_every_simple_combination():
+    """Each seed starts the combinations of the first four values of each symbol (16 for two) a
+    block of 6 further on: the first 6 points of seeds 0, 1 and 2 cover all 16 between them,
+    so a few points taken beside each explicit input do not repeat the same ones."""
+    t, epsilon = sp.Symbol("t", real=True), sp.Symbol("epsilon", positive=True)
+    every = set(itertools.product(sampling.grid(t)[:4], sampling.grid(epsilon)[:4]))
+    assert len(every) == 16
+    seen = set()
+    for seed in range(3):
+        first = list(itertools.islice(sampling.points([t, epsilon], [], seed=seed), 6))
+        assert len(first) == 6
+        seen |= {(point[t], point[epsilon]) for point in first}
+    assert seen == every

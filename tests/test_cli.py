@@ -710,6 +710,32 @@ def test_a_reader_that_stops_early_ends_several_verdicts_quietly():
     assert status in (1, 2)
 
 
+def test_an_undecided_verdict_is_not_stored_when_its_reader_stopped_early(tmp_path):
+    """A check's output is stored only where every verdict was decided (an error may be a time or
+    memory bound): a reader that closed the pipe changes nothing, and an error verdict whose
+    output went nowhere leaves the cache as the same check read in full does."""
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "derivations", "check", "slop_at_zero < 0"]  # an error: no such name
+    stored = {}
+    for reader in ("present", "gone"):
+        environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / reader)}
+        read, write = os.pipe()
+        if reader == "gone":
+            os.close(read)  # every write breaks the pipe
+        try:
+            done = subprocess.run(command, stdout=write, stderr=subprocess.PIPE, cwd=ROOT, env=environment, timeout=300)
+        finally:
+            os.close(write)
+            if reader == "present":
+                os.close(read)
+        assert (done.returncode, done.stderr) == (2, b"")
+        stored[reader] = sorted(path.name for path in (tmp_path / reader).rglob("*") if path.is_file())
+    assert stored["gone"] == stored["present"]
+
+
 def test_identify_names_the_definition_file_it_cannot_read(tmp_path):
     """A binary, missing or empty --definition gave the codec's text, "No such file or directory"
     and "a side of the relation is empty", none naming the file."""

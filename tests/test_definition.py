@@ -405,6 +405,12 @@ BAD_FILES = [
     (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\nsuffix = "_ab-c"\n', "patterns[0].suffix: must be empty or like"),
     (MINIMAL + f'[[patterns]]\nvalues = ["t", "t"]\nsuffix = "_{"a" * 20}"\n', "of at most 20 characters"),
     (MINIMAL + '[[directions]]\nname = "x"\nentry = "q[k]"\n', "directions[0].entry: subscript 'q[k]'"),
+    (MINIMAL.replace('title = "Mine"', 'title = "   "'), "title: must be one non-empty printable line of at most 200"),
+    (MINIMAL.replace('title = "Mine"', f'title = "{"M" * 201}"'), "title: must be one non-empty printable line"),
+    (
+        MINIMAL.replace('output = "x[i] / sqrt(r + epsilon)"', 'output = ""'),
+        "output: must be one non-empty printable line",
+    ),
     ("key = \n", "not valid TOML"),
     (b'key = "caf\xe9"\n', "not UTF-8"),
 ]

@@ -151,6 +151,9 @@ def test_the_measured_span_is_what_the_grid_skips(monkeypatch):
     # A constant input (a zero one, uncentered) has no spread to be apart from epsilon by: measured.
     assert not accuracy._apart(np.full(3, 7.0), 1e-8, layer)
     assert not accuracy._apart(np.zeros(3), 1e60, accuracy.facade("rmsnorm"))
+    # "More than": a row exactly 2^500 from the root of epsilon (1 at epsilon = 1) is measured.
+    assert not accuracy._apart(np.array([2.0**500, 1.0]), 1.0, accuracy.facade("rmsnorm"))
+    assert accuracy._apart(np.array([2.0**501, 1.0]), 1.0, accuracy.facade("rmsnorm"))
 
 
 # Each family's label, read back: a function of (z, the power, the label's numbers) giving x.

@@ -612,6 +612,27 @@ def test_rmsnorm_is_one_over_root_epsilon_lipschitz(claim, status, capsys):
     assert capsys.readouterr().out.startswith(f"[inline] {verdict}: {claim}  [rmsnorm]")
 
 
+def test_a_progress_bar_starts_no_monitor_thread(monkeypatch):
+    """The commands fork workers while a bar is shown: tqdm's monitor thread stays off, and a bar
+    on a terminal leaves the process with the threads it had."""
+    import threading
+
+    from tqdm import tqdm
+
+    from derivations.cli import progress
+
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    monkeypatch.setattr(tqdm, "monitor", None)  # none left by an earlier bar in this process
+    before = set(threading.enumerate())
+    bar = progress(3, "claim", "checking")
+    try:
+        bar.update(1)
+        assert set(threading.enumerate()) == before
+        assert bar.monitor is None
+    finally:
+        bar.close()
+
+
 def test_a_cold_derivation_shows_a_progress_bar_ticking_once_per_layer_on_a_terminal(monkeypatch, capsys):
     from derivations import __main__ as command
 

@@ -76,11 +76,12 @@ def test_a_recalled_set_is_byte_identical_to_one_drawn_now(written, tmp_path, ca
     assert "verification passed" in printed
     assert "an earlier run" not in printed
     monkeypatch.setattr(cli, "_key", key)
-    assert cli.main(["--out", str(tmp_path)]) == 0
+    nested = tmp_path / "not" / "yet" / "there"  # --out creates its folder and every parent
+    assert cli.main(["--out", str(nested)]) == 0
     assert "an earlier run, same sources and versions" in capsys.readouterr().out
     files = _files(drawn)
     assert set(files) == {module.FILENAME for module in FIGURES}
-    assert _files(tmp_path) == files
+    assert _files(nested) == files
 
 
 def test_every_figure_is_written_at_its_size(written):

@@ -365,6 +365,22 @@ def test_the_audits_random_inputs_are_sixteenths_at_the_scales_the_docs_state():
     assert seen.count(0) > 2 * max(seen.count(s) for s in (30, -30, 100, -100))
 
 
+def test_the_audits_first_inputs_are_the_special_ones_the_docs_state():
+    """docs/claims.md: a constant x, x = 0, the ramp m - floor(n/2) and the alternating signs
+    (-1)^m come before the random inputs, at every size."""
+    import random
+
+    assert "a constant x (q = 0), x = 0, the ramp x_m = m − ⌊n/2⌋ and the signs x_m = (−1)^m" in docs_words("claims.md")
+    for size in (2, 3, 5):
+        first = [audit._input(size, kind, random.Random(0), {}) for kind in range(4)]
+        assert first == [
+            [sp.Rational(1, 2)] * size,
+            [0] * size,
+            [m - size // 2 for m in range(size)],
+            [(-1) ** m for m in range(size)],
+        ]
+
+
 def test_the_audits_gains_and_biases_are_eighths_and_quarters_as_the_docs_state():
     """docs/claims.md: a layer's gain k/8 and bias k/4, |k| <= 16 and <= 8, one gain entry 0,
     every fifth gain all 0 and every fifth all 1."""

@@ -329,3 +329,20 @@ def test_claims_checked_side_by_side_get_the_verdicts_checked_one_at_a_time():
     assert [v.claim.id for v in together] == ["a", "b", "c", "d"]
     assert [v.verdict for v in together] == ["proved", "refuted", "error", "proved"]
     assert [(v.verdict, v.detail) for v in together] == [(v.verdict, v.detail) for v in map(check, claims)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the budget needs fork")
+def test_a_child_killed_before_it_answers_is_an_exceeded_budget_never_a_value():
+    """A child the kernel kills (as the out-of-memory killer does) sends nothing back: that is an
+    `Exceeded`, raised by `run` and in its place from `run_many`, never a value a caller could
+    mistake for the claim's result."""
+    from derivations.claims import bounded
+
+    def killed():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(bounded.Exceeded, match=r"ended without a result"):
+        bounded.run(killed, 60)
+    first, second = bounded.run_many([killed, lambda: 5], 60, workers=2)
+    assert isinstance(first, bounded.Exceeded)
+    assert second == 5

@@ -651,3 +651,22 @@ def test_a_document_is_read_from_at_most_two_hundred_files(tmp_path, files, refu
             document.read(tmp_path / "main.tex")
     else:
         assert [found.latex for found in document.read(tmp_path / "main.tex").relations] == ["a = b"]
+
+
+@pytest.mark.parametrize(
+    "latex",
+    [
+        r"f\left(a, b\right) = c, \; d = e",
+        r"f(a, b) = c, \; d = e",
+        r"\left\{a, b\right\} = c, d",
+    ],
+)
+def test_a_chain_ends_at_the_first_comma_outside_its_brackets(latex):
+    """A comma inside ( ), { } or \\left( \\right) belongs to the relation; the first one outside
+    them ends it, whatever brackets came before."""
+    from derivations.review.notation import split
+
+    (link,) = split(latex)
+    assert link.relation == "="
+    assert link.rhs == "c"
+    assert link.lhs.endswith(("b\\right)", "b)", "b\\right\\}"))

@@ -122,6 +122,24 @@ def test_epsilon_zero_excludes_where_the_layer_is_undefined():
     assert general.excluded == ("q != 0",)
 
 
+@pytest.mark.parametrize(
+    ("body", "excluded"),
+    [
+        ("abs(t) / abs(t) == 1", "t != 0"),
+        ("abs(t)**2 / abs(t)**2 == 1", "t != 0"),
+        ("1 / (abs(t) - 1) == 1 / (abs(t) - 1)", "t != -1 and t != 1"),
+    ],
+)
+def test_a_condition_on_the_absolute_value_of_a_variable_is_stated_on_the_variable(body, excluded):
+    """|t| != 0 is t != 0: a condition polynomial in |t| is solved for t, and the claim proved
+    where it holds (this raised IndexError inside the solver's guard once)."""
+    domain, _ = _domain(body)
+    assert domain.excluded == (excluded,)
+    verdict = check(Claim(body, layer="rmsnorm"))
+    assert verdict.verdict == "proved"
+    assert verdict.quantifier == f"for all t, where {excluded}"
+
+
 def test_a_claim_undefined_everywhere_is_an_error():
     with pytest.raises(ClaimError, match="undefined everywhere"):
         _domain("constant_response == 0", assumptions=("epsilon == 0",))

@@ -3,6 +3,7 @@
 import itertools
 import json
 import re
+from pathlib import Path
 
 import pytest
 import sympy as sp
@@ -160,6 +161,29 @@ def test_a_broken_formula_fills_each_line_before_it_starts_the_next():
         # The next line starts with the term that did not fit, so the two are wider than a line.
         for line, following in itertools.pairwise(f.latex_lines()):
             assert width(line) + width(" " + following) > LINE, (f.qualified, line, following)
+
+
+def test_a_formula_is_broken_once_it_is_wider_than_the_sixty_letters_the_docs_state():
+    """docs/getting-started.md states the width a displayed line holds; a sum exactly that wide
+    stays on one line, and one wider by less than a letter is broken before its last term."""
+    from derivations._width import width
+    from derivations.core.formula import Established, Formula
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "getting-started.md"
+    stated = re.search(r"wider than (\d+) typeset letters", docs.read_text())
+    assert stated is not None
+    line = int(stated.group(1))
+
+    def shown(names: str) -> list[str]:
+        relation = sp.Eq(sp.Symbol("y"), sp.Add(*sp.symbols(names)))
+        return Formula("sum", "a sum", relation, (), Established.ALL_N, "", "", "test").latex_lines()
+
+    # Wide letters (F, P, ... 1.25; A 1.45; n 1.2; h, u 1.15) bring 19 terms to the width exactly.
+    (fits,) = shown("F P S T V Y n h u b c d e f g i j k l")
+    assert width(fits) == line
+    first, rest = shown("F P S T V Y n h u A c d e f g i j k l")
+    assert width(first + " " + rest) == line + 0.45
+    assert rest == "+ u"
 
 
 def test_standalone_is_an_article_needing_only_amsmath_and_amssymb(capsys):

@@ -760,7 +760,7 @@ def _plain_enough(condition: sp.Basic, symbol: sp.Basic) -> bool:
     it, or in its absolute value (a general solve can take seconds, and only shortens the text)."""
     if not isinstance(condition, sp.core.relational.Relational):
         return False
-    gap = (condition.lhs - condition.rhs).replace(sp.Abs, lambda e: e.args[0] if e.args[0] == symbol else e)
+    gap = (condition.lhs - condition.rhs).replace(sp.Abs, lambda inside: inside if inside == symbol else sp.Abs(inside))
     try:
         return bool(gap.is_polynomial(symbol) and sp.degree(sp.expand(gap), symbol) <= 4)
     except (sp.PolynomialError, TypeError, ValueError):

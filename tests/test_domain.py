@@ -22,7 +22,7 @@ from derivations.claims.domain import (
 from derivations.claims.language import RIGHT, TWO_SIDED, Lim
 from derivations.claims.limits import take
 from derivations.claims.semantics import build
-from derivations.symbols import epsilon, gamma_max, n, q, r, t
+from derivations.symbols import epsilon, gamma_max, mu, n, q, r, t, x
 
 
 def _domain(text: str, layer: str = "layernorm", assumptions: tuple[str, ...] = ()) -> tuple[Domain, list]:
@@ -500,3 +500,23 @@ def test_a_condition_on_n_alone_is_decided_over_the_admitted_integers(condition,
     from derivations.claims.domain import _on_n
 
     assert _on_n(condition, admitted) == decided
+
+
+_J = sp.Symbol("j", integer=True, nonnegative=True)
+
+
+@pytest.mark.parametrize(
+    "summand",
+    [x[_J] ** 2 + 1, (x[_J] - mu) ** 2, 3 * x[_J] - 2, mu, (x[_J] + 1) ** 2 / 2],
+    ids=["square_plus_one", "centred_square", "affine", "constant", "shifted_square"],
+)
+def test_a_statistic_of_another_layer_is_its_mean_over_the_entries_of_x(summand):
+    """Statistics of several layers meet in mu and q: the mean of a polynomial in x_j, written in
+    them, is the mean taken entry by entry (a constant term's mean is the constant)."""
+    from derivations.claims.domain import _canonical_mean
+
+    values = [sp.Integer(1), sp.Integer(2), sp.Integer(4), sp.Rational(-3, 2)]
+    mean = sum(values) / len(values)
+    variance = sum((v - mean) ** 2 for v in values) / len(values)
+    entrywise = sum(summand.subs({x[_J]: v, mu: mean}) for v in values) / len(values)
+    assert _canonical_mean(summand).subs({mu: mean, q: variance}) == entrywise

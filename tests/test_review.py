@@ -252,6 +252,13 @@ def test_a_transpose_reads_as_one_however_the_paper_writes_its_t(latex):
     assert _fitted(latex, "1") == "x.T @ x == 1"
 
 
+@pytest.mark.parametrize("written", ["T", r"\top", r"\intercal", r"{T}", r"\mathsf{T}", r"\mathrm{T}"])
+def test_a_transpose_that_ends_a_side_reads_as_one(written):
+    """The last tokens of a side (J = I - c c^T) are a transpose as they are anywhere else."""
+    assert canonical(f"c c^{written}", Notation()) == r"c c ^ \top"
+    assert foreign(canonical(f"J = I - c c^{written}", Notation())) == []
+
+
 def test_letters_and_subscripts_the_vocabulary_lacks_are_named_never_misread():
     """N(x) was read as the product N * x; \\sigma_\\epsilon as sigma (so sigma_eps = sqrt(sigma^2 + eps)
     was refuted); \\gamma_{\\max} as the gain vector."""

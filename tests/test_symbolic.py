@@ -2,6 +2,7 @@
 independently of the tactics the derivations used."""
 
 import dataclasses
+import itertools
 
 import pytest
 import sympy as sp
@@ -115,6 +116,17 @@ def test_sum_reduction_rules():
     p = sp.Symbol("p", integer=True, nonnegative=True)
     assert sp.expand(reduce_sums(total) - (x[k] ** 2 + 3 * PowerSum(x[p]) + n * mu)) == 0
     assert reduce_sums(sp.Sum(w[j] * x[j], (j, 0, n - 1))) == PowerSum(w[p] * x[p])
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_a_sum_with_two_deltas_on_its_index_keeps_the_one_it_does_not_sift_by(size):
+    """sum_j delta_jk delta_jm x_j is delta_km x_k: sifting by one delta leaves the other, as
+    summing the n terms one by one shows at every k, m."""
+    total = sp.Sum(sp.KroneckerDelta(j, k) * sp.KroneckerDelta(j, i) * x[j], (j, 0, n - 1))
+    reduced = reduce_sums(total)
+    for a, b in itertools.product(range(size), repeat=2):
+        explicit = sum(sp.KroneckerDelta(e, a) * sp.KroneckerDelta(e, b) * x[e] for e in range(size))
+        assert sp.expand(reduced.subs({n: size, k: a, i: b}) - explicit) == 0, (a, b)
 
 
 _a, _b = sp.symbols("a b", real=True)

@@ -423,6 +423,17 @@ def _entries(tmp_path: Path, source: str) -> list[classify.Entry]:
     return classify.review(document.read(tmp_path / "main.tex"), context)
 
 
+def test_a_row_the_notation_cannot_read_is_no_definition_of_the_layer(tmp_path):
+    """A relation whose left side cannot be read (the variance of a vector other than the input)
+    defines no output: the rows after it are checked, not held as about an unknown layer."""
+    bound = "\\[ \\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\]\n"
+    entries = _entries(tmp_path, "\\[ \\mathrm{Var}(z) = 1 \\]\n" + bound)
+    assert [entry.kind for entry in entries] == ["not read", "checked"]
+    assert entries[0].reason == "\\mathrm{Var} is read only of the input x, not of z"
+    assert entries[1].claim == "norm(J, 2) <= 1 / sqrt(epsilon)"
+    assert entries[1].reason.startswith("proved for all x in R^n")
+
+
 def test_the_pdf_source_typesets_each_row_with_coloured_verdicts(tmp_path):
     entries = _entries(tmp_path, "\\[ \\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\le 5 \\]\n$Q_k = 1$\n")
     text = pdf.source(entries, "main_$#.tex")

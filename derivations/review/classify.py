@@ -130,7 +130,11 @@ def classify(
             context.notation = notation = dataclasses.replace(notation, overrides=overrides)
             context.gain_named = ()
         context.redefined.pop("y", None)  # and an affine output's y (`_affine_output`) is the output again
-    unknown = paper.foreign(paper.canonical(f"{link.lhs} {link.rhs}", notation))
+    try:
+        unknown = paper.foreign(paper.canonical(f"{link.lhs} {link.rhs}", notation))
+    except ClaimError as error:  # \mathrm{Var}(z): written in the vocabulary's words, of what it does not read
+        entry.reason = str(error)
+        return entry
     if unknown:
         entry.kind, entry.reason = "not in the vocabulary", "names " + ", ".join(f"`{u}`" for u in unknown)
         return entry

@@ -1044,6 +1044,21 @@ def test_numbers_and_exponents_are_bounded_where_docs_say(text, verdict):
         assert "too large" in found.detail
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("exp(20000) > 0", "exp() of a number beyond 10**4 in magnitude at column 1"),
+        ("exp(-20000) > 0", "exp() of a number beyond 10**4 in magnitude at column 1"),
+        ("exp(1, 20000) > 0", "exp() at column 1 takes 1 to 1 arguments, got 2"),
+    ],
+)
+def test_exp_of_a_number_past_ten_thousand_is_refused_and_so_is_a_second_argument(text, message):
+    """exp's argument, not whatever follows it, is what is too large; exp takes one argument."""
+    found = check(Claim(text, layer="layernorm"))
+    assert (found.verdict, found.detail) == ("error", message)
+    assert check(Claim("exp(10000) > 0", layer="layernorm")).verdict == "proved"
+
+
 def test_an_unexpected_error_while_checking_is_an_error_verdict_naming_it_in_at_most_500_characters(monkeypatch):
     """A failure nothing anticipated is no verdict: "error", saying which exception and what it
     said, cut to 500 characters (a message can quote a whole expression)."""

@@ -79,6 +79,15 @@ def test_one_feature_is_outside_what_is_derived_not_vacuous():
         fixed_values(domain, [Assumption("n == 1", sp.Eq(n, 1))])
 
 
+@pytest.mark.parametrize("assumption", ["n <= 2", "n < 3", "n <= 2.5"])
+def test_a_bound_on_n_that_admits_two_is_decided_at_two_not_refused_as_one_feature(assumption):
+    """n <= 2 admits n = 1 and n = 2: the claim is decided at n = 2, the one the derivations cover,
+    and only a bound that admits no n >= 2 is refused as about one feature."""
+    verdict = check(Claim("norm(J, 2) <= 1/sqrt(epsilon)", layer="layernorm", assumptions=(assumption,)))
+    assert verdict.verdict == "proved"
+    assert verdict.quantifier == "for all x in R^n, n = 2, epsilon > 0"
+
+
 @pytest.mark.parametrize(
     ("assumptions", "message"),
     [

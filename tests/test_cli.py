@@ -858,3 +858,28 @@ def test_a_command_named_after_no_cache_runs_as_if_named_first(rest, before, cap
     expected = capsys.readouterr()
     assert main([*before, command, *rest]) == first
     assert capsys.readouterr() == expected
+
+
+def test_every_option_whose_help_states_a_default_has_that_default():
+    """`--help` is what a user reads: an option saying "(default: 300)" defaults to 300, in every
+    command; the defaults it states in words ("every layer") are options with no value set."""
+    import re
+
+    from derivations.__main__ import _parser
+
+    parser, commands = _parser()
+    stated = 0
+    for command in [parser, *(command.filled() for command in commands.values())]:
+        for action in command._actions:
+            found = re.search(r"\(default: ([^)]*)\)$", action.help or "")
+            if found is None:
+                continue
+            stated += 1
+            said = found.group(1)
+            if re.fullmatch(r"-?[\d.]+", said):
+                assert action.default == float(said), (command.prog, action.option_strings)
+            elif " " in said or ":" in said:
+                assert action.default is None, (command.prog, action.option_strings)
+            else:
+                assert action.default == said, (command.prog, action.option_strings)
+    assert stated >= 5

@@ -75,3 +75,10 @@ def test_the_difference_step_follows_the_asymptote_it_is_scaled_to(monkeypatch):
     monkeypatch.setattr(type(LAYER), "asymptotes", lambda self: (upper * 1e5, lower * 1e5))
     with pytest.raises(AgreementError, match="slope vs differences of response"):
         verify.derivative_against_differences(LAYER, "slope", "response", ts, epsilon)
+
+
+def test_a_scalar_check_of_a_function_the_layer_lacks_names_it():
+    """Verification asked for a function the layer does not have fails saying which, before
+    evaluating anything."""
+    with pytest.raises(AssertionError, match=r"^layernorm has no function no_such_function$"):
+        verify.scalar_against_symbolic(LAYER, "no_such_function", np.array([0.0, 1.0]), np.array([0.25]))

@@ -1135,3 +1135,14 @@ def test_max_and_min_of_scalars_take_two_to_eight(count, read):
         else:
             assert found.verdict == "error"
             assert f"{name}() at column 1 takes 2 to 8 arguments, got {count}" in found.detail
+
+
+@pytest.mark.parametrize("assumptions", [(), ("n >= 6",)])
+def test_a_supported_verdict_counts_the_explicit_points_it_states(assumptions):
+    """The "up to N points" said is what the explicit inputs take: with only n >= 6 admitted, the sizes are one
+    group with one budget, and no larger size adds a point (it said 85 and sampled 84)."""
+    verdict = check(Claim("norm(J, oo) == norm(J.T, oo)", assumptions=assumptions))
+    assert verdict.verdict == "supported", verdict.detail
+    checked = int(re.search(r"no violation at (\d+) sampled points", verdict.detail).group(1))
+    stated = int(re.search(r"up to (\d+) points", verdict.detail).group(1))
+    assert checked == stated == 84  # 14 inputs of 6 points each: the first whole inputs past 80

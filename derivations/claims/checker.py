@@ -719,22 +719,31 @@ _PER_INPUT = 6
 _LARGER = 1
 
 
+def _groups(domain: Domain) -> tuple[tuple[list[int], int], ...]:
+    """The sizes of the explicit inputs in the order they are sampled, each group with its budget
+    of points: the small sizes first, with the whole budget; a larger size a partial mean needs,
+    after them (where only larger sizes are admitted, they are the first group)."""
+    sizes = _sizes(domain)
+    small = [size for size in sizes if size <= 5] or sizes
+    larger = [size for size in sizes if size not in small]
+    return ((small, sampling.MAX_EXPLICIT), (larger, _LARGER))
+
+
 def _budget(domain: Domain) -> int:
-    """How many points the explicit inputs take at most: whole inputs until `sampling.MAX_EXPLICIT`
-    is reached, and `_LARGER` more with a larger size."""
-    small = -(-sampling.MAX_EXPLICIT // _PER_INPUT) * _PER_INPUT
-    return small + (_LARGER if max(_sizes(domain)) > 5 else 0)
+    """How many points the explicit inputs take at most: whole inputs until a group's budget is
+    reached (`_groups`)."""
+    total = 0
+    for group, budget in _groups(domain):
+        each = min(_PER_INPUT, budget)  # points per input, as `_explicit_points` takes them
+        total += -(-budget // each) * each if group else 0
+    return total
 
 
 def _explicit_points(domain: Domain, symbols: list[sp.Basic], claim: Claim):
-    sizes = _sizes(domain)
     rest = _sampled_scalars(domain, symbols)
     means = {mean_statistic(layer) for layer in domain.layers} - {None}
     ranges = {domain.symbol(s): r for s, r in domain.ranges.items()}
-    # The small sizes first, with the whole budget; a larger size a partial mean needs, after them.
-    small = [size for size in sizes if size <= 5] or sizes
-    larger = [size for size in sizes if size not in small]
-    for group, budget in ((small, sampling.MAX_EXPLICIT), (larger, _LARGER)):
+    for group, budget in _groups(domain):
         seen = 0
         for number, sampled in enumerate(sampling.explicit_inputs(group, domain.usage.vectors) if group else ()):
             prepared = _to_assumptions(domain, sampled, means)

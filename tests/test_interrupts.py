@@ -331,6 +331,7 @@ def test_claims_checked_side_by_side_get_the_verdicts_checked_one_at_a_time():
     assert [(v.verdict, v.detail) for v in together] == [(v.verdict, v.detail) for v in map(check, claims)]
 
 
+# Without fork the budget runs the call in this process, and the SIGKILL below would end pytest.
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the budget needs fork")
 def test_a_child_killed_before_it_answers_is_an_exceeded_budget_never_a_value():
     """A child the kernel kills (as the out-of-memory killer does) sends nothing back: that is an

@@ -262,6 +262,22 @@ def test_a_limit_is_refused_where_the_roots_it_splits_at_cannot_all_be_found():
     assert verdict.verdict == "error"
 
 
+@pytest.mark.parametrize("count", [4, 5])
+def test_a_limit_splits_at_up_to_four_roots_a_symbol_and_refuses_more(count):
+    """t / (t**2 + (epsilon - 1)...(epsilon - count)) at t -> 0 does not exist at each root (-oo
+    from the left, oo from the right) and is 0 between them: four roots are cases of their own,
+    as docs/claims.md says; a fifth refuses the limit."""
+    body = t / (t**2 + sp.prod(epsilon - k for k in range(1, count + 1)))
+    limit = Lim(body, t, sp.Integer(0), TWO_SIDED)
+    if count > 4:
+        with pytest.raises(ClaimError, match="cannot find every epsilon where"):
+            take(limit)
+        return
+    value, missing = take(limit)
+    assert {m.where for m in missing} == {sp.Eq(epsilon, k) for k in range(1, count + 1)}
+    assert value.subs(epsilon, sp.Rational(3, 2)) == 0
+
+
 @pytest.mark.parametrize("failure", [NotImplementedError, ValueError, TypeError])
 def test_a_limit_is_refused_where_sympy_gives_up_on_the_roots(monkeypatch, failure):
     """Each way SymPy's solver says it cannot solve is a refusal of the limit, never a limit
@@ -529,3 +545,20 @@ def test_a_statistic_of_another_layer_is_its_mean_over_the_entries_of_x(summand)
     variance = sum((v - mean) ** 2 for v in values) / len(values)
     entrywise = sum(summand.subs({x[_J]: v, mu: mean}) for v in values) / len(values)
     assert _canonical_mean(summand).subs({mu: mean, q: variance}) == entrywise
+
+
+def test_beside_an_explicit_input_no_point_is_checked_twice_and_gamma_max_is_the_inputs():
+    """The largest gain is the input's own, never a scalar sampled beside it: sampled too (as the
+    derivation's positive gamma_max where the domain's is nonnegative), it was overwritten by the
+    input's, and the same input and epsilon were checked up to four times out of six."""
+    domain, sides = _domain("norm(J, oo) <= gamma_max * norm(J.T, oo) + 100", "layernorm_affine")
+    assert domain.inputs
+    assert domain.symbol(gamma_max) != gamma_max  # renamed: 0 is in its range
+    drawn = list(itertools.islice(checker._points(domain, checker._Sides(sides[0], "<=", sides[1]), None), 36))
+    assert len(drawn) == 36
+    seen = set()
+    for point, inputs in drawn:
+        assert point[domain.symbol(gamma_max)] == max(abs(value) for value in inputs.gain)
+        key = (tuple(inputs.x), tuple(inputs.gain), tuple(sorted(point.items(), key=str)))
+        assert key not in seen, point
+        seen.add(key)

@@ -165,7 +165,7 @@ def __dir__() -> list[str]:
     """The module's names, and the core layer's functions, which bare names are (`__getattr__`)."""
     from derivations import CORE
 
-    return sorted({*globals(), *dir(sys.modules[f"{__name__}.{CORE}"].LAYER.names())[:0], *_core_names(CORE)})
+    return sorted({*globals(), *_core_names(CORE)})
 
 
 def _core_names(key: str) -> tuple[str, ...]:

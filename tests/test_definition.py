@@ -262,6 +262,11 @@ def test_a_spectral_norm_with_no_provable_largest_eigenvalue_is_left_out(tmp_pat
     for key, applies in (("expn", False), ("rmsnorm", True)):
         quantity, item = quantities.names(catalog.LAYERS[key])["lipschitz"]
         assert quantity.applies(catalog.LAYERS[key], item) is applies, key
+    # Each row left out is named with the derivation's own reason (the note `derivations` prints).
+    why = dict(quantities.left_out(catalog.LAYERS["expn"]))
+    assert set(why) == {"spectral_norm", "spectral_bound"}
+    for reason in why.values():
+        assert reason.startswith("expn.spectral_norm, n >= 2: no largest among [exp(-r/epsilon)"), reason
 
 
 def test_a_statistic_that_is_a_root_of_an_earlier_mean_is_derived(tmp_path, rng):

@@ -209,6 +209,15 @@ def test_a_macro_argument_ends_at_its_own_brace_past_an_escaped_one(used, expand
     assert document.expand(f"{used} = 1", {"s": (1, "S(#1)", None)}) == f"{expanded} = 1"
 
 
+@pytest.mark.parametrize("before", [0, 300])
+@pytest.mark.parametrize("tail", ["a", "a\\"])
+def test_a_macro_argument_never_closed_is_an_error_naming_the_macro_wherever_it_ends(before, tail):
+    """An argument whose brace no later one closes, however far into the text (past 256 characters)
+    and even where the text ends in a backslash, is refused by name, never read past the end."""
+    with pytest.raises(document.DocumentError, match=r"^macro \\s: unbalanced braces in its argument$"):
+        document.expand(" " * before + "\\s{" + tail, {"s": (1, "S(#1)", None)})
+
+
 def test_a_macro_expanding_forever_is_named_with_its_file_and_line(tmp_path):
     (tmp_path / "main.tex").write_text("\\newcommand{\\a}{\\b}\\newcommand{\\b}{\\a}\nText.\n\\[ \\a = 1 \\]\n")
     with pytest.raises(document.DocumentError, match=r"^main\.tex:3: macro \\a expands without end"):

@@ -1146,3 +1146,23 @@ def test_a_supported_verdict_counts_the_explicit_points_it_states(assumptions):
     checked = int(re.search(r"no violation at (\d+) sampled points", verdict.detail).group(1))
     stated = int(re.search(r"up to (\d+) points", verdict.detail).group(1))
     assert checked == stated == 84  # 14 inputs of 6 points each: the first whole inputs past 80
+
+
+@pytest.mark.parametrize(
+    ("assumption", "claim"),
+    [("epsilon == 0", "norm(J, oo) * sqrt(q) <= 3"), ("epsilon >= 0", "norm(J, oo) * sqrt(q + epsilon) <= 3")],
+)
+def test_a_held_matrix_is_in_the_domains_symbols_where_an_assumption_changes_them(assumption, claim):
+    """|J|_oo sqrt(q + epsilon) is at most 3 (the row sums of a projector): where epsilon is fixed at 0
+    (q is then positive) or may be 0, J's entries are taken in the domain's q and epsilon, not in
+    symbols of the same names sampled apart (J at a random q gave 120 at x = (-1, 0))."""
+    verdict = check(Claim(claim, assumptions=(assumption,)))
+    assert verdict.verdict == "supported", verdict.detail
+
+
+def test_a_held_matrix_at_epsilon_zero_and_n_2_is_zero():
+    """At n = 2, I - 11^T/2 - y y^T/2 = 0: the refutation shows |J|_oo sqrt(q) = 0 exactly."""
+    verdict = check(Claim("norm(J, oo) * sqrt(q) >= 1/2", assumptions=("epsilon == 0",)))
+    assert verdict.verdict == "refuted", verdict.detail
+    assert verdict.counterexample["n"] == 2
+    assert "lhs = 0, rhs = 0.50000000" in verdict.detail

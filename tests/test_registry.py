@@ -227,5 +227,7 @@ def test_the_catalog_is_a_collection_of_the_built_in_layers_then_the_registered_
     assert len(catalog) == len(DEFINITIONS)
     assert "mine" not in catalog
     assert "nope" not in catalog
-    with pytest.raises(UnknownLayer):
+    with pytest.raises(UnknownLayer) as refused:
         catalog["nope"]
+    assert isinstance(refused.value, KeyError)
+    assert refused.value.args == ("nope",)  # a KeyError's argument is the key, and only the key

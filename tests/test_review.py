@@ -159,6 +159,15 @@ def test_a_word_of_small_letters_joined_by_underscores_is_a_quantity_s_name(word
     assert foreign(latex) == ([] if known else [f"\\mathrm{{{word.replace(chr(92), '')}}}"])
 
 
+@pytest.mark.parametrize("terms", [2, 140])
+@pytest.mark.parametrize(("word", "read"), [("Var", "\\operatorname { q }"), ("mean", "\\mathrm { m e a n }")])
+def test_a_statistic_word_ending_a_formula_is_read_however_long_the_formula(terms, word, read):
+    """\\mathrm{Var} with no bracket after it, at the end of 285 tokens as at the end of 5: the
+    variance of the input, or mean as written (for the grammar to refuse); never an entry read past the last token."""
+    latex = canonical(" + ".join(["a"] * terms) + rf" + \mathrm{{{word}}}", Notation())
+    assert latex.endswith(read), latex[-40:]
+
+
 BAD = {
     "binary": b"\x00\x01\x02\\begin{document}",
     "empty": b"   \n",

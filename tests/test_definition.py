@@ -197,6 +197,18 @@ def test_a_clamp_of_another_form_is_one_line_naming_the_output(tmp_path, output)
         definition.load(path)
 
 
+def test_a_clamp_no_scaling_of_epsilon_keeps_in_place_cannot_be_derived_and_says_why(tmp_path):
+    """max(mean(x**4), epsilon): the statistic scales as m**4, epsilon (as the built-in layers'
+    m**2 or m) cannot follow it, so the kink moves with the scale of x: refused with that reason."""
+    path = tmp_path / "clamp4.toml"
+    path.write_text(
+        'key = "clamp4"\ntitle = "C"\noutput = "x[i] / max(z, epsilon)"\n[statistics]\nz = "mean(x[j]**4)"\n'
+    )
+    named = r"^clamp4: cannot be derived: DerivationError: clamp4: no scaling of epsilon keeps Eq\(z, epsilon\)"
+    with pytest.raises(DefinitionError, match=named):
+        definition.derive_within(definition.load(path).layer, 60)
+
+
 @pytest.mark.parametrize("named", ["r", "z"])
 def test_the_spread_is_the_statistic_the_file_names(tmp_path, named):
     path = tmp_path / "spread.toml"

@@ -45,6 +45,9 @@ def test_a_verdicts_repr_is_one_short_line():
     assert repr(REFUTED.claim) == "<Claim spectral_norm == 1/sqrt(q + epsilon) [layernorm]>"
     claim = Claim("slope_at_zero <= 1", "rmsnorm", ("epsilon >= 1",), id="c7")
     assert repr(claim) == "<Claim slope_at_zero <= 1 [rmsnorm] assuming epsilon >= 1 (c7)>"
+    # Every id but the default one is shown, whichever side of "claim" it sorts on.
+    for name in ("a", "claims", "slope", "z9"):
+        assert repr(Claim("slope_at_zero <= 1", "rmsnorm", id=name)) == f"<Claim slope_at_zero <= 1 [rmsnorm] ({name})>"
 
 
 def test_a_verdicts_repr_escapes_control_characters_and_is_cut_to_one_line():

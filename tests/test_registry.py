@@ -231,3 +231,12 @@ def test_the_catalog_is_a_collection_of_the_built_in_layers_then_the_registered_
         catalog["nope"]
     assert isinstance(refused.value, KeyError)
     assert refused.value.args == ("nope",)  # a KeyError's argument is the key, and only the key
+
+
+@pytest.mark.parametrize("key", list(DEFINITIONS))
+def test_a_conventions_column_names_the_first_item_of_its_quantity(key):
+    """The slope column is headed (−t, 0, t): it names the first pattern's slope, not the uniform
+    one's, which has the same value for RMSNorm and would print the same cell."""
+    assert LAYERS[key].patterns[0].suffix == ""  # the (−t, 0, t) pattern: slope_at_zero
+    names = [name for name, _ in quantities.columns(LAYERS[key])["slope at 0 on (−t, 0, t)"]]
+    assert names == ["slope_at_zero"]

@@ -297,6 +297,18 @@ def test_sympy_gets_its_cache_size_and_the_environment_keeps_none():
     assert imported(first) == ["None", "1000", "False"]  # too late: nothing done
 
 
+def test_the_cache_size_loader_is_the_real_one_for_everything_else():
+    """sympy.core.cache's loader answers get_source and get_code as the real loader does (a
+    traceback through the module shows its lines), and has no attribute the real one lacks."""
+    code = (
+        "import derivations, importlib.util, sympy.core.cache as c; "
+        "spec = c.__spec__; loader = spec.loader; "
+        "print(type(loader).__name__, loader.get_source(spec.name) == open(c.__file__).read(), "
+        "loader.get_code(spec.name).co_filename == c.__file__, hasattr(loader, 'no_such_attribute'))"
+    )
+    assert imported(code) == ["_SizedLoader", "True", "True", "False"]
+
+
 def test_a_misspelt_layer_or_formula_in_python_names_the_nearest():
     """LAYERS['layrnorm'] was a bare KeyError, formula('...slop') listed names and suggested none,
     and LAYERS printed as an object address."""

@@ -70,6 +70,12 @@ PRINTED = [
         id="two bounds where the +- form has as many operations or more",
     ),
     pytest.param(
+        _limits(3, 1),
+        r"\begin{aligned} \lim_{t \to \infty} u_{3}{\left(t \right)} &= 3 \\ "
+        r"\lim_{t \to -\infty} u_{3}{\left(t \right)} &= 1 \end{aligned}",
+        id="two bounds where the +- form (2 +- 1) has as many operations, none",
+    ),
+    pytest.param(
         sp.And(sp.Eq(sp.Limit(u, t, sp.oo), 1), sp.Eq(sp.Limit(sp.Function("v_3")(t), t, -sp.oo), -1)),
         r"\begin{aligned} \lim_{t \to \infty} u_{3}{\left(t \right)} &= 1 \\ "
         r"\lim_{t \to -\infty} v_{3}{\left(t \right)} &= -1 \end{aligned}",

@@ -176,6 +176,11 @@ def test_the_spectrum_plots_each_eigenvalue_times_the_root_of_epsilon():
     # The dashed line is the bound, 1/sqrt(epsilon) times sqrt(epsilon): at 1, which 1/s nears as q -> 0.
     (bound,) = [line for line in axes.get_lines() if line.get_linestyle() == "--"]
     assert_agree(np.asarray(bound.get_ydata(), dtype=float), np.ones(2), rtol=1e-15, what="the bound line")
+    # Every curve is inside the axes, and the bound, the largest value drawn, is within half a
+    # decade of the top: the plot spends its height on the curves.
+    low, top = axes.get_ylim()
+    assert low <= min(centered.get_ydata().min(), complement.get_ydata().min())
+    assert 1 < top <= 10**0.5
 
 
 def test_conventions_legend_carries_each_derived_slope_at_zero():

@@ -562,3 +562,13 @@ def test_beside_an_explicit_input_no_point_is_checked_twice_and_gamma_max_is_the
         key = (tuple(inputs.x), tuple(inputs.gain), tuple(sorted(point.items(), key=str)))
         assert key not in seen, point
         seen.add(key)
+
+
+def test_the_sampled_powers_of_ten_are_as_many_above_one_as_below_it_each_mirrored():
+    """ε and the statistics are log-spaced from 1e-300 to 1e300 (docs/claims.md): each power of ten
+    sampled below 1 has its mirror above it, so a claim is tried as far from 1 on either side."""
+    powers = [sp.log(value, 10) for value in sampling._LOG]
+    assert min(powers) == -300
+    assert max(powers) == 300
+    assert sorted(powers) == sorted(-p for p in powers)
+    assert 0 not in powers  # 1 is among the nicest values, not the log-spaced ones

@@ -225,6 +225,10 @@ def formulas(key: str = CORE) -> Formulas:
 
 @derived  # kept across processes: the bulk of a command's derivation work
 def _formulas(layer: Layer) -> tuple[Formula, ...]:
+    # The layers this one is built on, registered or not (DyT's tanh base), have their formulas
+    # derived first, so that every form they state is proved before this layer's proofs cite them.
+    for base in layer.requires:
+        _formulas(base)
     return tuple(quantities.formulas(layer))
 
 

@@ -29,13 +29,14 @@ from numpy.typing import ArrayLike
 from derivations import formula, quantities
 from derivations.derive import scaling
 from derivations.derive.elementwise import Elementwise, ElementwiseAffine, Largest, diagonal
-from derivations.symbols import beta, g, gamma, gamma_max, t, v, x
+from derivations.symbols import beta, gamma, gamma_max, t, x
 from numeric import _layer, _validate
 from numeric.kernels import rescale as _rescale
+from numeric.kernels.backward import ARGUMENTS
 from numeric.kernels.lambdify import compile
 
 # Symbols standing for one entry of each vector, and for the parameter at the pattern's coordinate.
-_ENTRY = {x: "x", g: "dy", v: "v", gamma: "gain", beta: "bias"}
+_ENTRY = {x: "x", **ARGUMENTS, gamma: "gain", beta: "bias"}
 _DEFAULTS = {"gain": 1.0, "bias": 0.0}
 
 
@@ -299,7 +300,7 @@ class NumericElementwise:
         """J^T g, J v or the Hessian product at each entry; with J^T g, the parameters'
         gradients that registry rows say the same function returns, summed over the batch."""
         value = self._value(full)
-        vectors = tuple(name for base, name in ((g, "dy"), (v, "v")) if value.has(base))
+        vectors = tuple(name for base, name in ARGUMENTS.items() if value.has(base))
         extra = [
             other
             for other, (row, item) in quantities.names(self.definition).items()

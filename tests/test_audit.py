@@ -757,3 +757,24 @@ def test_a_refutation_through_a_limit_says_the_audit_took_the_limit_numerically(
     assert exact.verdict == "refuted", exact.detail
     assert "the independent audit confirms it there in ball arithmetic (false there)" in exact.detail
     assert "evaluated numerically" not in exact.detail
+
+
+@pytest.mark.parametrize(
+    ("values", "found"),
+    [
+        (
+            (fmpq(5), numbers.Inf(1), numbers.Inf(1), numbers.Inf(1)),
+            1,
+        ),  # the last three infinite: what went before is not read
+        ((numbers.Inf(-1), numbers.Inf(1), numbers.Inf(1), numbers.Inf(1)), 1),
+        ((fmpq(5), numbers.Inf(-1), numbers.Inf(-1), numbers.Inf(-1)), -1),
+        ((numbers.Inf(1), numbers.Inf(1), numbers.Inf(-1), numbers.Inf(-1)), None),  # a sign changes among them
+        ((fmpq(5), numbers.Inf(1), fmpq(5), numbers.Inf(1)), None),  # one of the last three is finite
+    ],
+)
+def test_a_sequence_whose_last_three_values_are_infinite_tends_to_their_one_sign(values, found):
+    if found is None:
+        with pytest.raises(Unknown, match="does not settle"):
+            numbers.extrapolated(list(values))
+    else:
+        assert numbers.extrapolated(list(values)) == numbers.Inf(found)

@@ -572,3 +572,14 @@ def test_the_sampled_powers_of_ten_are_as_many_above_one_as_below_it_each_mirror
     assert max(powers) == 300
     assert sorted(powers) == sorted(-p for p in powers)
     assert 0 not in powers  # 1 is among the nicest values, not the log-spaced ones
+
+
+def test_a_condition_is_on_the_entries_only_where_it_names_an_entry_of_x():
+    """Only conditions on x_i are left to the audit; one on another vector's entry, or on none, is not."""
+    from derivations.claims.semantics import _on_entries, g
+    from derivations.symbols import i
+
+    assert _on_entries(sp.Ne(x[i], 0))
+    assert _on_entries(sp.Or(sp.Ne(g[i], 0), sp.Gt(x[i] + epsilon, 0)))
+    assert not _on_entries(sp.Ne(g[i], 0))
+    assert not _on_entries(sp.Gt(q + epsilon, 0))

@@ -7,6 +7,8 @@ the eigenstructure through properties, mpmath through `numeric.checks.accuracy`,
 and what claims about it say.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -387,3 +389,17 @@ def test_a_counterexample_s_gain_holds_its_gamma_at_the_pattern_s_coordinate(tex
     assert [value for m, value in enumerate(gain) if m != c] == [example["gamma_max"]] * (example["n"] - 1)
     if text == "slope_at_zero == alpha":  # refuted at a gamma below gamma_max: a gain that is not constant
         assert example["gamma"] != example["gamma_max"]
+
+
+@pytest.mark.parametrize("name", sorted(BASE.stated))
+def test_a_wrong_form_stated_by_the_unregistered_base_is_refused_when_dyt_is_derived(name):
+    """DyT's base (tanh(alpha x), not a catalog layer) has every form it states proved when a
+    layer built on it is derived: one stated wrong (alpha for |alpha|, a factor 2) is refused."""
+    from derivations.catalog import _formulas
+
+    stated = BASE.stated[name]
+    wrong = stated.xreplace({sp.Abs(alpha): alpha}) if stated.has(sp.Abs(alpha)) else 2 * stated
+    base = dataclasses.replace(BASE, key="dyt_base_wrong", stated={**BASE.stated, name: wrong})
+    layer = elementwise_affine(base, key="dyt_wrong", title="DyT over a base stating a wrong form")
+    with pytest.raises(DerivationError, match=rf"dyt_base_wrong\.{name}"):
+        _formulas(layer)

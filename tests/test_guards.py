@@ -17,6 +17,7 @@ from docs_text import docs_words
 from grids import slow
 
 import figures.__main__ as figures_command
+import numeric
 from derivations import DerivationError, quantities
 from derivations.catalog import LAYERS
 from derivations.claims import Claim, ClaimError, bounded, check, checker, parse, sampling, semantics, vocabulary
@@ -183,6 +184,40 @@ NORM_ONE_OVER_S = "spectral_norm == 1/sqrt(q + epsilon)"
 def test_the_recheck_evaluates_the_claim_with_the_numeric_functions_it_names(text, example, expected):
     layer, _, text = text.rpartition(": ")
     assert confirm(Claim(text, layer or "layernorm"), example) == expected
+
+
+@pytest.mark.parametrize(
+    ("layer", "second"),
+    [("layernorm", "epsilon"), ("layernorm_affine", "epsilon"), ("rmsnorm", "epsilon"), ("dyt", "alpha")],
+)
+@pytest.mark.parametrize("product", ["vjp", "jvp", "hvp"])
+def test_the_recheck_evaluates_a_backward_product_at_the_counterexamples_vectors(layer, second, product):
+    """vjp, jvp and hvp are evaluated at x with the counterexample's g and v (and gain), and agree with
+    J^T g, J v and the central difference of J(x + h v)^T g built from the numeric Jacobian."""
+    rng = np.random.default_rng(5)
+    x, g, v = (rng.normal(size=4) for _ in range(3))
+    example = {"x": x.tolist(), "g": g.tolist(), "v": v.tolist(), second: 0.3, "gamma_max": 1.5, "gamma": -1.5}
+    named = ", ".join([second, *{"vjp": ["g"], "jvp": ["v"], "hvp": ["g", "v"]}[product]])
+    found = confirm(Claim(f"norm({product}) <= 1", layer), example)
+    shown = re.fullmatch(
+        rf"(NOT )?confirmed numerically \(numeric\.{layer}\.{product}\(x, {named}\)\): lhs = (\S+), rhs = 1", found
+    )
+    assert shown is not None, found
+    gain = [np.full(4, 1.5)] if layer in ("layernorm_affine", "dyt") else []
+    if gain:
+        gain[0][LAYERS[layer].patterns[0].coordinate] = -1.5
+
+    def jacobian(at):
+        return getattr(numeric, layer).jacobian(at, 0.3, *gain)
+
+    h = 1e-6
+    expected = {
+        "vjp": jacobian(x).T @ g,
+        "jvp": jacobian(x) @ v,
+        "hvp": (jacobian(x + h * v).T @ g - jacobian(x - h * v).T @ g) / (2 * h),
+    }[product]
+    assert float(shown.group(2)) == pytest.approx(np.linalg.norm(expected), rel=1e-6 if product == "hvp" else 1e-7)
+    assert (shown.group(1) is None) == (np.linalg.norm(expected) > 1)
 
 
 def test_a_refutation_names_the_numeric_functions_of_its_recheck():

@@ -4,7 +4,8 @@ A refutation from `derivations.claims` gives the full input: x (and g, v,
 the gain where used), epsilon, t.  Here the claim's syntax tree is walked a
 second time with numbers instead of SymPy: each derived quantity comes from
 the numeric function its registry row names, at that x (``spectral_norm`` is
-also checked against ``numpy.linalg.norm`` of the Jacobian), vectors and
+also checked against ``numpy.linalg.norm`` of the Jacobian; vjp, jvp and hvp
+at the counterexample's g and v), vectors and
 matrices from ``forward`` and ``jacobian``, and ``@``, ``norm``, ``sum`` and
 ``dot`` from NumPy.  The relation is then decided in float64.
 """
@@ -22,6 +23,7 @@ from derivations.claims import Claim
 from derivations.claims.language import FREE_SCALARS, parse_expression
 from derivations.symbols import epsilon as eps_symbol
 from numeric import NumericLayer, facade, lambdified
+from numeric.kernels.backward import ARGUMENTS
 
 _OPS = {ast.Eq: "==", ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
 
@@ -131,6 +133,8 @@ class _Evaluator:
                 return float(function(second, self.parameters(layer)[0]))
             self.how.append(f"numeric.{key}.{numeric}({called})")
             return float(function(second, **self.scalars(definition, on_pattern=True)))
+        if quantity.evaluate == "backward":
+            return self.product(identifier, key, function, second, called)
         given = () if definition.has_epsilon else self.parameters(layer)
         found = np.asarray(function(self.need_x(), second, *given, **self.scalars(definition)), dtype=np.float64)
         value = float(found) if found.ndim == 0 else found
@@ -142,6 +146,17 @@ class _Evaluator:
                 raise _Unsupported(f"{identifier} {value} disagrees with numpy.linalg.norm {independent}")
             self.how.append("numpy.linalg.norm(J, 2)")
         return value
+
+    def product(self, identifier: str, key: str, function: Any, second: float, called: str) -> np.ndarray:
+        """A backward product at x and the counterexample's vectors (g as the numeric dy, v), with
+        its gain and bias where the layer has them."""
+        layer = self.layer(key)
+        value = quantities.value(layer.definition, identifier)
+        taken = [str(base) for base in ARGUMENTS if value.has(base)]
+        vectors = [self.name(name, key) for name in taken]
+        found = function(self.need_x(), second, *vectors, *self.parameters(layer), **self.scalars(layer.definition))
+        self.how.append(f"numeric.{key}.{function.__name__}(x, {', '.join([called, *taken])})")
+        return np.asarray(found[0] if isinstance(found, tuple) else found, dtype=np.float64)
 
     def other(self, identifier: str, layer: NumericLayer, definition: Any) -> Any:
         """A statistic, a display name (lambdified from the expression it stands for, not typed),

@@ -368,3 +368,11 @@ def test_a_formulas_repr_is_one_line_cut_to_a_hundred_characters_after_its_head(
     for name, s in cut:
         colon = s[len(f"<Formula {name}")] == ":"
         assert len(s) == 100 + colon + 2, s  # 100, the colon after a name, a space and the closing >
+
+
+def test_escaped_keeps_printable_ascii_and_the_space_and_writes_every_other_character_as_its_escape():
+    from derivations.claims.render import escaped
+
+    printable = "".join(chr(code) for code in range(0x20, 0x7F))
+    assert escaped(printable) == printable
+    assert escaped("a\x7fb\x00c\x1fd\te\u00e9f\u2028") == "a\\x7fb\\x00c\\x1fd\\te\\xe9f\\u2028"

@@ -49,8 +49,7 @@ def escaped(text: object) -> str:
     """Text with every control or non-ASCII character written as an escape, so that an id
     or a claim cannot forge a line of output (ANSI codes, newlines)."""
     return "".join(
-        c if c.isascii() and (c.isprintable() or c == " ") else c.encode("unicode_escape").decode("ascii")
-        for c in str(text)
+        c if c.isascii() and c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text)
     )
 
 

@@ -890,6 +890,10 @@ def test_rank_where_the_audits_exact_jacobian_is_a_limit_is_not_refuted(layer):
         ("rnk(J) == n - 1", "did you mean 'rank'?"),
         ("tr(J) == n - 1", "did you mean 'trace'?"),
         ("all(abs(y) <= 1) == 1", "all() at column 1 is a whole claim"),
+        ("rank(J, J) == 2", "rank() at column 1 takes (J)"),
+        ("max(eigenvalues(J, 1)) <= 1", "eigenvalues() at column 5 takes (J)"),
+        ("multiplicity(J) == 1", "multiplicity() at column 1 takes (lambda, J)"),
+        ("multiplicity(0, J, J) == 1", "multiplicity() at column 1 takes (lambda, J)"),
     ],
 )
 def test_the_new_constructs_written_wrongly_say_what_to_write(text, message):
@@ -1166,3 +1170,22 @@ def test_a_held_matrix_at_epsilon_zero_and_n_2_is_zero():
     assert verdict.verdict == "refuted", verdict.detail
     assert verdict.counterexample["n"] == 2
     assert "lhs = 0, rhs = 0.50000000" in verdict.detail
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 7])
+@pytest.mark.parametrize("kind", [0, 1])
+@pytest.mark.parametrize(
+    "values",
+    [{"mu": sp.Rational(3, 2), "q": sp.Integer(2)}, {"r": sp.Integer(5), "mu": sp.Integer(-1)}, {"r": sp.Integer(3)}],
+)
+def test_a_counterexamples_input_has_exactly_the_mean_and_variance_it_was_given(size, kind, values):
+    """checker.exact_input: x with mean mu and variance q (or mean square r), in exact arithmetic;
+    an odd kind reverses it."""
+    from derivations.claims.checker import exact_input
+
+    x = exact_input(values, size, kind)
+    mean = sp.simplify(sum(x) / size)
+    variance = sp.simplify(sum((e - mean) ** 2 for e in x) / size)
+    assert mean == values.get("mu", 0)
+    assert variance == values.get("q", values.get("r", 0) - values.get("mu", 0) ** 2)
+    assert x == (sorted(x) if kind == 0 else sorted(x, reverse=True))

@@ -583,3 +583,18 @@ def test_a_condition_is_on_the_entries_only_where_it_names_an_entry_of_x():
     assert _on_entries(sp.Or(sp.Ne(g[i], 0), sp.Gt(x[i] + epsilon, 0)))
     assert not _on_entries(sp.Ne(g[i], 0))
     assert not _on_entries(sp.Gt(q + epsilon, 0))
+
+
+@pytest.mark.parametrize(
+    ("text", "assumptions", "verdict"),
+    [
+        ("gamma_max >= 2", ("gamma == 2",), "proved"),
+        ("gamma_max >= gamma", ("gamma >= 1",), "proved"),
+        ("gamma_max >= 3", ("gamma == 2",), "refuted"),
+    ],
+)
+def test_a_gain_entry_named_only_in_an_assumption_still_bounds_gamma_max(text, assumptions, verdict):
+    """|gamma_i| <= gamma_max couples a gain entry to the largest wherever the entry is named, in
+    the claim or only in an assumption: gamma == 2 makes gamma_max >= 2 true, not undecided."""
+    found = check(Claim(text, "layernorm_affine", assumptions))
+    assert found.verdict == verdict, found.detail

@@ -203,6 +203,14 @@ def test_float32_stays_float32():
             lambda: numeric.groupnorm.forward(np.ones((4, 6)), np.full((1, 6), 0.1), groups=2),
             r"epsilon of shape \(1, 6\) does not broadcast with the batch shape \(4,\) of x",  # the caller's layout
         ),
+        (
+            lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), np.full(2, 0.1)),
+            r"epsilon of shape \(2,\) does not broadcast with the features \(3,\) of x",  # one per feature
+        ),
+        (
+            lambda: numeric.batchnorm_train.vjp(np.ones((4, 3)), np.full((3, 2), 0.1), np.ones((4, 3))),
+            r"epsilon of shape \(3, 2\) does not broadcast with the features \(3,\) of x",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, message):

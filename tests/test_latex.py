@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 import re
 from pathlib import Path
 
@@ -492,3 +493,23 @@ def test_two_limits_read_as_centre_plus_minus_half_when_that_is_shorter_whatever
     printed = ReaderPrinter(DEFAULT).doprint(both)
     assert printed.startswith(r"\lim_{t \to \pm\infty} u{\left(t \right)} = ")
     assert printed.endswith(rf"{sp.latex(centre)} \pm {sp.latex(half)}")
+
+
+@pytest.mark.parametrize("writes_log", [True, False])
+def test_a_failed_compile_names_the_first_error_from_the_log_or_else_from_pdflatexs_output(
+    tmp_path, monkeypatch, writes_log
+):
+    """pdflatex stopped before it could write a log (no room, a bad output folder) still says why:
+    the error line of its output, not a bare exit status.  A stand-in pdflatex on PATH, exit 1."""
+    script = tmp_path / "bin" / "pdflatex"
+    script.parent.mkdir()
+    log = 'for a in "$@"; do case "$a" in -output-directory=*) d="${a#*=}";; esac; done\n'
+    log += 'printf "! Undefined control sequence.\\n" > "$d/document.log"\n' if writes_log else ""
+    script.write_text(
+        f"#!/bin/sh\n{log}printf 'This is pdfTeX\\n! I can\\047t write on file document.log.\\n'\nexit 1\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{script.parent}:{os.environ['PATH']}")
+    first = "! Undefined control sequence." if writes_log else "! I can't write on file document.log."
+    with pytest.raises(_pdflatex.LatexError, match=rf"^pdflatex: {re.escape(first)}$"):
+        _pdflatex.compile_pdf("\\documentclass{article}\\begin{document}x\\end{document}")

@@ -706,3 +706,11 @@ def test_a_chain_ends_at_the_first_comma_outside_its_brackets(latex):
     assert link.relation == "="
     assert link.rhs == "c"
     assert link.lhs.endswith(("b\\right)", "b)", "b\\right\\}"))
+
+
+@pytest.mark.parametrize("written", [r"\mathbb E", r"\mathbb|E}", r"\mathbb}E}", r"\mathbb~E}", r"\mathbb{R}"])
+def test_mathbb_is_an_expectation_only_as_mathbb_of_e_in_braces(written):
+    """\\mathbb{E}[...] is the mean; any other \\mathbb, or E not in braces, is a command the reader
+    does not know, never an expectation."""
+    with pytest.raises(ClaimError, match=r"unknown LaTeX command \\mathbb"):
+        _fitted(written + r"[\mathrm{LN}(x)]", "0")

@@ -376,3 +376,14 @@ def test_escaped_keeps_printable_ascii_and_the_space_and_writes_every_other_char
     printable = "".join(chr(code) for code in range(0x20, 0x7F))
     assert escaped(printable) == printable
     assert escaped("a\x7fb\x00c\x1fd\te\u00e9f\u2028") == "a\\x7fb\\x00c\\x1fd\\te\\xe9f\\u2028"
+
+
+@pytest.mark.parametrize(("power", "digits"), [(5, 8), (10, 17), (20, 30), (45, 60), (70, 60)])
+def test_a_refuted_scalars_sides_show_8_17_30_or_at_most_60_digits_as_it_takes_to_tell_them_apart(power, digits):
+    """1 + 10^-power beside 1: the fewest of 8, 17, 30 and 60 significant digits that differ; at
+    10^-70 even 60 do not, and 60 are shown."""
+    from derivations.claims import checker
+
+    left, right = checker._apart(1 + sp.Rational(1, 10**power), sp.Integer(1))
+    assert right == "1." + "0" * (digits - 1)
+    assert left == ("1." + "0" * (power - 1) + "1" + "0" * (digits - 1 - power) if power < digits else right)

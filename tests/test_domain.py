@@ -22,6 +22,7 @@ from derivations.claims.domain import (
 from derivations.claims.language import RIGHT, TWO_SIDED, Lim
 from derivations.claims.limits import take
 from derivations.claims.semantics import build
+from derivations.core.proof import DerivationError
 from derivations.symbols import epsilon, gamma_max, mu, n, q, r, t, x
 
 
@@ -598,3 +599,16 @@ def test_a_gain_entry_named_only_in_an_assumption_still_bounds_gamma_max(text, a
     the claim or only in an assumption: gamma == 2 makes gamma_max >= 2 true, not undecided."""
     found = check(Claim(text, "layernorm_affine", assumptions))
     assert found.verdict == verdict, found.detail
+
+
+def test_a_quantity_piecewise_in_n_is_proved_on_sets_of_n_that_each_keep_one_branch():
+    """The cases a proof splits n into each keep one branch of every Piecewise, which is then
+    taken as it is there; a set of n that keeps none whole is a DerivationError, never a guess."""
+    from derivations.claims.proof import _partition, _restrict
+
+    value = sp.Piecewise((1, sp.Eq(n, 2)), (2, n >= 3))
+    parts = _partition(value, sp.Range(2, sp.oo))
+    assert parts == [sp.FiniteSet(2), sp.Range(3, sp.oo)]
+    assert [_restrict(value, part) for part in parts] == [1, 2]
+    with pytest.raises(DerivationError, match=r"^no single branch of Piecewise\(.*\) on Range\(2, oo, 1\)$"):
+        _restrict(value, sp.Range(2, sp.oo))

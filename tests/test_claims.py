@@ -894,6 +894,8 @@ def test_rank_where_the_audits_exact_jacobian_is_a_limit_is_not_refuted(layer):
         ("max(eigenvalues(J, 1)) <= 1", "eigenvalues() at column 5 takes (J)"),
         ("multiplicity(J) == 1", "multiplicity() at column 1 takes (lambda, J)"),
         ("multiplicity(0, J, J) == 1", "multiplicity() at column 1 takes (lambda, J)"),
+        ("norm(y + 1) <= 2", "cannot add a vector and a scalar at column 6"),
+        ("norm(J - 1, 2) <= 2", "cannot add a matrix and a scalar at column 6"),
     ],
 )
 def test_the_new_constructs_written_wrongly_say_what_to_write(text, message):
@@ -1189,3 +1191,21 @@ def test_a_counterexamples_input_has_exactly_the_mean_and_variance_it_was_given(
     assert mean == values.get("mu", 0)
     assert variance == values.get("q", values.get("r", 0) - values.get("mu", 0) ** 2)
     assert x == (sorted(x) if kind == 0 else sorted(x, reverse=True))
+
+
+@pytest.mark.parametrize("text", ["0 + epsilon > 0", "epsilon - 0 > 0", "1 + 0 * n > 0"])
+def test_scalars_of_any_kind_add_a_zero_among_them(text):
+    """A sum of scalars is a scalar whatever SymPy type each side has (the integer 0, a symbol)."""
+    assert check(Claim(text)).verdict == "proved"
+
+
+@pytest.mark.parametrize(
+    ("text", "layer"),
+    [("q >= 0", "layernorm"), ("s >= sqrt(epsilon)", "layernorm"), ("sigma_u >= 0", "layernorm_std_eps")],
+)
+def test_a_claim_on_statistics_alone_is_quantified_over_the_inputs_they_are_of(text, layer):
+    """q is a statistic of x: a claim naming it (or s) is over every x in R^n and n >= 2, never over
+    q as a free symbol (which would allow values no input has)."""
+    found = check(Claim(text, layer))
+    assert found.verdict == "proved"
+    assert found.detail.startswith("proved for all x in R^n, n >= 2, epsilon > 0."), found.detail

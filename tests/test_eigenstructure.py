@@ -180,3 +180,30 @@ def test_the_direct_jacobian_of_one_row_is_that_of_a_batch_of_one(key, size, rng
         flags.append(bool(safe_one[0]))
     assert flags[0]
     assert not any(flags[i] for i in (1, 3, 4))
+
+
+def test_a_direction_enters_the_spectral_norm_from_the_n_where_its_multiplicity_turns_positive(monkeypatch):
+    """Three explicit directions leave a complement of multiplicity n - 3: it exists from n = 4 on,
+    and at n = 2 and 3 (multiplicity -1 and 0) its eigenvalue bounds nothing."""
+    import dataclasses
+
+    import sympy as sp
+
+    from derivations.cache import ENVIRONMENT
+    from derivations.derive import eigen, jacobian, spectral
+    from derivations.symbols import epsilon, n
+
+    monkeypatch.setenv(ENVIRONMENT, "1")  # nothing read from or written to the derivation cache
+    layer = dataclasses.replace(LAYERS["layernorm"], key="three_directions", title="three explicit directions")
+    explicit = [d for d in layer.directions if not d.complement]
+    complement = next(d for d in layer.directions if d.complement)
+    pairs = (
+        eigen.Eigen(explicit[0], sp.Integer(0), sp.Integer(1)),
+        eigen.Eigen(explicit[1], 1 / (1 + epsilon), sp.Integer(1)),
+        eigen.Eigen(explicit[1], 2 / (2 + epsilon), sp.Integer(1)),
+        eigen.Eigen(complement, 4 / epsilon, n - 3),
+    )
+    monkeypatch.setattr(eigen, "eigenpairs", lambda _: pairs)
+    monkeypatch.setattr(jacobian, "is_symmetric", lambda _: True)
+    found = spectral.cases(layer)
+    assert found == ((2, 2 / (2 + epsilon)), (4, 4 / epsilon))

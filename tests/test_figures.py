@@ -474,3 +474,26 @@ def test_the_verification_checks_j_v_in_three_random_directions(monkeypatch):
     assert verify.jacobian_against_differences(verify.facade("layernorm"), x, 0.25, rng) == 3
     assert len(compared) == 3
     assert all(not np.allclose(a, b) for a, b in itertools.combinations(compared, 2))  # three directions, not one
+
+
+@pytest.mark.parametrize("module", FIGURES, ids=lambda m: m.FILENAME)
+def test_a_legend_drawn_over_the_curves_hides_them_behind_its_text(module):
+    """A legend inside its axes sits on the curves: its frame is drawn and nearly opaque (alpha >= 0.9),
+    so no curve shows through its labels; one beside the axes (the conventions') needs no frame."""
+    figure = module.draw()
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    inside = 0
+    for axes in figure.axes:
+        legend = axes.get_legend()
+        if legend is None:
+            continue
+        box, area = legend.get_window_extent(renderer), axes.get_window_extent(renderer)
+        if box.overlaps(area):
+            inside += 1
+            assert legend.get_frame_on()
+            assert legend.get_frame().get_alpha() >= 0.9
+            assert legend.get_frame().get_facecolor()[3] >= 0.9
+        else:
+            assert box.x0 >= area.x1 - 1  # beside the axes, to their right
+    assert inside == (0 if module.FILENAME == "conventions.png" else 1)

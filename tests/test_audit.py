@@ -778,3 +778,11 @@ def test_a_sequence_whose_last_three_values_are_infinite_tends_to_their_one_sign
             numbers.extrapolated(list(values))
     else:
         assert numbers.extrapolated(list(values)) == numbers.Inf(found)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(numbers.Inf(1), "oo"), (numbers.Inf(-1), "-oo"), (fmpq(-3, 4), "-3/4"), (arb(2) / 3, "0.6666666667")],
+)
+def test_an_audit_finding_shows_each_kind_of_number_as_the_claim_language_writes_it(value, shown):
+    assert numbers.short(value) == shown

@@ -612,3 +612,20 @@ def test_a_quantity_piecewise_in_n_is_proved_on_sets_of_n_that_each_keep_one_bra
     assert [_restrict(value, part) for part in parts] == [1, 2]
     with pytest.raises(DerivationError, match=r"^no single branch of Piecewise\(.*\) on Range\(2, oo, 1\)$"):
         _restrict(value, sp.Range(2, sp.oo))
+
+
+@pytest.mark.parametrize(
+    ("text", "layer", "assumptions", "sizes"),
+    [
+        ("norm(y) <= 2", "layernorm", (), [2, 3, 4, 5]),
+        ("norm(y) <= 2", "prmsnorm", (), [2, 3, 4, 5, 17]),  # k = ceil(n/16) is 2 first at n = 17
+        ("norm(y) <= 2", "prmsnorm", ("n >= 20",), [20]),  # k = 2 from the first admitted size on
+        ("norm(y) <= 2", "layernorm", ("n >= 7",), [7]),
+    ],
+)
+def test_the_sampled_sizes_reach_one_where_a_partial_mean_runs_over_two_entries(text, layer, assumptions, sizes):
+    """2 to 5 as admitted; for a mean over the first k = ceil(n/16) entries (pRMSNorm), which is one
+    entry at all of them, also the first n where it is two: a claim true only of one-entry means
+    is then met by an input where it is false."""
+    domain, _ = _domain(text, layer, assumptions)
+    assert checker._sizes(domain) == sizes

@@ -804,3 +804,14 @@ def test_a_definition_term_refuses_exp_of_exp_and_only_that(term):
     assert parse_term(term, {"t": t}).has(sp.exp)
     with pytest.raises(ValueError, match=r"^exp\(\) of exp\(\) at column 1 is not supported$"):
         parse_term("exp(exp(t))", {"t": t})
+
+
+@pytest.mark.parametrize("as_text", [True, False])
+def test_a_definition_keeps_its_file_as_a_path_whether_named_by_text_or_by_path(as_text):
+    """definition.load takes a file name as text or as a path, and keeps it as a Path beside the
+    bytes it read (what the cache keys on)."""
+    source = Path(__file__).parent / "definitions" / "rmsnorm.toml"
+    found = definition.load(str(source) if as_text else source)
+    assert isinstance(found.path, Path)
+    assert found.path == source
+    assert found.source == source.read_bytes()

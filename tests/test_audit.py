@@ -786,3 +786,20 @@ def test_a_sequence_whose_last_three_values_are_infinite_tends_to_their_one_sign
 )
 def test_an_audit_finding_shows_each_kind_of_number_as_the_claim_language_writes_it(value, shown):
     assert numbers.short(value) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("norm(layernorm(x, 2*epsilon)) >= norm(y)", "refuted"),  # more epsilon, a shorter output
+        ("norm(layernorm(x, epsilon/4)) <= norm(y)", "refuted"),
+        ("norm(layernorm(x, 2*epsilon)) <= norm(y)", "proved"),
+    ],
+)
+def test_the_audit_takes_a_layer_at_the_epsilon_the_claim_gives_it(text, verdict):
+    """layernorm(x, e) at another epsilon: the audit evaluates the layer at e, so it confirms the
+    refutation (at the claim's own epsilon both sides would be one value, and true)."""
+    found = check(Claim(text))
+    assert found.verdict == verdict, found.detail
+    if verdict == "refuted":
+        assert "the independent audit confirms it there in ball arithmetic (false there)" in found.detail

@@ -497,3 +497,23 @@ def test_a_legend_drawn_over_the_curves_hides_them_behind_its_text(module):
         else:
             assert box.x0 >= area.x1 - 1  # beside the axes, to their right
     assert inside == (0 if module.FILENAME == "conventions.png" else 1)
+
+
+def test_a_report_whose_latex_would_replace_a_folder_writes_nothing_and_runs_nothing(written, tmp_path, monkeypatch):
+    """The sheet's outputs are checked before any work: report.tex a folder is refused before the
+    checks run and the sheet is built, and no report.md is written (all of them, or none)."""
+    from figures import report
+
+    status, folder, *_ = written
+    assert status == 0
+    (tmp_path / "figures").symlink_to(folder, target_is_directory=True)
+    (tmp_path / "report.tex").mkdir()
+
+    def not_reached():
+        raise AssertionError("the checks ran before the outputs were checked")
+
+    monkeypatch.setattr(report, "_run_checks", not_reached)
+    with pytest.raises(IsADirectoryError, match=r"report\.tex"):
+        report.build(tmp_path / "report.md", tmp_path / "figures")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figures", "report.tex"]
+    assert list((tmp_path / "report.tex").iterdir()) == []

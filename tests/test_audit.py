@@ -803,3 +803,15 @@ def test_the_audit_takes_a_layer_at_the_epsilon_the_claim_gives_it(text, verdict
     assert found.verdict == verdict, found.detail
     if verdict == "refuted":
         assert "the independent audit confirms it there in ball arithmetic (false there)" in found.detail
+
+
+@pytest.mark.parametrize("text", ["diff(slope_at_zero, epsilon) >= 0", "diff(response, t) <= 0"])
+def test_an_audit_through_difference_quotients_says_it_evaluated_numerically(text):
+    """diff() is audited by the limits of difference quotients, not in rigorous ball arithmetic: the
+    refutation says so."""
+    found = check(Claim(text))
+    assert found.verdict == "refuted"
+    assert found.detail.endswith(
+        "the independent audit confirms it there in ball arithmetic (false there; a limit, a derivative "
+        "or an eigenvalue evaluated numerically)"
+    ), found.detail

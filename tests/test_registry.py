@@ -240,3 +240,16 @@ def test_a_conventions_column_names_the_first_item_of_its_quantity(key):
     assert LAYERS[key].patterns[0].suffix == ""  # the (−t, 0, t) pattern: slope_at_zero
     names = [name for name, _ in quantities.columns(LAYERS[key])["slope at 0 on (−t, 0, t)"]]
     assert names == ["slope_at_zero"]
+
+
+def test_a_catalog_layer_comes_back_from_the_derivation_cache_as_the_very_same_object():
+    """A stored result names the catalog's layers (and their patterns) by reference, not by a copy:
+    loaded back it holds the layer itself (layers compare by identity), for each layer built."""
+    from derivations import cache
+
+    layer = LAYERS["rmsnorm"]
+    assert any(built is layer for built in LAYERS.loaded())
+    back = cache.loads(cache.dumps((layer, layer.patterns[0], layer.statistics[-1])))
+    assert back[0] is layer
+    assert back[1] is layer.patterns[0]
+    assert back[2] is layer.statistics[-1]

@@ -815,3 +815,17 @@ def test_an_audit_through_difference_quotients_says_it_evaluated_numerically(tex
         "the independent audit confirms it there in ball arithmetic (false there; a limit, a derivative "
         "or an eigenvalue evaluated numerically)"
     ), found.detail
+
+
+@pytest.mark.parametrize("epsilon", [sp.Rational(1, 3), sp.Integer(16), sp.Integer(2) ** 40])
+def test_the_audits_kink_is_found_beyond_an_amplitude_of_one_too(epsilon):
+    """The switch of torch's normalize along (-t, 0, t) is where sqrt(2) t = epsilon: the bisection's
+    bracket is first widened by doubling from t = 1, as far as epsilon puts it."""
+    from derivations.claims.audit.evaluate import Evaluator
+
+    point = audit.Point(n=3, epsilon=epsilon)
+    pattern = LAYERS["l2norm_clamped"].patterns[0]
+    with audit.precision():
+        found = Evaluator("l2norm_clamped", point, pattern).switch(pattern, "l2norm_clamped")
+    expected = float(epsilon / sp.sqrt(2))
+    assert abs(float(ball(found).mid()) - expected) <= 1e-12 * expected

@@ -420,3 +420,15 @@ def test_the_float64_scales_are_tried_balanced_first_then_outwards_by_eighths(mo
     monkeypatch.setattr(_rescale, "EXTENDED", False)
     _rescale._tried(None, None, None, None, None, 2)
     assert tried == [0.5, 0.375, 0.625, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0]
+
+
+def test_a_hessian_product_over_rows_at_extreme_scales_each_with_its_epsilon_is_each_rows_own():
+    """Rows the fused program cannot take (x near 1e150 against epsilon 1e290, x near 1e-160) are
+    computed again on their own, each with its own epsilon: the batch equals the rows one by one."""
+    rng = np.random.default_rng(3)
+    x = np.array([[1e150, -2e150, 3e150], [0.5, -1.0, 2.0], [1e-160, 3e-160, -2e-160], [1.0, 1.0 + 1e-12, 1.0 - 1e-12]])
+    eps = np.array([1e290, 0.1, 1e-300, 1e-30])
+    g, v = rng.standard_normal((2, *x.shape))
+    whole = numeric.layernorm.hvp(x, eps, g, v)
+    rows = np.stack([numeric.layernorm.hvp(x[r], eps[r], g[r], v[r]) for r in range(len(x))])
+    np.testing.assert_array_equal(whole, rows)

@@ -6,6 +6,7 @@ SymPy, differentiated there and evaluated at 40 digits.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -103,12 +104,26 @@ def test_a_value_lost_where_no_scale_is_clean_is_warned_about():
     """The check itself can fail: where every scale raises a flag, a value lost where it was taken
     but kept at another scale gets a RuntimeWarning; where the caller assembles the value from
     parts (``checked=False``), nothing is said."""
-    with pytest.warns(RuntimeWarning, match="too far apart in scale"), np.errstate(over="ignore"):
+    with pytest.warns(RuntimeWarning, match="too far apart in scale") as caught, np.errstate(over="ignore"):
         lost = _rescale.at_scale(_homogeneous(1e-100, flagged=True), X_FAR, E_FAR, 2, False, None)
     assert np.all(lost == 0)
+    assert {record.filename for record in caught} == {__file__}  # the caller's line, not numeric's
     with warnings.catch_warnings(), np.errstate(over="ignore"):
         warnings.simplefilter("error")
         _rescale.at_scale(_homogeneous(1e-100, flagged=True), X_FAR, E_FAR, 2, False, None, checked=False)
+
+
+@pytest.mark.parametrize("key", ["layernorm_std_eps", "layernorm_std_eps_biased"])
+def test_the_far_apart_warning_points_at_the_line_that_called_numeric(key):
+    """x of order 1 and epsilon = 1e200: the vjp along g = 1 (exactly 0: the outputs sum to 0) is
+    not confirmed at any scale, and the warning names the caller's file and line, however deep in
+    `numeric` it was raised (it named numeric/kernels/kernel.py)."""
+    layer = getattr(numeric, key)
+    line = sys._getframe().f_lineno + 2
+    with pytest.warns(RuntimeWarning, match="too far apart in scale") as caught:
+        gradient = layer.vjp(np.array([[1.0, -2.0, 0.5]]), 1e200, np.ones(3))
+    assert np.all(gradient == 0)
+    assert [(record.filename, record.lineno) for record in caught] == [(__file__, line)]
 
 
 DAMPED = (

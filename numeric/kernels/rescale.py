@@ -9,8 +9,10 @@ m = max(|x|, eps**(1/e)) both scaled inputs are at most 1 and one of them is
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -337,11 +339,9 @@ def _across_scales(
     out, settled = _settled(out, values, cleans, scaled, m.shape)
     disagree = apart & ~settled & _unconfirmed(out, values, apart, scaled, m.shape)
     if warn and disagree.any():
-        warnings.warn(
+        _warn(
             "epsilon and x are too far apart in scale for this layer in float64: intermediates leave the "
-            "float range at every scale tried, and some values may be wrong",
-            RuntimeWarning,
-            stacklevel=5,
+            "float range at every scale tried, and some values may be wrong"
         )
     return out
 
@@ -676,12 +676,20 @@ def elementwise(function: Any, degree: int, eps_degree: int, *args: Any) -> Any:
 def _unresolved(values: np.ndarray, lost: np.ndarray) -> None:
     """Warn where the value at the geometric mean of the scales is not a finite number either."""
     if (lost & ~np.isfinite(values)).any():
-        warnings.warn(
+        _warn(
             "epsilon and x are too far apart in scale for this layer in float64: some values are not "
-            "finite numbers, though their true values may be",
-            RuntimeWarning,
-            stacklevel=4,
+            "finite numbers, though their true values may be"
         )
+
+
+def _warn(message: str) -> None:
+    """A RuntimeWarning that points at the line that called into `numeric`: the first frame
+    outside the package, however deep in it the call that warns is."""
+    frame: FrameType | None = sys._getframe(1)
+    level = 2  # the frame that called this one
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "numeric":
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
 def validated(

@@ -186,6 +186,17 @@ def test_the_recheck_evaluates_the_claim_with_the_numeric_functions_it_names(tex
     assert confirm(Claim(text, layer or "layernorm"), example) == expected
 
 
+@pytest.mark.parametrize("op", ["==", "<=", "<", ">=", ">"])
+@pytest.mark.parametrize(("epsilon", "slope"), [(4.0, 0.5), (1.0, 1.0), (0.25, 2.0)])
+def test_the_recheck_decides_every_comparison_as_python_does(op, epsilon, slope):
+    """slope_at_zero = 1/sqrt(epsilon) against 1, below, at and above it: the re-check confirms a
+    refutation exactly where the comparison fails (every operator; the tie tells < from <=)."""
+    holds = {"==": slope == 1, "<=": slope <= 1, "<": slope < 1, ">=": slope >= 1, ">": slope > 1}[op]
+    found = confirm(Claim(f"slope_at_zero {op} 1", "layernorm"), {"epsilon": epsilon})
+    verdict = "NOT confirmed numerically" if holds else "confirmed numerically"
+    assert found == f"{verdict} (numeric.layernorm.slope_at_zero(epsilon)): lhs = {slope:.8g}, rhs = 1"
+
+
 @pytest.mark.parametrize(
     ("layer", "second"),
     [("layernorm", "epsilon"), ("layernorm_affine", "epsilon"), ("rmsnorm", "epsilon"), ("dyt", "alpha")],

@@ -319,3 +319,14 @@ def test_the_mean_a_layer_without_a_centre_needs_is_the_first_power_mean(tmp_pat
     (mean,) = (stat for stat in layer.statistics if stat.introduced)
     assert (str(mean.symbol), mean.summand, mean.introduced) == ("r1", x[j], "the second moment")
     assert "power mean" in mean.meaning
+
+
+def test_a_monomial_that_is_not_a_polynomial_is_introduced_after_every_polynomial_one():
+    """The order statistics are introduced in: by degree in x[p], a monomial that is not a
+    polynomial in it (|x|**3, a square root) last, after any degree a definition can reach."""
+    from derivations.core.layer import _degree, p
+
+    degrees = [_degree(x[p] ** 40), _degree(sp.Abs(x[p]) ** 3), _degree(sp.sqrt(x[p])), _degree(x[p] ** 2 - mu)]
+    assert degrees[0] == 40
+    assert degrees[3] == 2
+    assert degrees[1] == degrees[2] > 10**9

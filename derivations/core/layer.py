@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import html
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -486,12 +487,13 @@ def _explained(layer: L, own: int, needs: Mapping[str, sp.Expr]) -> L:
     return dataclasses.replace(layer, statistics=tuple(statistics))
 
 
-def _degree(monomial: sp.Expr) -> int:
-    """The degree of a power sum's monomial in x[p]; a large number where it is not a polynomial."""
+def _degree(monomial: sp.Expr) -> float:
+    """The degree of a power sum's monomial in x[p]; infinite where it is not a polynomial (after
+    every polynomial one)."""
     try:
         return int(sp.degree(monomial, x[p]))
     except sp.PolynomialError:
-        return 1 << 20
+        return math.inf
 
 
 def _introduce(monomial: sp.Expr, center: sp.Symbol | None, taken: set[str]) -> Statistic:

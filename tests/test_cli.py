@@ -883,3 +883,29 @@ def test_every_option_whose_help_states_a_default_has_that_default():
             else:
                 assert action.default == said, (command.prog, action.option_strings)
     assert stated >= 5
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "said"),
+    [(None, 0, ""), (0, 0, ""), (3, 3, ""), ("the command's own words", 1, "the command's own words\n")],
+)
+def test_a_command_that_exits_ends_the_process_with_the_status_python_gives_it(code, status, said, monkeypatch, capsys):
+    """`cli.finish` ends the process with the status ``sys.exit(code)`` would: 0 for None, the
+    integer, or 1 with the text on stderr."""
+    from derivations import cli
+
+    class Ended(Exception):
+        pass
+
+    def end(value):
+        raise Ended(value)
+
+    def main(argv):
+        sys.exit(code)
+
+    monkeypatch.setattr(cli.interrupts, "one_line", lambda prog: None)  # leave pytest's Ctrl-C alone
+    monkeypatch.setattr(cli.os, "_exit", end)
+    with pytest.raises(Ended) as ended:
+        cli.finish(main, "prog")
+    assert ended.value.args == (status,)
+    assert capsys.readouterr().err == said

@@ -207,3 +207,17 @@ def test_a_direction_enters_the_spectral_norm_from_the_n_where_its_multiplicity_
     monkeypatch.setattr(jacobian, "is_symmetric", lambda _: True)
     found = spectral.cases(layer)
     assert found == ((2, 2 / (2 + epsilon)), (4, 4 / epsilon))
+
+
+@pytest.mark.parametrize("name", ["eigenvalues", "spectral_norm"])
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
+def test_the_eigenstructure_check_fails_on_a_value_off_by_one_part_in_a_hundred_million(name, key, monkeypatch, rng):
+    """The check can fail: derived eigenvalues, or a norm, off by 1e-8 of themselves (far below
+    the bound on J) are refused, naming what disagreed."""
+    layer = module(key).LAYER
+    values = rng.standard_normal(5)
+    right = getattr(layer, name)
+    assert verify.eigenstructure(layer, values, 0.1, rng) > 0
+    monkeypatch.setattr(layer, name, lambda *args: right(*args) * (1 + 1e-8))
+    with pytest.raises(AssertionError, match=name):
+        verify.eigenstructure(layer, values, 0.1, rng)

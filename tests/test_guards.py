@@ -167,6 +167,12 @@ NORM_ONE_OVER_S = "spectral_norm == 1/sqrt(q + epsilon)"
             {"epsilon": 0.25},
             "NOT confirmed numerically (numeric.layernorm.slope_at_zero(epsilon)): lhs = 2, rhs = 4",
         ),
+        # A counterexample without t is taken at t = 0, where the slope is 1/sqrt(epsilon).
+        (
+            "slope <= 1",
+            {"epsilon": 0.25},
+            "confirmed numerically (numeric.layernorm.slope(t, epsilon)): lhs = 2, rhs = 1",
+        ),
         # A name takes its own value (a display name, a gain entry) or none: never another's.
         (
             "s == 1",

@@ -629,3 +629,18 @@ def test_the_sampled_sizes_reach_one_where_a_partial_mean_runs_over_two_entries(
     is then met by an input where it is false."""
     domain, _ = _domain(text, layer, assumptions)
     assert checker._sizes(domain) == sizes
+
+
+@pytest.mark.parametrize(
+    ("factors", "where"),
+    [
+        ("(t**2-1)*(t**2-4)", "where t != -2 and t != -1 and t != 1 and t != 2."),
+        ("t*(t**2-1)*(t**2-4)", "where t*(t - 2)*(t - 1)*(t + 1)*(t + 2) != 0."),
+    ],
+)
+def test_a_claim_undefined_at_up_to_four_points_names_them_and_at_five_keeps_the_condition(factors, where):
+    """The points a claim is undefined at are named one by one up to four; from five on, the
+    condition is shown as it is, factored."""
+    verdict = check(Claim(f"1/({factors}) == 1/({factors})", "layernorm"))
+    assert verdict.verdict == "proved"
+    assert f"proved for all t, {where} n >= 2" in verdict.detail

@@ -227,3 +227,28 @@ def test_a_mutant_that_hangs_is_a_timeout_within_its_phase_s_own_limit(tmp_path)
     assert (outcome, phase) == ("timeout", "named")
     assert time.monotonic() - began < 60
     assert (tree / "pkg" / "__init__.py").read_text(encoding="utf-8") == "VALUE = 1\n"
+
+
+def test_a_resumed_run_keeps_the_kills_and_timeouts_of_the_earlier_output_and_runs_the_rest():
+    """`--resume`: the lines a run prints for each mutant are read back; a kill or a timeout is
+    kept, a survivor (a test may kill it now) and the probes' line are not."""
+    import run as mutation
+
+    name = "pkg/m.py :: generic/numbers :: a = 1 :: a = (2)"
+    lines = [
+        (1, "killed", 9.3, "probed", name),
+        (2, "timeout", 600.0, "fast", name.replace("a = 1", "b = 1")),
+        (3, "survived", 400.2, "fast", name.replace("a = 1", "c = 1")),
+        (4, "killed", 0.0, "earlier", name.replace("a = 1", "d = 1")),
+        (5, "killed", 1.0, "", name.replace("a = 1", "e = 1")),
+    ]
+    output = "\n".join(
+        f"[{k:3d}] {what:10s} {seconds:6.1f} s {phase:7s} {mutant}" for k, what, seconds, phase, mutant in lines
+    )
+    output = f"[  0] probes      602.4 s 95 of 100 run by a test\n{output}\n\nsurvived: {lines[2][4]}\n"
+    assert mutation.decided(output) == {
+        name: "killed",
+        lines[1][4]: "timeout",
+        lines[3][4]: "killed",
+        lines[4][4]: "killed",
+    }

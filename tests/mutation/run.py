@@ -465,12 +465,26 @@ def run_mutant(
         broken |= unreliable
 
 
+# A mutant's line of a run's output: its number, outcome, seconds, phase and name.
+LINE = re.compile(r"\[ *\d+\] (\w+) +[\d.]+ s (.{7}) (.+)")
+
+
+def decided(output: str) -> dict[str, str]:
+    """The mutants an earlier run's output says were killed or timed out, by name: the outcomes
+    a run that is resumed (``--resume``) keeps, so that a sample can be run over several
+    sittings.  A survivor is run again (a test may kill it now), and so is every mutant the
+    earlier run did not reach."""
+    found = (LINE.fullmatch(line) for line in output.splitlines())
+    return {match[3]: match[1] for match in found if match is not None and match[1] in ("killed", "timeout")}
+
+
 def run(arguments: argparse.Namespace) -> int:
     listed = equivalent()
     rerun = None
     if arguments.rerun is not None:  # the survivors a previous run printed
         lines = arguments.rerun.read_text(encoding="utf-8").splitlines()
         rerun = {line.removeprefix("survived: ") for line in lines if line.startswith("survived: ")}
+    earlier = decided(arguments.resume.read_text(encoding="utf-8")) if arguments.resume is not None else {}
     results: dict[str, list[str]] = {"killed": [], "timeout": [], "survived": [], "equivalent": []}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
@@ -482,7 +496,7 @@ def run(arguments: argparse.Namespace) -> int:
         drawn = [
             (mutant, name, mutated)
             for mutant, name, mutated in sample(arguments.sample, arguments.seed, tree, arguments.operators)
-            if (rerun is None or name in rerun) and name not in listed
+            if (rerun is None or name in rerun) and name not in listed and name not in earlier
         ]
         tests: dict[str, set[str]] = {}
         broken: set[str] = set()
@@ -507,6 +521,8 @@ def run(arguments: argparse.Namespace) -> int:
             phase = ""
             if name in listed:
                 outcome, where = "equivalent", listed[name]
+            elif name in earlier:
+                outcome, where, phase = earlier[name], "", "earlier"
             else:
                 cache = mutant_cache(warm, Path(tempfile.mkdtemp(prefix="cache-", dir=folder)))
                 try:
@@ -579,6 +595,11 @@ def main(argv: list[str] | None = None) -> int:
         help="do not first find the tests that run each mutant's statement (one run of make test's tier)",
     )
     parser.add_argument("--rerun", type=Path, help="run only the survivors listed in this earlier output")
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        help="keep the kills and timeouts this earlier output of the same sample reports, and run the rest",
+    )
     parser.add_argument(
         "--verbose",
         action="store_true",

@@ -714,3 +714,10 @@ def test_mathbb_is_an_expectation_only_as_mathbb_of_e_in_braces(written):
     does not know, never an expectation."""
     with pytest.raises(ClaimError, match=r"unknown LaTeX command \\mathbb"):
         _fitted(written + r"[\mathrm{LN}(x)]", "0")
+
+
+@pytest.mark.parametrize("order", [["s=\\sigma", "q=\\sigma^2"], ["q=\\sigma^2", "s=\\sigma"]])
+def test_the_longest_of_overlapping_spellings_is_read_first_whatever_their_order(order):
+    """A paper that writes sigma for s and sigma^2 for q: sigma^2 is q, not s squared, in either
+    order of --notation."""
+    assert canonical(r"\sigma^2 + \sigma", Notation.parse(order)) == "q + s"

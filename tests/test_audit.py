@@ -829,3 +829,20 @@ def test_the_audits_kink_is_found_beyond_an_amplitude_of_one_too(epsilon):
         found = Evaluator("l2norm_clamped", point, pattern).switch(pattern, "l2norm_clamped")
     expected = float(epsilon / sp.sqrt(2))
     assert abs(float(ball(found).mid()) - expected) <= 1e-12 * expected
+
+
+@pytest.mark.parametrize(
+    ("small", "rank"),
+    [("1e-49", 2), ("3e-51", None), ("3e-50", 2), ("1e-99", None), ("3e-101", 1), ("1e-120", 1)],
+)
+def test_a_numeric_rank_counts_singular_values_above_1e50_and_1e100_and_is_unknown_between(small, rank):
+    """J - lambda I's singular values, relative to the largest: above 1e-50 at 100 digits and above
+    1e-100 at 200 count; where the two counts differ (one in between), the rank is not known."""
+    from derivations.claims.audit.evaluate import numeric_rank
+
+    matrix = sp.diag(1, sp.Rational(small))
+    if rank is None:
+        with pytest.raises(Unknown, match="too small to tell from 0"):
+            numeric_rank(matrix, "0")
+    else:
+        assert numeric_rank(matrix, "0") == rank

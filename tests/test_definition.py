@@ -815,3 +815,21 @@ def test_a_definition_keeps_its_file_as_a_path_whether_named_by_text_or_by_path(
     assert isinstance(found.path, Path)
     assert found.path == source
     assert found.source == source.read_bytes()
+
+
+def test_the_time_budget_of_a_definition_is_the_300_s_the_docs_state_in_python_and_on_the_command_line(capsys):
+    """docs/definitions.md: `--timeout`, default 300 s, and `numeric.from_definition(path,
+    timeout=300)`: the defaults of both are that budget."""
+    import inspect
+
+    words = docs_words("definitions.md")
+    assert "(`--timeout`, default 300 s)" in words
+    assert "timeout=300)`" in words
+    assert inspect.signature(numeric.from_definition).parameters["timeout"].default == 300
+    from derivations.__main__ import _parser
+
+    parser, _ = _parser()
+    assert parser.get_default("timeout") == 300
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "time budget (default: 300)" in " ".join(capsys.readouterr().out.split())

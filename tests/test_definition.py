@@ -398,6 +398,11 @@ BAD_FILES = [
         "statistics.m3: refers to 'm4'",
     ),
     (_statistics('r = "mean(2)"'), "statistics.r: the mean's summand must use x[j]"),
+    # Two means of x tied to each other (h = 2 mu) are named, not said to contradict each other.
+    (
+        _statistics('r = "mean(x[j]**2)"\nh = "mean(2 * x[j])"\nq = "mean(x[j]**3)"\nmu = "mean(x[j])"'),
+        "statistics: h, mu are not independent: one is a function of the others; define it as one",
+    ),
     (_statistics('r = "mean(x[j]**2)"\nm2 = "n + 1"'), "statistics.m2: must be mean(...) over x[j], or"),
     (_statistics('r = "mean(x[j]**2)"\nt = "mean(x[j])"'), "statistics.t: not a usable"),
     (MINIMAL.replace('[statistics]\nr = "mean(x[j]**2)"\n', ""), "statistics: missing"),

@@ -19,6 +19,7 @@ square, so `reduce_sums` writes :math:`m_p^2` as :math:`m_p`, and
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import sympy as sp
@@ -198,7 +199,22 @@ def unfixed(equations: Iterable[sp.Eq], wanted: Iterable[sp.Expr] = ()) -> tuple
         return ()
     solutions = sp.linsolve(equations, unknowns) if equations else sp.FiniteSet(tuple(unknowns))
     if len(solutions) != 1:
-        raise DerivationError(f"the definitions {equations} of the statistics contradict each other")
+        # Means of x always exist together: no solution means a relation among the statistics
+        # themselves (h = mean(2 x) beside mu = mean(x)), named by the fewest definitions that hold it.
+        tied = next(
+            (
+                group
+                for size in range(2, len(equations))
+                for group in itertools.combinations(equations, size)
+                if len(sp.linsolve(list(group), unknowns)) != 1
+            ),
+            equations,
+        )
+        names = ", ".join(str(e.lhs / n) for e in tied)
+        raise DerivationError(
+            f"{names} are not independent: one is a function of the others; define it as one "
+            '(as sigma = "sqrt(r)"), not as a mean'
+        )
     (values,) = solutions
     return tuple(unknown for unknown, value in zip(unknowns, values, strict=True) if value.atoms(PowerSum))
 

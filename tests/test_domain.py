@@ -644,3 +644,15 @@ def test_a_claim_undefined_at_up_to_four_points_names_them_and_at_five_keeps_the
     verdict = check(Claim(f"1/({factors}) == 1/({factors})", "layernorm"))
     assert verdict.verdict == "proved"
     assert f"proved for all t, {where} n >= 2" in verdict.detail
+
+
+@pytest.mark.parametrize("assumed", ["epsilon >= 0", "0 <= epsilon", "0<=epsilon"])
+def test_an_assumed_epsilon_ge_0_is_said_once_by_the_quantifier(assumed):
+    """epsilon >= 0, however spelled, is what the quantifier says ("epsilon >= 0"): the verdict
+    does not repeat it as an assumption."""
+    verdict = check(Claim("slope_at_zero >= 0", "layernorm", assumptions=(assumed,)))
+    assert verdict.verdict == "proved"
+    assert "proved for all t in R, epsilon >= 0, at x = (-t, 0, t) (n = 3), where epsilon != 0. n = 3" in verdict.detail
+    assert verdict.detail.count("epsilon >= 0") == 1
+    assert "0 <= epsilon" not in verdict.detail
+    assert "0<=epsilon" not in verdict.detail

@@ -173,6 +173,12 @@ NORM_ONE_OVER_S = "spectral_norm == 1/sqrt(q + epsilon)"
             {"epsilon": 0.25},
             "confirmed numerically (numeric.layernorm.slope(t, epsilon)): lhs = 2, rhs = 1",
         ),
+        # A counterexample without a gain is taken with gain 1 and bias 0: J is LayerNorm's.
+        (
+            "layernorm_affine: norm(J, 2) <= 1",
+            {"x": [1.0, -1.0, 0.5], "epsilon": 0.25},
+            "confirmed numerically (numeric.layernorm_affine.jacobian): lhs = 1.0141851, rhs = 1",
+        ),
         # A name takes its own value (a display name, a gain entry) or none: never another's.
         (
             "s == 1",

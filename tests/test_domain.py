@@ -656,3 +656,14 @@ def test_an_assumed_epsilon_ge_0_is_said_once_by_the_quantifier(assumed):
     assert verdict.detail.count("epsilon >= 0") == 1
     assert "0 <= epsilon" not in verdict.detail
     assert "0<=epsilon" not in verdict.detail
+
+
+def test_conditions_outside_z3s_fragment_are_left_undecided_not_an_error():
+    """An assumption z3 cannot read (exp) leaves open whether any input satisfies them all, and
+    says so; a point where the claim is undefined that z3 cannot read stays excluded."""
+    assumed = check(Claim("slope_at_zero >= 0", "layernorm", assumptions=("exp(t) > 2",)))
+    assert assumed.verdict == "proved"
+    assert assumed.detail.endswith("whether the assumptions admit any input at all was not decided")
+    excluded = check(Claim("1/(exp(t) - 1) == 1/(exp(t) - 1)", "layernorm"))
+    assert excluded.verdict == "proved"
+    assert "proved for all t, where exp(t) - 1 != 0. n >= 2" in excluded.detail

@@ -325,8 +325,13 @@ def test_backend_names_a_layer_or_refuses():
         numeric.backend("layernrom")
     with pytest.raises(KeyError):
         numeric.backend("")
+    before = numeric.backend()
     with native.off():
         assert numeric.backend() == "numpy"
+        with native.off():  # nested: the inner one leaves the outer one's choice
+            assert numeric.backend() == "numpy"
+        assert numeric.backend() == "numpy"
+    assert numeric.backend() == before  # the compiled path, where there is one, is back
 
 
 @needs_compiler

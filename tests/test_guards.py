@@ -198,6 +198,19 @@ def test_the_recheck_evaluates_the_claim_with_the_numeric_functions_it_names(tex
     assert confirm(Claim(text, layer or "layernorm"), example) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("x.T @ x <= 0", "(NumPy arithmetic): lhs = 2.25, rhs = 0"),  # a row times a column: a number
+        ("all(x @ x.T == 0)", "(NumPy arithmetic): lhs = [[ 1.   -1.    0.5 ]"),  # a column times a row
+        ("trace(J.T) <= 0", "(numeric.layernorm.jacobian): lhs = 1.2749756, rhs = 0"),  # a matrix's transpose
+    ],
+)
+def test_the_recheck_transposes_a_vector_into_a_row_and_a_matrix_into_its_transpose(text, shown):
+    found = confirm(Claim(text, "layernorm"), {"x": [1.0, -1.0, 0.5], "epsilon": 0.25})
+    assert found.startswith(f"confirmed numerically {shown}"), found
+
+
 @pytest.mark.parametrize("op", ["==", "<=", "<", ">=", ">"])
 @pytest.mark.parametrize(("epsilon", "slope"), [(4.0, 0.5), (1.0, 1.0), (0.25, 2.0)])
 def test_the_recheck_decides_every_comparison_as_python_does(op, epsilon, slope):

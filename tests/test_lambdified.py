@@ -186,3 +186,21 @@ def test_powers_up_to_eight_and_their_halves_compile_to_products(power):
     values = np.array([0.3, 1.7, 2.0])
     np.testing.assert_allclose(compile(a ** sp.nsimplify(power), [a])(values), values**power, rtol=1e-15)
     assert "**" in compile(a ** (abs(sp.nsimplify(power)) + 8), [a]).__doc__.split("return", 1)[1]
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_compound_base_of_a_half_integer_power_is_named_once(listed):
+    """(q + epsilon)**(3/2) prints as b*sqrt(b): its base is a shared value b0, computed once,
+    in one expression or in a program's several; a symbol's power is left alone."""
+    from numeric.kernels.lambdify import _shared_subexpressions
+
+    base = q + EPS
+    expr = [base ** sp.Rational(3, 2) + q ** sp.Rational(5, 2), q] if listed else base ** sp.Rational(-3, 2) * q
+    replacements, reduced = _shared_subexpressions(expr)
+    named = [name for name, value in replacements if value == base]
+    assert len(named) == 1
+    first = reduced[0] if listed else reduced
+    assert first.has(named[0] ** sp.Rational(3 if listed else -3, 2))
+    assert not first.has(base)
+    if listed:
+        assert first.has(q ** sp.Rational(5, 2))

@@ -1209,3 +1209,12 @@ def test_a_claim_on_statistics_alone_is_quantified_over_the_inputs_they_are_of(t
     found = check(Claim(text, layer))
     assert found.verdict == "proved"
     assert found.detail.startswith("proved for all x in R^n, n >= 2, epsilon > 0."), found.detail
+
+
+@pytest.mark.parametrize("name", ["A", "H", "B", "Ja", "I2"])
+def test_a_capital_name_that_is_not_j_or_i_is_unknown_not_read_as_either(name):
+    """Only J is the Jacobian and I the identity: another matrix-like name (H, A) is an error
+    naming it, never a claim about J."""
+    verdict = check(Claim(f"norm({name}, 2) <= 1/sqrt(epsilon)", "layernorm"))
+    assert verdict.verdict == "error"
+    assert f"unknown name '{name}' at column 6" in verdict.detail

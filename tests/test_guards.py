@@ -338,6 +338,30 @@ def test_a_failed_save_leaves_the_old_files_byte_for_byte(tmp_path, writers):
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == old
 
 
+@pytest.mark.parametrize("failing", [2, 3])
+def test_a_save_that_fails_after_some_files_replaced_puts_every_old_one_back(tmp_path, monkeypatch, failing):
+    """The second (or third) file's rename fails after the first is in place: every file is its
+    old self again, a file that did not exist is gone, and no temporary is left."""
+    import figures._output as output
+
+    old = {"a.png": b"old a", "b.png": b"old b"}
+    for name, content in old.items():
+        (tmp_path / name).write_bytes(content)
+    real, calls = os.replace, []
+
+    def replace(source, target):
+        calls.append(target)
+        if len(calls) == failing:
+            raise OSError(28, "No space left on device")
+        return real(source, target)
+
+    monkeypatch.setattr(output.os, "replace", replace)
+    names = ["a.png", "b.png", "c.png"]
+    with pytest.raises(OSError, match="No space left"):
+        write_all({tmp_path / name: _writes(f"new {name}".encode()) for name in names})
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == old
+
+
 # --- survivors of make mutation's sample --------------------------------------
 
 _RADICAND = 2 * x[0] ** 2 + 2 * x[1] ** 2 + epsilon

@@ -846,3 +846,16 @@ def test_a_numeric_rank_counts_singular_values_above_1e50_and_1e100_and_is_unkno
             numeric_rank(matrix, "0")
     else:
         assert numeric_rank(matrix, "0") == rank
+
+
+@pytest.mark.parametrize(
+    ("entries", "norm"), [([[1, 1], [1, 1]], 0.5), ([[12, 4], [4, 12]], 4), ([[0, 1], [-1, 0]], 0.25)]
+)
+def test_the_audits_spectral_norm_of_a_full_matrix_holds_its_value_below_one_and_above(entries, norm):
+    """||M||_2 from the largest eigenvalue of M^T M, in balls: 1/4 of [[1, 1], [1, 1]] has norm
+    1/2, [[3, 1], [1, 3]] norm 4, a quarter-turn scaled by 1/4 norm 1/4."""
+    from derivations.claims.audit.definition import spectral_norm
+
+    found = spectral_norm([[fmpq(value, 4) for value in row] for row in entries])
+    assert found.contains(arb(norm))
+    assert found.rad() < 1e-12

@@ -164,3 +164,24 @@ def test_a_relation_about_something_else_is_not_taken_for_a_definition():
         identify(r"J \mathbf{1} = 0", Notation())
     with pytest.raises(ClaimError, match="is not the layer's output"):
         identify(r"\|y\|_2 = \sqrt{n}", Notation())
+
+
+@pytest.mark.parametrize(
+    ("written", "also"),
+    [
+        (r"y = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}", "; the same formula as `groupnorm`, `batchnorm_train`;"),
+        (r"y = \frac{x - \mu}{\sigma + \epsilon}", None),
+        (r"y = \gamma \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta", None),
+    ],
+)
+def test_the_same_formula_lists_the_other_layers_equal_to_it_never_the_match_itself(written, also):
+    """LayerNorm's formula is GroupNorm's and BatchNorm's too: they are listed, LayerNorm (the
+    match) is not; a layer equal to no other, or matched with a gain, lists none."""
+    found = identify(written, Notation())
+    text = describe(found)
+    assert text.startswith(f"equals `{found.key}`")
+    assert text.count(f"`{found.key}`") == 1
+    if also is None:
+        assert "the same formula as" not in text
+    else:
+        assert also in text

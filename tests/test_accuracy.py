@@ -367,3 +367,13 @@ def test_the_grids_reach_the_ranges_the_accuracy_page_states(dtype):
     assert ts[0] == 0.0
     spans(np.log10(ts[1 : 1 + count].astype(np.float64)).round().astype(int))
     spans(np.log10(-ts[1 + count : 1 + 2 * count].astype(np.float64)).round().astype(int))
+
+
+def test_a_row_with_no_point_measured_reports_no_error_and_no_points():
+    """A row given no epsilon measures nothing: 0 points, worst 0 ulp, bound 0, no place named
+    (not a worst of 1 ulp with no bound); a row that measures reports its own error."""
+    empty = accuracy.vector("layernorm", "forward", np.float64, np.array([0]), np.array([]))
+    assert (empty.points, empty.worst, empty.bound, empty.where) == (0, 0.0, 0.0, "")
+    one = accuracy.vector("layernorm", "forward", np.float64, np.array([0]), np.array([1e-5]))
+    assert one.points > 0
+    assert 0.0 <= one.worst <= one.bound

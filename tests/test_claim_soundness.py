@@ -1174,3 +1174,18 @@ def test_the_harness_accepts_sound_verdicts():
     ]
     for claim, kind, example, excluded in sound:
         assert judge(claim, Fabricated(kind, example, excluded)) is None, claim
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "limit(t/((a - 1)*t + t**2), t, 0) * (a - 1) == 1",  # no limit at a = 1, hidden by the factor t
+        "limit((a - 1)/((a - 1)**2 + t**2), t, 0) * (a - 1) == 1",  # 0 at a = 1
+    ],
+)
+def test_a_limit_that_fails_at_one_value_of_a_scalar_is_never_proved(text):
+    """Claims the prover proves for every a (a known gap, CHANGELOG): the audit finds each false
+    or undefined at a = 1, so the verdict is an error saying so, or a refutation at a = 1."""
+    verdict = check(Claim(text, "layernorm"))
+    assert verdict.verdict in ("error", "refuted"), verdict.detail
+    assert "a: 1" in verdict.detail

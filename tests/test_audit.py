@@ -859,3 +859,14 @@ def test_the_audits_spectral_norm_of_a_full_matrix_holds_its_value_below_one_and
     found = spectral_norm([[fmpq(value, 4) for value in row] for row in entries])
     assert found.contains(arb(norm))
     assert found.rad() < 1e-12
+
+
+def test_a_counterexample_that_meets_an_assumed_equation_to_54_digits_is_confirmed_and_says_so():
+    """q == 2 holds at the counterexample only to the digits of its irrational entries: the audit
+    confirms the refutation there and says the equation is met to 54 digits."""
+    verdict = check(Claim("all(y == 0)", "layernorm", assumptions=("q == 2",)))
+    assert verdict.verdict == "refuted"
+    assert verdict.detail.endswith(
+        "the independent audit confirms it there in ball arithmetic (false there; it meets the assumed "
+        "equations to 54 digits)"
+    )

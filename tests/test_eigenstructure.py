@@ -221,3 +221,16 @@ def test_the_eigenstructure_check_fails_on_a_value_off_by_one_part_in_a_hundred_
     monkeypatch.setattr(layer, name, lambda *args: right(*args) * (1 + 1e-8))
     with pytest.raises(AssertionError, match=name):
         verify.eigenstructure(layer, values, 0.1, rng)
+
+
+@pytest.mark.parametrize("factor", [1 + 1e-4, 1 - 1e-4, -1.0])
+def test_the_jacobian_check_against_differences_fails_on_a_jacobian_off_by_a_little(factor, monkeypatch, rng):
+    """The check can fail: J scaled by 1 +- 1e-4 (or of the wrong sign) disagrees with the central
+    differences in the first direction tried."""
+    layer = module("layernorm").LAYER
+    values = rng.standard_normal(5)
+    right = layer.jacobian
+    assert verify.jacobian_against_differences(layer, values, 0.1, rng) == 15
+    monkeypatch.setattr(layer, "jacobian", lambda *args: right(*args) * factor)
+    with pytest.raises(AssertionError, match="J v vs differences"):
+        verify.jacobian_against_differences(layer, values, 0.1, rng)

@@ -6,6 +6,7 @@ SymPy, differentiated there and evaluated at 40 digits.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 
@@ -447,3 +448,20 @@ def test_a_hessian_product_over_rows_at_extreme_scales_each_with_its_epsilon_is_
     whole = numeric.layernorm.hvp(x, eps, g, v)
     rows = np.stack([numeric.layernorm.hvp(x[r], eps[r], g[r], v[r]) for r in range(len(x))])
     np.testing.assert_array_equal(whole, rows)
+
+
+@pytest.mark.parametrize("path", ["numpy", "default"])
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm", "layernorm_std_eps", "l2norm_clamped"])
+def test_an_epsilon_lost_beside_the_inputs_square_does_not_move_a_bit(key, path):
+    """x of 1e60 .. 1e200 against epsilon of 1e-300, 1e-290 and 1e-250: epsilon changes the
+    true value by far less than a rounding, so the three results are the same bits (NumPy's
+    path keeps such a row at its own scale, where epsilon is found to change nothing)."""
+    from numeric.kernels import native
+
+    layer = getattr(numeric, key)
+    x = np.random.default_rng(3).standard_normal((5, 4))
+    with native.off() if path == "numpy" else contextlib.nullcontext(), np.errstate(all="ignore"):
+        for scale in (1e60, 1e100, 1e200):
+            first, *rest = (layer.forward(scale * x, epsilon) for epsilon in (1e-300, 1e-290, 1e-250))
+            for other in rest:
+                assert np.array_equal(first, other), (scale, first, other)

@@ -721,3 +721,33 @@ def test_the_longest_of_overlapping_spellings_is_read_first_whatever_their_order
     """A paper that writes sigma for s and sigma^2 for q: sigma^2 is q, not s squared, in either
     order of --notation."""
     assert canonical(r"\sigma^2 + \sigma", Notation.parse(order)) == "q + s"
+
+
+def test_the_json_report_is_ascii_and_reads_back_every_character():
+    """A paper's title in any script: the JSON report escapes it (it prints on an ASCII
+    terminal or pipe) and reads back to the same text."""
+    title = "Normalisation à ε près: Ω"
+    text = report.as_json([], title)
+    assert text.isascii()
+    assert json.loads(text)["paper"] == title
+
+
+@pytest.mark.parametrize(
+    ("lhs", "defined"),
+    [
+        (r"\sigma", r"\sigma"),
+        (r"\sigma^2", r"\sigma"),
+        (r"\sigma^{2}", r"\sigma"),
+        (r"\mu", r"\mu"),
+        (r"\sigma_{\mathcal{B}}^2", r"\sigma"),
+        (r"2 \sigma", None),
+        (r"\nu", None),
+    ],
+)
+def test_a_statistic_a_paper_defines_is_read_alone_squared_or_subscripted(lhs, defined):
+    """sigma = ..., sigma^2 := ..., sigma_B^2 = ... over the input define the statistic sigma;
+    a multiple of it, or another letter, defines none."""
+    from derivations.review.notation import Link
+
+    link = Link(lhs, ":=", r"\frac{1}{n} \sum_i (x_i - \mu)^2")
+    assert classify._statistic(link, Notation()) == defined

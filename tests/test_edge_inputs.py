@@ -56,6 +56,20 @@ def test_longdouble_beyond_float64_is_refused():
         layernorm.forward(huge, 1e-5)
 
 
+def test_longdouble_below_float64_is_refused_and_zero_is_not():
+    """A non-zero entry too small for float64 would be flushed to 0 silently: refused, naming the
+    argument; an exact 0 beside normal entries is read as it is."""
+    tiny = np.array([1.0, 2.0], dtype=np.longdouble) * np.longdouble(10) ** -400
+    if not (tiny != 0).all() or np.finfo(np.longdouble).tiny >= np.finfo(np.float64).tiny:
+        pytest.skip("this platform's longdouble is float64")
+    with pytest.raises(ValueError, match=r"^x has non-zero entries below float64's range"):
+        layernorm.forward(tiny, 1e-5)
+    with pytest.raises(ValueError, match=r"^epsilon has non-zero entries below float64's range"):
+        layernorm.forward(np.array([1.0, 2.0]), np.longdouble(10) ** -400)
+    zero = np.array([0.0, 1.0, 2.0], dtype=np.longdouble)
+    assert np.array_equal(layernorm.forward(zero, 1e-5), layernorm.forward(zero.astype(np.float64), 1e-5))
+
+
 def test_masked_arrays_are_refused():
     masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
     with pytest.raises(ValueError, match="x must not be a masked array"):

@@ -558,9 +558,9 @@ def _prove(domain: Domain, sides: _Sides) -> str | None:
     if lhs.has(OpaqueNorm) or rhs.has(OpaqueNorm):
         return None
     # gamma_max is the largest |gamma_i|, so at least |gamma| at the pattern's coordinate.
-    largest = domain.symbol(gamma_max)
-    entries = [e for e in (lhs - rhs).atoms(sp.Indexed) if str(e.base) == "gamma"]
-    if largest in (lhs - rhs).free_symbols and len(entries) == 1:
+    largest, difference = domain.symbol(gamma_max), lhs - rhs
+    entries = [e for e in difference.atoms(sp.Indexed) if str(e.base) == "gamma"]
+    if largest in difference.free_symbols and len(entries) == 1:
         bound = sp.Abs(entries[0]) + sp.Dummy("u", nonnegative=True)
         lhs, rhs = lhs.xreplace({largest: bound}), rhs.xreplace({largest: bound})
     return prove(Relation(lhs, sides.op, rhs), domain.n_set, domain.conditions)

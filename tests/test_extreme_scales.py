@@ -465,3 +465,25 @@ def test_an_epsilon_lost_beside_the_inputs_square_does_not_move_a_bit(key, path)
             first, *rest = (layer.forward(scale * x, epsilon) for epsilon in (1e-300, 1e-290, 1e-250))
             for other in rest:
                 assert np.array_equal(first, other), (scale, first, other)
+
+
+def test_the_clean_rows_are_found_by_halves_within_32_evaluations():
+    """`_clean` tries the rows all at once, then by halves, at most PROBES = 32 evaluations: 17
+    rows whose even ones raise a flag take exactly 32, and every odd row is found clean."""
+    from types import SimpleNamespace
+
+    calls = []
+    bad = list(range(0, 17, 2))
+
+    def at(x, e, m):
+        calls.append(1)
+        if np.any(x[bad, 0] == 7.0):
+            raise FloatingPointError
+
+    x = np.ones((17, 3))
+    x[bad, 0] = 7.0
+    there = SimpleNamespace(x=x, e=np.ones((17, 1)), m=np.ones((17, 1)))
+    found = _rescale._clean(at, np.ones((17, 1), dtype=bool), there, x)
+    assert _rescale.PROBES == 32
+    assert len(calls) == 32
+    assert found.ravel().tolist() == [row % 2 == 1 for row in range(17)]

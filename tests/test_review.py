@@ -751,3 +751,13 @@ def test_a_statistic_a_paper_defines_is_read_alone_squared_or_subscripted(lhs, d
 
     link = Link(lhs, ":=", r"\frac{1}{n} \sum_i (x_i - \mu)^2")
     assert classify._statistic(link, Notation()) == defined
+
+
+@pytest.mark.parametrize(("written", "read"), [("y", "y"), ("g", "g"), ("x", None)])
+def test_the_rms_of_a_vector_other_than_x_is_its_norm_over_the_root_of_n(written, read):
+    r"""\mathrm{RMS}(y) is ||y|| / sqrt(n); of the input x it is the statistic sqrt(r)."""
+    text = canonical(rf"\mathrm{{RMS}}({written})", Notation())
+    if read is None:
+        assert text == r"\sqrt { \operatorname { r } }"
+    else:
+        assert text == rf"\frac {{ \| {read} \| }} {{ \sqrt {{ n }} }}"

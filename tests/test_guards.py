@@ -211,6 +211,14 @@ def test_the_recheck_transposes_a_vector_into_a_row_and_a_matrix_into_its_transp
     assert found.startswith(f"confirmed numerically {shown}"), found
 
 
+@pytest.mark.parametrize(("call", "epsilon"), [("layernorm(x, 4)", 4.0), ("layernorm(x)", 0.25)])
+def test_the_recheck_applies_a_layer_at_the_epsilon_the_claim_gives_or_the_counterexamples(call, epsilon):
+    x = np.array([1.0, -1.0, 0.5])
+    found = confirm(Claim(f"all({call} == 0)", "layernorm"), {"x": x.tolist(), "epsilon": 0.25})
+    shown = np.array2string(numeric.layernorm.forward(x, epsilon), precision=8)
+    assert found == f"confirmed numerically (numeric.layernorm.forward): lhs = {shown}, rhs = 0"
+
+
 @pytest.mark.parametrize("op", ["==", "<=", "<", ">=", ">"])
 @pytest.mark.parametrize(("epsilon", "slope"), [(4.0, 0.5), (1.0, 1.0), (0.25, 2.0)])
 def test_the_recheck_decides_every_comparison_as_python_does(op, epsilon, slope):

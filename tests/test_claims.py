@@ -478,6 +478,9 @@ def test_the_trace_of_a_vector_is_an_error_saying_what_trace_takes():
         ("rmsnorm", "J == (I - outer(y, y)/n)/sqrt(r + epsilon)", "proved"),
         ("rmsnorm", "J == I/sqrt(r + epsilon) - outer(x, x)/(n*(r + epsilon))", "refuted"),
         ("layernorm", "trace(I) == n", "proved"),
+        # outer(u, v) is u v^T, not u u^T: its columns are u times v's entries.
+        ("layernorm", "all(outer(x, ones) @ ones == n*x)", "proved"),
+        ("layernorm", "all(outer(ones, x) @ ones == n*mu*ones)", "proved"),
     ],
 )
 def test_the_identity_and_outer_products_build_matrices_papers_write(layer, text, verdict):

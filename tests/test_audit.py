@@ -870,3 +870,14 @@ def test_a_counterexample_that_meets_an_assumed_equation_to_54_digits_is_confirm
         "the independent audit confirms it there in ball arithmetic (false there; it meets the assumed "
         "equations to 54 digits)"
     )
+
+
+def test_a_numeric_rank_judges_a_matrix_of_tiny_singular_values_on_the_scale_of_1():
+    """The scale of the thresholds is the largest singular value or 1, whichever is larger: a
+    matrix whose singular values are all about 1e-60 (between 1e-100 and 1e-50 of 1) has no
+    rank the two precisions agree on; scaled up to order 1, its rank is 2."""
+    from derivations.claims.audit.evaluate import numeric_rank
+
+    with pytest.raises(Unknown, match="too small to tell from 0"):
+        numeric_rank(sp.diag(sp.Rational(2, 10**60), sp.Rational(1, 10**60)), "0")
+    assert numeric_rank(sp.diag(2, 1), "0") == 2

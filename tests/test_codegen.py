@@ -618,3 +618,13 @@ def test_the_emitted_code_multiplies_out_powers_up_to_the_eighth_and_their_halve
         assert "pow" not in shown, (name, shown)
         assert shown.count(sqrt + "(") == (1 if sp.Rational(power).q == 2 else 0), (name, shown)
         assert _program.half_power(printer, a ** (9 * sp.sign(power)), sqrt) is None
+
+
+def test_the_header_names_each_result_with_the_power_of_m_it_is_scaled_back_by():
+    """y is of degree 0, dx of -1 and the gradient in epsilon (torch's name for it) of -2, for
+    LayerNorm, whose epsilon scales as m**2."""
+    header = [line for line in emit("layernorm", "numpy").splitlines() if "each result times" in line]
+    assert header == [
+        "# then each result times m**d (y: d = 0, dx: d = -1, the gradient in epsilon, torch: d = -2): "
+        "right for every finite x and epsilon > 0."
+    ]

@@ -890,3 +890,12 @@ def test_the_points_beside_successive_seeds_go_through_every_simple_combination(
         assert len(first) == 6
         seen |= {(point[t], point[epsilon]) for point in first}
     assert seen == every
+
+
+@pytest.mark.parametrize("value", [{1: "a"}, {"a": 1, (2,): "b"}, {"a": object()}])
+def test_a_bounded_result_with_a_key_json_would_change_or_a_value_it_cannot_hold_is_refused(value):
+    """JSON would turn the key 1 into "1" (and a tuple key fails): such a result is refused by
+    name, never sent back changed; string keys and plain values round-trip."""
+    with pytest.raises(TypeError, match="which is not plain data"):
+        bounded._encode(value)
+    assert bounded._encode({"n": (3, [1.5])}) == {"dict": {"n": {"tuple": [3, [1.5]]}}}

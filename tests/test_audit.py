@@ -206,6 +206,17 @@ def test_a_wrong_proof_is_refuted_by_the_audit_loudly(text, key, assumptions, mo
     assert "independent audit" in verdict.detail
 
 
+@pytest.mark.parametrize(("points", "decided", "found", "consistent"), [(7, 3, 1, 3), (12, 0, 4, 8), (5, 5, 0, 0)])
+def test_the_audits_summary_counts_each_point_once(points, decided, found, consistent):
+    """Every audited point is decided, a finding, or consistent (or not evaluable): the summary's
+    counts and the findings add up to the points."""
+    report = audit.Report(points, decided, [audit.Finding({"n": 2}, "false", True)] * found)
+    assert report.text() == (
+        f"audited at {points} points of the domain in ball arithmetic: {decided} decided, "
+        f"{consistent} consistent or not evaluable there"
+    )
+
+
 def test_a_refutation_outside_the_domain_is_withdrawn(monkeypatch):
     """A sampler that shows a point the assumptions exclude (x = 0 under q > 3 epsilon): withdrawn."""
     original = claims_checker._witness

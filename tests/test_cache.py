@@ -581,6 +581,7 @@ def test_only_data_round_trips():
         (["C", "os:system", {"command": "x"}], "no project class 'os:system'"),
         (["E", "builtins:eval", "x"], "no project class 'builtins:eval'"),
         (["S", "__call__"], "no singleton '__call__'"),
+        (["S", 3], "no singleton 3"),
         (["Y", 3], "not a name: 3"),
         (["F", None, []], "not a name: None"),
         (["I", "1"], "not integers"),

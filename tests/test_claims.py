@@ -260,6 +260,21 @@ def test_cli_usage_errors_exit_2_in_one_line(argv, capsys):
     assert "Traceback" not in result.stderr
 
 
+def test_a_files_entries_are_numbered_from_one_as_a_reader_counts_them(tmp_path):
+    """An entry without an id is named by its place in the file, the first "claim-1", and a bad
+    entry's problem names that place: the numbers a reader counting the tables would give."""
+    path = tmp_path / "claims.toml"
+    path.write_text(
+        '[[claim]]\nclaim = "spectral_norm == 1/s"\n'
+        '[[claim]]\nclaim = "slope_at_zero == 1/epsilon"\n'
+        '[[claim]]\nclaim = "slope_at_zero == 1/epsilon"\nexpect = "maybe"\n'
+    )
+    first, second, third = load(path)
+    assert (first.id, second.id, third.id) == ("claim-1", "claim-2", "claim-3")
+    assert (first.problem, second.problem) == (None, None)
+    assert str(third.problem).startswith("entry 3: 'expect' must be one of")
+
+
 def test_missing_claims_file_is_a_usage_error(tmp_path, capsys):
     result = _run(capsys, "--claims", str(tmp_path / "absent.toml"))
     assert result.returncode == 2

@@ -391,6 +391,70 @@ def test_an_algebraic_model_value_becomes_its_first_40_decimals():
     assert _rational(z3.RealVal("3/7")) == sp.Rational(3, 7)  # a rational stays exact
 
 
+@pytest.mark.parametrize("error", [NotImplementedError, TypeError, ValueError])
+def test_an_assumption_on_epsilon_sympy_cannot_turn_into_a_set_leaves_epsilon_positive(error, monkeypatch):
+    """SymPy's as_set raises each of these for some relations (periodic solutions, a comparison
+    it cannot order, "Only Integer Powers are allowed on Abs"): the assumption is then not read
+    as admitting epsilon = 0, and the claim is decided over epsilon > 0, not left to the error."""
+    from derivations.claims import domain as claims_domain
+
+    real = sp.core.relational.Relational.as_set
+
+    def as_set(relation: sp.Basic) -> sp.Set:
+        if {str(s) for s in relation.free_symbols} == {"epsilon"}:
+            raise error("as SymPy raises it")
+        return real(relation)
+
+    monkeypatch.setattr(sp.core.relational.Relational, "as_set", as_set)
+    claims_domain._admits_zero.cache_clear()
+    try:
+        verdict = check(Claim("slope_at_zero == 1/sqrt(epsilon)", assumptions=("epsilon >= 0",)))
+    finally:
+        claims_domain._admits_zero.cache_clear()
+    assert verdict.verdict == "proved", verdict.detail
+    assert "epsilon > 0" in verdict.quantifier
+
+
+_A, _B = sp.symbols("a b", real=True)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        sp.Max(_A, _B),
+        sp.Min(_A, _B),
+        sp.Max(_A, _B, 1),
+        sp.Min(-_B, _A, 0),
+        sp.Abs(_A - _B),
+        sp.sign(_A - 1),
+        sp.Piecewise((_A, _A > _B), (_B - 1, True)),
+        (_A - _B) ** 3,
+        1 / (_A**2 + 1),
+        sp.sqrt(_A**2 + _B**2),
+        (_A**2 + 1) ** sp.Rational(-3, 2),
+    ],
+    ids=str,
+)
+def test_the_solvers_translation_takes_each_term_at_its_exact_value(expr):
+    """The decision procedure's translation is exact: at each point, z3's value of each term
+    (max, min, abs, sign, cases, powers, roots) is SymPy's, to the 40 digits of an algebraic one."""
+    import z3
+
+    from derivations.claims.solver import _rational, _Translation
+
+    points = [sp.Rational(v) for v in ("-2", "-1/2", "0", "1/3", "1", "3")]
+    for a, b in itertools.product(points, points[::2]):
+        translation = _Translation()
+        value = translation.term(expr)
+        solver = z3.Solver()
+        given = [translation.variable(_A) == z3.RealVal(str(a)), translation.variable(_B) == z3.RealVal(str(b))]
+        solver.add(*given, *translation.extra)
+        assert solver.check() == z3.sat
+        found = _rational(solver.model().eval(value, model_completion=True))
+        exact = expr.subs({_A: a, _B: b})
+        assert abs(found - exact) < sp.Rational(1, 10**35), (expr, a, b, found, exact)
+
+
 @pytest.mark.parametrize("value", ["1/100", "1", "100"])
 def test_a_pinned_statistic_keeps_every_sampled_input_scaled_to_it_from_either_side(value):
     """r == value: each sampled input of moderate size with r != 0 is scaled, up or down, to have

@@ -134,6 +134,18 @@ def test_groupnorm_jacobian_is_block_diagonal_and_matches_differences(epsilon):
     assert numeric.groupnorm.eigen_centered(x, epsilon, groups=3).shape == (3,)  # one per group
 
 
+def test_groupnorm_eigenvalues_of_a_batch_are_each_rows_own():
+    """A batch of inputs gives one ascending spectrum per input, of the whole block-diagonal J of
+    that input alone (numpy.linalg's), not the batch's spectra pooled."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 8)) * np.array([[[1.0]], [[30.0]]])
+    found = numeric.groupnorm.eigenvalues(x, 0.04, groups=2)
+    assert found.shape == (2, 3, 8)
+    for index in np.ndindex(2, 3):
+        jac = numeric.groupnorm.jacobian(x[index], 0.04, groups=2)
+        assert_agree(found[index], np.linalg.eigvalsh(jac), rtol=1e-9, atol=1e-12, what=f"eigenvalues {index}")
+
+
 @pytest.mark.parametrize("epsilon", EPSILONS)
 def test_batchnorm_jacobian_couples_the_examples_of_each_feature(epsilon):
     rng = np.random.default_rng(11)

@@ -87,6 +87,26 @@ def test_declared_directions_of_a_plain_layer_are_all_eigenvectors():
             assert len(eigen.eigenpairs(layer)) == len(layer.directions), key
 
 
+def test_every_display_rule_in_the_centred_input_writes_an_entry_as_itself():
+    """A rule such as x_k -> c_k + mu rewrites every printed Jacobian, vjp, jvp and Hessian
+    product: with c the centred input, c_m = x_m - mu, it must give back the entry it replaces
+    (c_k - mu printed a J with an extra 2 mu c 1^T / (n sigma_b (sigma_b + epsilon)^2) term)."""
+    import sympy as sp
+
+    from derivations.symbols import c, mu, x
+
+    def centred(expr: sp.Expr) -> sp.Expr:
+        return expr.replace(lambda e: isinstance(e, sp.Indexed) and e.base == c, lambda e: x[e.indices] - mu)
+
+    checked = 0
+    for key, layer in LAYERS.items():
+        for old, new in layer.display:
+            if new.has(c):
+                assert sp.expand(centred(new) - old) == 0, (key, old, new)
+                checked += 1
+    assert checked >= 6  # the three LayerNorms' x_i and x_k at least
+
+
 def test_rows_derives_each_layer_in_the_worker_of_the_layer_it_is_built_on():
     """A wrapper of a wrapper (rmsnorm_gemma over rmsnorm_affine over rmsnorm) shares its root's task,
     so that its base is derived once; a layer whose base is not asked for is a task of its own."""

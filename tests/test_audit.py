@@ -544,6 +544,19 @@ def test_a_spectral_norm_whose_enclosure_falls_below_zero_is_unknown(monkeypatch
         definition.spectral_norm(matrix)
 
 
+@pytest.mark.parametrize(("at", "case"), [("1/2", 1), ("2", 3), ("5", 2), ("-2", 2), ("-1", 3)])
+def test_a_definitions_cases_join_their_conditions_by_and_and_or(at, case):
+    """A case of a definition (a clamp's regimes) taken where all its conditions hold (And) or any
+    one does (Or), in exact arithmetic; the last case where none of the others does."""
+    from derivations.claims.audit import definition
+    from derivations.claims.audit.numbers import Jet, exact
+
+    a = sp.Symbol("a", real=True)
+    cases = sp.Piecewise((1, sp.And(a > 0, a < 1)), (2, sp.Or(a < -1, a > 3)), (3, True))
+    value = definition.compiled(cases)({"a": Jet(exact(sp.Rational(at)))}).value
+    assert value == case
+
+
 @pytest.mark.parametrize(
     "text",
     ["spectral_bound / (n - 2) >= 0", "trace(J) / (n - 2) >= 0", "norm(y / (n - 2)) >= 0", "lipschitz / (n - 2) >= 0"],

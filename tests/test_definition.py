@@ -767,6 +767,25 @@ def test_a_definition_holds_at_most_six_directions():
         definition.loads(directions(7))
 
 
+def test_a_definitions_directions_are_proved_within_the_time_the_docs_state(monkeypatch):
+    """docs/definitions.md's bound on proving the directions an eigen-decomposition: the child
+    that proves them gets that many seconds, and running out of them is the refusal it names."""
+    from derivations.claims import bounded
+
+    stated = re.search(r"eigen-decomposition of J in a child process within (\d+) s", docs_words("definitions.md"))
+    assert stated is not None
+    given = []
+
+    def run(function, seconds, *args, **kwargs):
+        given.append(seconds)
+        raise bounded.Exceeded(f"not done within {seconds:g} s")
+
+    monkeypatch.setattr(bounded, "run", run)
+    with pytest.raises(ValueError, match=r"^directions: not proved eigenvectors of J: not done within"):
+        definition.loads(RMSNORM + _direction("d0", "x[k]"))
+    assert given == [float(stated.group(1))]
+
+
 def test_a_definition_holds_at_most_eight_statistics():
     """docs/definitions.md's bound: eight statistics are read, a ninth is refused naming the count."""
     assert "required, at most 8, in order" in docs_words("definitions.md")

@@ -949,6 +949,15 @@ def test_a_proof_says_which_engines_agreed(text, engines):
     assert engines in found.detail
 
 
+@pytest.mark.parametrize("text", ["sqrt(q) < sqrt(q + epsilon)", "1/sqrt(q + epsilon) < 1/sqrt(q)"])
+def test_a_strict_bound_between_roots_is_proved_by_sympy_comparing_squares(text):
+    """Two nonnegative sides whose difference SymPy cannot sign: their squares' difference
+    (epsilon over a positive denominator) is positive, so SymPy proves it, and z3 agrees."""
+    found = check(Claim(text, assumptions=("q > 0",)))
+    assert found.verdict == "proved", found.detail
+    assert "squares compared: the difference of the squares is positive; z3 agrees" in found.detail
+
+
 def test_a_proof_by_cases_in_n_takes_only_the_n_the_assumptions_admit():
     """The spectral norm is a case apart at n = 2; under n >= 3 that case is no part of the proof:
     SymPy proves the one case left (it failed when n = 2 was kept, and z3 alone decided)."""

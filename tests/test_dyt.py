@@ -241,7 +241,8 @@ def test_products_and_gradients_match_differences(size, a, rng):
 @pytest.mark.parametrize("a", ALPHAS)
 def test_eigenstructure_and_norm(size, a, rng):
     xs = rng.standard_normal(size) / abs(a)
-    assert verify.eigenstructure(DYT, xs, a, rng) == size + 1 + size**2  # eigenvalues, norm, J e_k
+    # eigenvalues, norm, J e_k, and the coordinate vectors' multiplicity
+    assert verify.eigenstructure(DYT, xs, a, rng) == size + 1 + size**2 + 1
     gain, bias = rng.normal(0, 2, size), rng.standard_normal(size)
     matrix = DYT.jacobian(xs, a, gain, bias)
     assert np.array_equal(matrix, np.diag(np.diag(matrix)))  # diagonal: e_k are its eigenvectors

@@ -21,8 +21,8 @@ def test_eigenstructure(key, size, epsilon, rng):
     values = rng.standard_normal(size) * rng.uniform(0.1, 10)
     explicit = sum(1 for p in layer.eigenpairs if not p.direction.complement)
     # eigvalsh (n values), the norm (1), then n values of J v for each explicit
-    # direction and for the complement when it is not empty
-    expected = size + 1 + size * (explicit + (size > explicit))
+    # direction and for the complement when it is not empty, and each pair's multiplicity
+    expected = size + 1 + size * (explicit + (size > explicit)) + len(layer.eigenpairs)
     assert verify.eigenstructure(layer, values, epsilon, rng) == expected
 
 
@@ -220,6 +220,37 @@ def test_the_eigenstructure_check_fails_on_a_value_off_by_one_part_in_a_hundred_
     assert verify.eigenstructure(layer, values, 0.1, rng) > 0
     monkeypatch.setattr(layer, name, lambda *args: right(*args) * (1 + 1e-8))
     with pytest.raises(AssertionError, match=name):
+        verify.eigenstructure(layer, values, 0.1, rng)
+
+
+@pytest.mark.parametrize(
+    ("key", "direction", "wrong"), [("layernorm", "centered", 2), ("layernorm", "ones", 0), ("dyt", "", 0)]
+)
+def test_the_eigenstructure_check_fails_on_a_wrong_multiplicity(key, direction, wrong, monkeypatch, rng):
+    """The check can fail: a derived multiplicity other than the eigenspace's dimension (c's value
+    claimed twice at n = 5, 1 claimed no times, a coordinate vector's value claimed no times) is
+    refused, whether numpy's eigenvalues hold it fewer times or the multiplicities miss n."""
+    import dataclasses
+
+    import sympy as sp
+
+    from derivations.derive import eigen
+
+    layer = module(key).LAYER
+    values = rng.standard_normal(5)
+    right = eigen.eigenpairs(layer.definition)
+    assert verify.eigenstructure(layer, values, 0.1, rng) > 0
+
+    def changed(definition):
+        return tuple(
+            dataclasses.replace(pair, multiplicity=sp.Integer(wrong))
+            if pair.direction.name == direction or not direction
+            else pair
+            for pair in right
+        )
+
+    monkeypatch.setattr(eigen, "eigenpairs", changed)
+    with pytest.raises(AssertionError, match="multiplicit"):
         verify.eigenstructure(layer, values, 0.1, rng)
 
 

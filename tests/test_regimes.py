@@ -211,7 +211,8 @@ def test_scalenorm_eigenstructure_and_differences_on_both_sides(gain, size, side
     values = direction * (side * 0.25 / np.linalg.norm(direction))
     assert_agree(layer.forward(values, 0.25), scale_norm(values, 0.25, gain), rtol=1e-15, atol=1e-15, what="forward")
     explicit = 1  # the direction x
-    expected = size + 1 + size * (explicit + (size > explicit))
+    # eigvalsh, the norm, J v along x and along the complement, and the two multiplicities
+    expected = size + 1 + size * (explicit + (size > explicit)) + 2
     assert verify.eigenstructure(layer, values, 0.25, rng) == expected
     assert verify.jacobian_against_differences(layer, values, 0.25, rng) == 3 * size
     norm = abs(gain) / (0.25 if side < 1 else np.linalg.norm(values))

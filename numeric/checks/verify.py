@@ -16,7 +16,7 @@ import sympy as sp
 from derivations import LAYERS, cli, quantities, symmetric
 from derivations.derive import eigen, scaling
 from derivations.symbols import epsilon as eps_symbol
-from derivations.symbols import k, t
+from derivations.symbols import k, n, t
 from derivations.symbols import x as x_base
 from numeric._layer import NumericLayer, facade
 from numeric.checks.agreement import AgreementError, assert_agree, exact
@@ -163,7 +163,28 @@ def eigenstructure(layer: NumericLayer, x: np.ndarray, epsilon: float, rng: np.r
         else:
             v = explicit[pair.direction.name]
         count += assert_agree(jac @ v, value * v, **tol, what=f"J v along {pair.direction.name}")
-    return count
+    return count + _multiplicities([([exact(p.value, point)], p) for p in pairs], np.linalg.eigvalsh(jac), tol)
+
+
+def _multiplicities(found: list[tuple[list[float], eigen.Eigen]], eigenvalues: np.ndarray, tol: dict) -> int:
+    """Each derived eigenvalue (``found``: its values, one per vector of its family, with its
+    pair) occurs among numpy's ``eigenvalues`` at least as often as its derived multiplicity at
+    this n, and the multiplicities, counted once per vector of a family, add up to n."""
+    size = len(eigenvalues)
+    total = 0
+    for values, pair in found:
+        times = int(pair.multiplicity.subs(n, size))
+        total += times * len(values)
+        for value in values if times > 0 else []:
+            close = np.abs(eigenvalues - value) <= tol["atol"] + tol["rtol"] * abs(value)
+            if int(close.sum()) < times:
+                raise AgreementError(
+                    f"multiplicity of {pair.direction.name}: {times} derived at n = {size}, "
+                    f"{int(close.sum())} of numpy's eigenvalues within the tolerance of {value:.17g}"
+                )
+    if total != size:
+        raise AgreementError(f"the derived multiplicities add up to {total}, not n = {size}")
+    return len(found)
 
 
 def _diagonal_eigenstructure(layer: Any, x: np.ndarray, alpha: float, jac: np.ndarray, tol: dict) -> int:
@@ -175,11 +196,14 @@ def _diagonal_eigenstructure(layer: Any, x: np.ndarray, alpha: float, jac: np.nd
     )
     (pair,) = eigen.eigenpairs(layer.definition)
     value = _at_defaults(layer, pair.value)
-    for m in range(x.shape[-1]):
+    at_entries = [
+        exact(value.xreplace({x_base[k]: x_base[m]}), {x_base[m]: float(x[m]), _second(layer): alpha})
+        for m in range(x.shape[-1])
+    ]
+    for m, expected in enumerate(at_entries):
         e = np.eye(x.shape[-1])[m]
-        expected = exact(value.xreplace({x_base[k]: x_base[m]}), {x_base[m]: float(x[m]), _second(layer): alpha})
         count += assert_agree(jac @ e, expected * e, **tol, what=f"J e_{m}")
-    return count
+    return count + _multiplicities([(at_entries, pair)], np.linalg.eigvalsh(jac), tol)
 
 
 def run(seed: int = 0) -> dict[str, int]:

@@ -903,6 +903,8 @@ def test_rank_where_the_audits_exact_jacobian_is_a_limit_is_not_refuted(layer):
     ("text", "message"),
     [
         ("eigenvalues(J) == 0", "eigenvalues(J) at column 1 goes into max() or min()"),
+        # as max()'s only argument: beside another, the other was once dropped
+        ("max(eigenvalues(J), 1000) == max(eigenvalues(J))", "eigenvalues(J) at column 5 goes into max() or min()"),
         ("J * J == J @ J", "'*' of two matrices at column 1; use @ for their product"),
         ("laynorm(x, epsilon) == y", "unknown function 'laynorm' at column 1; did you mean 'layernorm'?"),
         ("rnk(J) == n - 1", "did you mean 'rank'?"),

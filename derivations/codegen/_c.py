@@ -84,10 +84,16 @@ class Printer(C99CodePrinter):
     """C99 printer in which a vector's symbol is its entry ``name[j]``, x and c at their scale."""
 
     def __init__(
-        self, vectors: frozenset[sp.Symbol], centered: sp.Expr | None = None, scaled: bool = True, real: str = "double"
+        self,
+        vectors: frozenset[sp.Symbol],
+        centered: sp.Expr | None = None,
+        scaled: bool = True,
+        real: str = "double",
+        doubles: frozenset[sp.Symbol] = frozenset(),
     ) -> None:
         super().__init__()
         self.real = real  # the type of the vectors' entries in memory
+        self.doubles = doubles  # vectors held as doubles whatever ``real`` is (the parameters)
         self._vectors = vectors
         self._centered = centered
         self._scaled = scaled  # False: x and c as they are (a row at its own scale)
@@ -101,7 +107,7 @@ class Printer(C99CodePrinter):
         name = super()._print_Symbol(expr)
         # An entry read as a double: the product of two floats is a float in C (x**2 of a float
         # near 1e-20 is subnormal there), and every value is computed in double.
-        entry = f"{name}[{self.index}]" if self.real == "double" else f"((double){name}[{self.index}])"
+        entry = f"{name}[{self.index}]" if self.kind(expr) == "double" else f"((double){name}[{self.index}])"
         if not self._scaled:
             if expr == CENTERED and self._centered is not None:
                 return f"({self._print(self._centered)})"
@@ -116,6 +122,10 @@ class Printer(C99CodePrinter):
             # Subtracted in this order: a constant row's entries become exactly 0.
             return f"(({self._print(self._centered)} - {CENTER}) * {INVERSE}{SECOND})"
         return entry if expr in self._vectors else name
+
+    def kind(self, symbol: sp.Basic) -> str:
+        """The C type of ``symbol``'s entries in memory."""
+        return "double" if symbol in self.doubles else self.real
 
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:
         return half_power(self, expr, "sqrt", "1.0") or super()._print_Pow(expr)
@@ -430,7 +440,7 @@ def _at_its_own_scale(
             *(expr.free_symbols for _, expr in program.evaluated), *(s.expr.free_symbols for s in program.means)
         )
         scales = [(f"top_{p}", p) for p in program.parameters if p in used]
-        tops = [line for name, symbol in scales for line in _largest(name, f"{symbol}[{INDEX}]", printer.real)]
+        tops = [line for name, symbol in scales for line in _largest(name, f"{symbol}[{INDEX}]", printer.kind(symbol))]
         ranges = " && ".join(f"{name} <= HIGH" for name, _ in scales) or "1"
         then = [*_upstream(printer), *tops, f"    if ({ranges}) {{", *(f"    {line}" for line in then), "    }"]
     out += [f"    if ({' && '.join(checks)}) {{", *(f"    {line}" for line in then), "    }"]
@@ -476,10 +486,12 @@ def _unused(program: Program, names: list[str], exprs: list[sp.Expr]) -> list[st
 
 
 def _functions(program: Program, real: str = "double", suffix: str = "", storage: str = "") -> list[str]:
-    """The forward and backward functions of one row, its vectors of type ``real`` (computed in
-    double); a parameter's gradient is a double in every variant (a batch's sum)."""
+    """The forward and backward functions of one row, x, dy and the outputs of type ``real``
+    (computed in double); the parameters (the same in every row: converted once per batch) and
+    their gradients (a batch's sums) are doubles in every variant."""
     centered = next((step.expr for step in program.statistics if step.vector), None)
-    params = "".join(f", const {real} *{p}" for p in program.parameters)
+    params = "".join(f", const double *{p}" for p in program.parameters)
+    doubles = frozenset(program.parameters)
     names = [name for name, _ in program.evaluated]
     outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])
     statistics = [s.expr for s in program.statistics]
@@ -519,8 +531,8 @@ def _functions(program: Program, real: str = "double", suffix: str = "", storage
         ]
 
     def body(backward: bool) -> list[str]:
-        plain = Printer(program.vectors, centered, scaled=False, real=real)
-        printer = Printer(program.vectors, centered, real=real)
+        plain = Printer(program.vectors, centered, scaled=False, real=real, doubles=doubles)
+        printer = Printer(program.vectors, centered, real=real, doubles=doubles)
         return [
             *start,
             *_at_its_own_scale(program, plain, prepare(plain, backward), results(plain, backward), upstream=backward),
@@ -650,9 +662,10 @@ def library(program: Program, pairs: tuple[Pair, ...] = ()) -> str:
     For each of float64 and float32 (the rows read and written in their own type, every value
     computed in double), ``{key}_forward_rows_{f64,f32}(rows, n, x, epsilons, epsilon, *parameters, y)``
     and ``{key}_backward_rows_...(rows, n, x, epsilons, epsilon, dy, *parameters, dx, *sums)``:
-    row r at x + r n, its epsilon epsilons[r] (double), or epsilon where epsilons is NULL, the parameters the same for
-    every row.  Each returns -1, or 2 r (2 r + 1) for the first row r whose x (dy) holds an entry
-    that is not finite, the rows before it done.
+    row r at x + r n, its epsilon epsilons[r] (double), or epsilon where epsilons is NULL, the parameters
+    doubles, the same for every row (a float32 batch's rounded to float32 first, as NumPy's path takes
+    them, then widened once per batch rather than per entry).  Each returns -1, or 2 r (2 r + 1) for
+    the first row r whose x (dy) holds an entry that is not finite, the rows before it done.
     """
     names = [name for name, _ in program.evaluated]
     parameters = [str(p) for p in program.parameters]
@@ -676,7 +689,7 @@ def library(program: Program, pairs: tuple[Pair, ...] = ()) -> str:
                 "",
             ]
         row = "" if suffix == "f64" else f"_{suffix}"
-        params = "".join(f", const {real} *{p}" for p in parameters)
+        params = "".join(f", const double *{p}" for p in parameters)
         outputs = f", {real} *{names[0]}" + "".join(f", double *{name}" for name in names[1:])
         head = f"(long rows, int {SIZE}_, const {real} *{X}, const double *epsilons, double epsilon"
         at = f"(long)r * {SIZE}_"

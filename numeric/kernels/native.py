@@ -280,7 +280,8 @@ def _array(value: Any) -> np.ndarray | None:
 
 class _Prepared(NamedTuple):
     """The arguments of a driver: the rows (x, then each vector), epsilon (one per row, or None
-    and one value), the parameters, all contiguous in the result's dtype, and the batch shape."""
+    and one value), all contiguous in the result's dtype, the parameters (rounded to it, held as
+    doubles), and the batch shape."""
 
     rows: list[np.ndarray]
     epsilons: np.ndarray | None
@@ -316,7 +317,7 @@ def _prepared(x: Any, epsilon: Any, vectors: tuple[Any, ...], parameters: tuple[
         array = _array(value)
         if array is None or array.shape != (size,) or not np.isfinite(array).all():
             return None
-        params.append(np.ascontiguousarray(array, dtype=dtype))
+        params.append(_widened(np.ascontiguousarray(array, dtype=dtype)))
     rows = [np.ascontiguousarray(np.broadcast_to(array, (*batch, size)), dtype=dtype) for array in arrays]
     if e.size == 1:
         return _Prepared(rows, None, float(e.reshape(-1)[0]), params, batch, dtype)
@@ -366,10 +367,12 @@ def _rows_and_epsilon(rows: np.ndarray, found: _Prepared) -> tuple[Any, ...]:
     return rows.size // size, size, _address(rows), epsilons, found.epsilon
 
 
-def _as_given(lib: Library, x: np.ndarray, parameters: tuple[Any, ...], named: dict[str, Any]) -> list[int] | None:
-    """The addresses of the parameters where each is given by position as a driver takes it as
-    it is: an ndarray of x's dtype and shape (n,), contiguous and finite; else None (the
-    converting path decides)."""
+def _as_given(
+    lib: Library, x: np.ndarray, parameters: tuple[Any, ...], named: dict[str, Any]
+) -> list[np.ndarray] | None:
+    """The parameters as the drivers take them (doubles) where each is given by position as an
+    ndarray of x's dtype and shape (n,), contiguous and finite; else None (the converting path
+    decides)."""
     if named or len(parameters) != lib.parameters:
         return None
     size = x.shape[-1]
@@ -382,20 +385,26 @@ def _as_given(lib: Library, x: np.ndarray, parameters: tuple[Any, ...], named: d
             and np.isfinite(value).all()
         ):
             return None
-    return [_address(value) for value in parameters]
+    return [_widened(value) for value in parameters]
+
+
+def _widened(parameter: np.ndarray) -> np.ndarray:
+    """A parameter already in the rows' dtype as the drivers take it: a double for each entry
+    (exact), converted once per call instead of once per entry of every row."""
+    return parameter.astype(np.float64, copy=False)
 
 
 def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named: dict[str, Any]) -> np.ndarray | None:
     """The layer applied along the last axis of x by its compiled driver, or None where that does
     not apply (``layer`` is the facade, `numeric._layer.NumericLayer`)."""
     lib = _library(layer.key)
-    addresses = _as_given(lib, x, parameters, named) if lib is not None and _plain(x, epsilon) else None
-    if lib is not None and addresses is not None:
+    widened = _as_given(lib, x, parameters, named) if lib is not None and _plain(x, epsilon) else None
+    if lib is not None and widened is not None:
         # The common case, with nothing to convert: one call.
         size = x.shape[-1]
         y = np.empty_like(x)
         status = lib.forward[SUFFIX[x.dtype]](
-            x.size // size, size, _address(x), None, float(epsilon), *addresses, _address(y)
+            x.size // size, size, _address(x), None, float(epsilon), *map(_address, widened), _address(y)
         )
         if status >= 0:
             _refuse(status, [x], ("x",))
@@ -468,8 +477,8 @@ def products(
         if not (direct and layer._c.symmetric and lib.parameters == 0 and len(lib.products) == 1):
             return None
     dy, *rest = args
-    addresses = _as_given(lib, x, tuple(rest), named) if _plain(x, epsilon) and _plain(dy, 1.0) else None
-    if addresses is not None:
+    widened = _as_given(lib, x, tuple(rest), named) if _plain(x, epsilon) and _plain(dy, 1.0) else None
+    if widened is not None:
         size = x.shape[-1]
         if dy.shape == x.shape and dy.dtype == x.dtype and not (size <= EIGEN_BELOW and layer.through_eigen):
             dx = np.empty_like(x)
@@ -481,7 +490,7 @@ def products(
                 None,
                 float(epsilon),
                 _address(dy),
-                *addresses,
+                *map(_address, widened),
                 _address(dx),
                 *map(_address, sums),
             )

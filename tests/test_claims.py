@@ -471,6 +471,23 @@ def test_a_limit_of_a_vector_or_a_matrix_is_an_error_saying_it_takes_a_scalar(te
     assert found.detail == "limit() at column 1 is of a scalar"
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a point in a symbol (epsilon is real and finite: only "a number" refuses it)
+        ("limit(slope, t, epsilon) == 1", "the point must be a number, oo or -oo"),
+        ("limit(slope, t, 1/0) == 1", "the point must be a number, oo or -oo"),
+        ("limit(slope, t, sqrt(-1)) == 1", "the point must be a number, oo or -oo"),
+        ('limit(slope, t, oo, "+") == 0', "a limit at oo has one side only; give no direction"),
+        ("limit(slope, x, 0) == 0", "the variable must be one of ['epsilon', 't']"),
+    ],
+)
+def test_a_limit_is_taken_in_t_or_epsilon_at_a_number_or_an_infinity_only(text, message):
+    found = check(Claim(text, layer="layernorm"))
+    assert found.verdict == "error"
+    assert found.detail == f"limit() at column 1: {message}"
+
+
 def test_z3_decides_a_claim_with_a_square_root_of_a_radicand_the_domain_keeps_nonnegative():
     """sqrt(mu - 1) requires mu >= 1 of the domain; z3 takes the root as r >= 0 with r**2 = mu - 1."""
     found = check(Claim("sqrt(mu - 1) <= mu", layer="layernorm"))

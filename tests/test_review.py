@@ -148,6 +148,13 @@ def test_the_notation_splits_chains_and_names_foreign_symbols():
     assert foreign(canonical(r"\mathrm{LN}(x) = \hat{x}", Notation())) == []
 
 
+@pytest.mark.parametrize("latex", [r"\tilde{z}_i Q = 1", r"\tilde{z}_{i} Q = 1", r"\bar{u}_i Q"])
+def test_an_accented_symbols_entry_is_part_of_it_and_what_follows_is_read(latex):
+    """\tilde{z}_i is one foreign symbol, its subscript its entry; the symbol right after it is read
+    (a reading that skipped one token too many lost Q)."""
+    assert foreign(canonical(latex, Notation()))[1:] == ["Q"]
+
+
 @pytest.mark.parametrize(
     ("word", "known"),
     [("slope\\_at\\_zero", True), ("spectral\\_norm", True), ("Foo\\_Bar", False), ("w\\_2", False), ("relu", False)],

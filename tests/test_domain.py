@@ -415,6 +415,27 @@ def test_an_assumption_on_epsilon_sympy_cannot_turn_into_a_set_leaves_epsilon_po
     assert "epsilon > 0" in verdict.quantifier
 
 
+@pytest.mark.parametrize(
+    ("text", "condition"),
+    [
+        ("1/(n - 1 + q) > 0", "n + q - 1 != 0"),
+        ("sqrt(n - 2 + q) >= 0", "n + q - 2 >= 0"),
+        ("1/(n - 1 + epsilon) > 0", "epsilon + n - 1 != 0"),
+        ("sqrt((n - 2) * epsilon) >= 0", "epsilon*(n - 2) >= 0"),
+    ],
+)
+def test_a_condition_that_holds_from_n_2_on_is_no_exclusion_even_without_z3(text, condition, monkeypatch):
+    """SymPy alone decides it, with n written as 2 + m for an integer m >= 0 beside q >= 0 and
+    epsilon > 0: the quantifier needs no "where" for it, whatever z3 says (read from m >= 0, it
+    was listed as an exclusion)."""
+    from derivations.claims import solver
+
+    monkeypatch.setattr(solver, "satisfiable", lambda *args, **kwargs: solver.Answer("unknown"))
+    verdict = check(Claim(text))
+    assert verdict.verdict == "proved", verdict.detail
+    assert "where" not in verdict.quantifier, (condition, verdict.quantifier)
+
+
 _A, _B = sp.symbols("a b", real=True)
 
 

@@ -122,3 +122,19 @@ def test_a_planted_set_is_never_used(case, tmp_path, monkeypatch, capsys):
     assert not sentinel.exists()
     assert (tmp_path / "out" / "a.png").read_bytes() == b"a PNG"
     assert cli._recalled(b"this test") == (1, {"a.png": b"a PNG"})
+
+
+def test_the_drawn_sets_key_holds_the_matplotlibrc_that_was_read(tmp_path, monkeypatch):
+    """Two matplotlibrc files at one path that say different things are two keys: the key holds
+    the file's bytes (up to a mebibyte), not its path alone."""
+    import matplotlib
+
+    from figures import __main__ as drawing
+
+    rc = tmp_path / "matplotlibrc"
+    monkeypatch.setattr(matplotlib, "matplotlib_fname", lambda: str(rc))
+    rc.write_text("lines.linewidth: 2\n")
+    first = drawing._matplotlib()
+    rc.write_text("lines.linewidth: 3\n")
+    assert b"lines.linewidth: 3" in drawing._matplotlib()
+    assert drawing._matplotlib() != first

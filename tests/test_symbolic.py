@@ -45,6 +45,28 @@ def test_slope_at_zero_is_one_over_root_epsilon_from_both_sides():
     assert response.slope(LAYER).subs(t, 0) == 1 / sp.sqrt(epsilon)
 
 
+# A slope that is not continuous at t = 0 once |t| and sign(t) are resolved: each side's limit.
+ONE_SIDED = [
+    (sp.Piecewise((t + 1, t > 0), (t - 1, True)), -1, 1),  # SymPy's own limit gives -1 from the right
+    (sp.Heaviside(t) + t, 0, 1),
+    (t**2 / (sp.sqrt(t**2 + 1) - 1), 2, 2),  # 0/0 at t = 0
+    (sp.Abs(t) / t + sp.Piecewise((t, t < 0), (3, True)), -1, 4),
+]
+
+
+@pytest.mark.parametrize(("expr", "left", "right"), ONE_SIDED)
+def test_a_one_sided_limit_at_zero_is_taken_on_its_side(expr, left, right):
+    assert (response._one_sided(expr, -1), response._one_sided(expr, 1)) == (left, right)
+    tiny = sp.Rational(1, 10**12)  # and the value just beside 0 is near it
+    for side, value in ((-1, left), (1, right)):
+        assert abs(float(expr.subs(t, side * tiny)) - value) < 1e-6
+
+
+def test_a_case_that_does_not_settle_beside_zero_is_refused():
+    with pytest.raises(DerivationError, match="does not settle on one side of t = 0"):
+        response._one_sided(sp.Piecewise((1, t - t**3 > 0), (0, True)), 1)
+
+
 def test_asymptotes_are_plus_minus_root_three_halves():
     upper, lower = response.asymptote(LAYER)
     assert upper == sp.sqrt(sp.Rational(3, 2))

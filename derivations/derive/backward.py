@@ -43,13 +43,8 @@ HV = sp.Symbol(r"(\mathcal{H} v)_k")  # H = sum_i g_i grad^2 y_i
 
 def _express(layer: Layer, reduced: sp.Expr, grouped: bool = True) -> sp.Expr:
     """A reduced sum in the layer's statistics and the means of g and v, grouped by those means."""
-    expr = _tidy(layer.express(as_means(reduced)))
+    expr = layer.express(as_means(reduced))
     return _grouped(expr) if grouped else expr
-
-
-def _tidy(expr: sp.Expr) -> sp.Expr:
-    # sqrt(n sigma**2 - sigma**2) is sigma sqrt(n - 1): factor every radicand.
-    return expr.replace(lambda e: e.is_Pow and e.exp.is_Rational and e.exp.q == 2, lambda e: sp.factor(e.base) ** e.exp)
 
 
 def _grouped(expr: sp.Expr) -> sp.Expr:
@@ -115,7 +110,7 @@ def hvp(layer: Layer) -> sp.Expr:
     r""":math:`\big(\sum_i g_i \nabla^2 y_i(x)\, v\big)_k = \partial_{x_k} \langle g, J(x) v\rangle`."""
     # <g, J v> = sum_i g_i (J v)_i: a scalar in the statistics and means of g, v.
     pairing = _express(layer, reduce_sums(over_entries(g[i] * jvp(layer).xreplace({k: i}), i)), grouped=False)
-    return _grouped(_tidy(derivative(layer, pairing)))
+    return _grouped(derivative(layer, pairing))
 
 
 @derived

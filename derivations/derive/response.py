@@ -48,15 +48,23 @@ def _one_sided(expr: sp.Expr, side: int) -> sp.Expr:
 
     On that side |t| = side * t and sign(t) = side; what is left is built
     from t by arithmetic and roots of positive expressions, continuous at 0,
-    so substituting t = 0 is the limit.
+    so substituting t = 0 is the limit.  Anything else is SymPy's limit in
+    h -> 0+ with t = side * h, h > 0, so that every case decided by the side of 0
+    is decided before the limit is taken (SymPy takes a Piecewise at its switching
+    point from the case that holds there).  A case h > 0 does not decide is refused
+    rather than guessed.
     """
     branch = expr.subs({sp.Abs(t): side * t, sp.sign(t): side})
-    if branch.has(sp.Abs, sp.sign, sp.Piecewise, sp.Heaviside):
-        return sp.limit(expr, t, 0, "+" if side > 0 else "-")
-    value = sp.factor(sp.together(branch.subs(t, 0)))
-    if value.has(sp.nan, sp.zoo, sp.oo):
-        return sp.limit(expr, t, 0, "+" if side > 0 else "-")
-    return value
+    if not branch.has(sp.Abs, sp.sign, sp.Piecewise, sp.Heaviside):
+        value = sp.factor(sp.together(branch.subs(t, 0)))
+        if not value.has(sp.nan, sp.zoo, sp.oo):
+            return value
+    h = sp.Dummy("h", positive=True)
+    near = expr.subs(t, side * h)
+    cases = [c for p in near.atoms(sp.Piecewise) for _, c in p.args] + [e.args[0] for e in near.atoms(sp.Heaviside)]
+    if any(case.has(h) for case in cases):
+        raise DerivationError(f"the slope at zero: a case of {expr} does not settle on one side of t = 0")
+    return sp.limit(near, h, 0)  # from above, SymPy's default
 
 
 @singledispatch

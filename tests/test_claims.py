@@ -1175,6 +1175,19 @@ def test_z3_is_given_powers_up_to_the_twelfth_and_says_so_past_it(power, asked):
         assert f"z3 not asked (outside its fragment: the power q**{power})" in found.detail
 
 
+@pytest.mark.parametrize(("degree", "asked"), [(3, True), (4, True), (5, False)])
+def test_z3_is_given_roots_up_to_the_fourth_and_says_so_past_it(degree, asked):
+    """docs/claims.md: a root beyond the 4th is outside the fragment z3 is given (a variable r with
+    r**degree equal to the radicand), even of a nonnegative radicand; SymPy's proof stands."""
+    assert "a root beyond the 4th" in docs_words("claims.md")
+    found = check(Claim(f"q**(1/{degree}) + q >= 0", "layernorm"))
+    assert found.verdict == "proved", found.detail
+    if asked:
+        assert "z3 agrees" in found.detail
+    else:
+        assert f"z3 not asked (outside its fragment: the root q**(1/{degree}))" in found.detail
+
+
 @pytest.mark.parametrize(("count", "read"), [(1, False), (2, True), (8, True), (9, False)])
 def test_max_and_min_of_scalars_take_two_to_eight(count, read):
     """docs/claims.md: max(e, ...) and min(e, ...) take 2 to 8 scalars; others are refused by count."""

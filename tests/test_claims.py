@@ -1175,6 +1175,28 @@ def test_z3_is_given_powers_up_to_the_twelfth_and_says_so_past_it(power, asked):
         assert f"z3 not asked (outside its fragment: the power q**{power})" in found.detail
 
 
+@pytest.mark.parametrize("size", [2, 3, 5])
+@pytest.mark.parametrize("kind", [0, 1])
+def test_an_exact_input_has_the_mean_and_the_variance_or_mean_square_asked(size, kind):
+    """The x a pinned claim is decided at, and a counterexample's: mu, and q or r, exactly."""
+    from derivations.claims.checker import exact_input
+
+    half = sp.Rational(1, 2)
+    for values, variance in [
+        ({"mu": 3, "q": half}, half),
+        ({"mu": 3, "r": 10}, 1),  # r = q + mu**2
+        ({"r": half}, half),
+        ({"mu": -2}, 0),
+    ]:
+        x = exact_input({name: sp.sympify(value) for name, value in values.items()}, size, kind)
+        mean = sum(x) / size
+        assert len(x) == size
+        assert mean == values.get("mu", 0)
+        assert sp.simplify(sum((entry - mean) ** 2 for entry in x) / size - variance) == 0
+        if "r" in values:
+            assert sp.simplify(sum(entry**2 for entry in x) / size - values["r"]) == 0
+
+
 @pytest.mark.parametrize(("degree", "asked"), [(3, True), (4, True), (5, False)])
 def test_z3_is_given_roots_up_to_the_fourth_and_says_so_past_it(degree, asked):
     """docs/claims.md: a root beyond the 4th is outside the fragment z3 is given (a variable r with

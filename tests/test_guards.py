@@ -67,6 +67,37 @@ def test_forward_on_many_blocks_uses_each_rows_epsilon_and_parameters(key, size,
         assert_agree(together[picked], alone, rtol=1e-15, what=f"{key}.{name} in blocks vs row by row")
 
 
+@pytest.mark.parametrize(
+    ("key", "names"), [("layernorm_affine", ("vjp", "dgain", "dbias")), ("rmsnorm_affine", ("vjp", "dgain"))]
+)
+def test_a_fused_program_keeps_each_result_per_row_unless_asked_for_its_sum(key, names, numpy_backend):
+    """`kernel.fused` with several results: each one kept is every row's own (a row's vjp alone
+    gives it), and one of the last ``summed`` is the sum of those rows over the rows."""
+    layer = facade(key)
+    rows, size = 5, 6
+    rng = np.random.default_rng(13)
+    x, dy = rng.standard_normal((2, rows, size))
+    eps = np.full((rows, 1), 0.05)
+    parameters = [rng.standard_normal((rows, size)) for _ in layer.definition.parameters]
+    program = layer._c.fused_products(names)
+
+    def safe(index):
+        raise AssertionError(f"rows {index} left the fused program")
+
+    def run(summed):
+        return _kernel.fused(layer, program, x, eps, [dy], parameters, np.dtype(np.float64), safe, summed=summed)
+
+    kept, summed = run(0), run(len(names) - 1)
+    assert [value.shape for value in kept] == [(rows, size)] * len(names)
+    alone = [layer.vjp(x[r], eps[r, 0], dy[r], *(p[r] for p in parameters)) for r in range(rows)]
+    for m, name in enumerate(names):
+        assert_agree(kept[m], np.array([row[m] for row in alone]), rtol=1e-13, what=f"{key}: {name} kept per row")
+    np.testing.assert_array_equal(summed[0], kept[0])
+    for m in range(1, len(names)):
+        assert summed[m].shape == (1, size)
+        assert_agree(summed[m][0], kept[m].sum(axis=0), rtol=1e-13, what=f"{key}: {names[m]} summed")
+
+
 @pytest.mark.parametrize("extra", [0, 5])
 def test_a_row_as_long_as_a_block_or_longer_is_one_block_of_its_own(extra, numpy_backend):
     """A row of FUSED_BLOCK entries or more: each block holds one row (never none), and the output

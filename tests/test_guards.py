@@ -458,6 +458,31 @@ def test_the_first_explicit_input_of_each_size_is_small_integers_about_zero(size
     assert [next(inputs).x for _ in range(3)] == [first, (1,) * size, (0,) * size]
 
 
+def test_the_explicit_inputs_vectors_are_tenths_from_minus_to_plus_9_9_and_random_x_hundredths():
+    """explicit_inputs: g, v, the gain and the bias of every input are tenths in [-9.9, 9.9], both
+    ends reached and nothing beyond (the gain 0 at the constant input); x, after the small
+    integers, the constant and zero, is its scale (1, then 1e-300 .. 1e300) times hundredths in
+    [-9.99, 9.99]."""
+    sizes = list(range(2, 12))
+    drawn = list(sampling.explicit_inputs(sizes, {"g", "v", "gamma", "beta"}, seed=3))
+    scales = (1, *sampling._LOG)
+    assert len(drawn) == len(sizes) * (len(scales) + 3)
+    tenth, hundredth = sp.Rational(1, 10), sp.Rational(1, 100)
+    for field in ("g", "v", "gain", "bias"):
+        values = [
+            e
+            for m, inputs in enumerate(drawn)
+            for e in getattr(inputs, field)
+            if field != "gain" or m // len(sizes) != 1
+        ]
+        assert all((e / tenth).is_integer for e in values), field
+        assert (min(values), max(values)) == (-99 * tenth, 99 * tenth), field
+    assert {e for inputs in drawn[len(sizes) : 2 * len(sizes)] for e in inputs.gain} == {0}
+    for m, inputs in enumerate(drawn[3 * len(sizes) :]):
+        scale = scales[m // len(sizes)]
+        assert all((e / scale / hundredth).is_integer and abs(e / scale) <= 999 * hundredth for e in inputs.x)
+
+
 def _entry_alone(expr, point, inputs):
     """One entry the plain way, as a reference: sums, deltas and largest values taken, then
     the point, then the input's entries, each in its own pass."""

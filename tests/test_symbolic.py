@@ -182,6 +182,56 @@ def test_a_wrong_stated_form_is_refused():
         quantities.formulas(wrong)
 
 
+def _closed(condition):
+    """A strict inequality with its equality case added."""
+    return {sp.StrictGreaterThan: sp.GreaterThan, sp.StrictLessThan: sp.LessThan}[type(condition)](*condition.args)
+
+
+@pytest.mark.parametrize("key", ["l2norm_clamped", "scalenorm"])
+@pytest.mark.parametrize("kink", ["inside", "outside", "catch-all"])
+def test_a_slope_stated_at_the_kink_where_it_does_not_exist_is_refused(key, kink):
+    """The clamped layers' slope on the pattern has no value at the kink, where the regimes'
+    slopes differ: a stated slope that gives it one there is not proved, though the two agree
+    wherever both are defined."""
+    layer = LAYERS[key]
+    (inside, below), (outside, above) = layer.stated["slope"].args
+    assert response.slope(layer).subs(t, epsilon / sp.sqrt(2)) is sp.nan  # no case holds at the kink
+    cases = {
+        "inside": (_closed(below), above),
+        "outside": (below, _closed(above)),
+        "catch-all": (below, sp.true),
+    }[kink]
+    wrong = sp.Piecewise((inside, cases[0]), (outside, cases[1]))
+    assert wrong.subs(t, epsilon / sp.sqrt(2)) is not sp.nan
+    changed = dataclasses.replace(layer, stated={**layer.stated, "slope": wrong})
+    with pytest.raises(DerivationError, match=rf"{key}\.slope: derived "):
+        quantities.formulas(changed)
+
+
+def test_an_expression_is_defined_where_every_function_by_cases_in_it_has_a_case():
+    from derivations.core.proof import defined, same_domain
+
+    total = sp.Piecewise((1, t > 1), (2, True))
+    partial = sp.Piecewise((1, t > 0), (0, t < 0))  # none at t = 0
+    assert defined(t**2) == sp.true
+    assert defined(total) == sp.true
+    assert defined(partial) == sp.Or(t > 0, t < 0)
+    assert defined(total + partial) == defined(partial)
+    assert same_domain(total + partial, partial)
+    assert not same_domain(total + partial, total + sp.Piecewise((1, t > 0), (0, True)))
+
+
+def test_a_claimed_equality_is_proved_only_where_both_sides_are_defined():
+    """The claims' equality tactic as the stated forms': a side defined at the kink where the
+    other is not is no proof (it is left to the other engines)."""
+    from derivations.claims.proof import _prove_case
+
+    slope = response.slope(LAYERS["l2norm_clamped"])
+    (inside, below), (outside, above) = slope.args
+    assert _prove_case(slope, "==", sp.Piecewise((inside, below), (outside, above))) is not None
+    assert _prove_case(slope, "==", sp.Piecewise((inside, below), (outside, True))) is None
+
+
 def test_a_wrong_stated_jacobian_is_refused():
     from derivations.symbols import c_vec
 

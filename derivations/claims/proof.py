@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import sympy as sp
 
 from derivations.claims.language import Relation
-from derivations.core.proof import DerivationError, is_zero, less_equal
+from derivations.core.proof import DerivationError, is_zero, less_equal, same_domain
 from derivations.symbols import n, t
 
 
@@ -76,7 +76,7 @@ def _prove_case(lhs: sp.Expr, op: str, rhs: sp.Expr) -> str | None:
     if op == "==":
         if lhs == rhs:
             return "both sides are the same expression"
-        how = is_zero(lhs - rhs)
+        how = is_zero(lhs - rhs) if same_domain(lhs, rhs) else None
         return None if how is None else f"simplification to 0 ({how})"
     small, large = (lhs, rhs) if op in ("<=", "<") else (rhs, lhs)
     if op in ("<", ">"):

@@ -40,9 +40,28 @@ def is_zero(expr: sp.Expr) -> str | None:
     return None
 
 
+def defined(expr: sp.Expr) -> sp.Basic:
+    """Where ``expr`` is defined: some case of each function by cases in it holds (`sp.true`
+    where it has none).  A tactic that folds a difference of two such functions proves it 0
+    only where both are defined."""
+    return sp.And(*(sp.Or(*(condition for _, condition in p.args)) for p in expr.atoms(sp.Piecewise)))
+
+
+def same_domain(one: sp.Expr, other: sp.Expr) -> bool:
+    """Whether ``one`` and ``other`` are provably defined at the same points."""
+    a, b = defined(one), defined(other)
+    return a == b or sp.simplify(sp.Xor(a, b)) == sp.false
+
+
 def equal(derived: sp.Expr, stated: sp.Expr, what: str) -> str:
-    """Prove ``derived == stated`` for all admissible symbol values."""
+    """Prove ``derived == stated`` for all admissible symbol values: equal wherever both are
+    defined, and defined at the same points (a slope stated at a kink where it does not exist
+    is refused)."""
     how = is_zero(derived - stated)
+    if how is not None and not same_domain(derived, stated):
+        raise DerivationError(
+            f"{what}: derived {derived} is defined where {defined(derived)}, stated {stated} where {defined(stated)}"
+        )
     if how is not None:
         return f"{how}(derived - stated) = 0"
     raise DerivationError(f"{what}: derived {derived} is not provably equal to stated {stated}")

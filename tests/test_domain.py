@@ -752,3 +752,23 @@ def test_conditions_outside_z3s_fragment_are_left_undecided_not_an_error():
     excluded = check(Claim("1/(exp(t) - 1) == 1/(exp(t) - 1)", "layernorm"))
     assert excluded.verdict == "proved"
     assert "proved for all t, where exp(t) - 1 != 0. n >= 2" in excluded.detail
+
+
+@pytest.mark.parametrize(
+    ("condition", "symbol", "plain"),
+    [
+        (sp.Gt(t**4 - t, 1), t, True),
+        (sp.Gt(t**5, 1), t, False),  # beyond the fourth degree
+        (sp.Gt(sp.Abs(t) ** 2, 1), t, True),  # a polynomial in |t|
+        (sp.Gt(sp.exp(t), 1), t, False),
+        (sp.Gt(t ** sp.Float(2.0), 1), t, False),  # SymPy's degree refuses a float power
+        (sp.Gt(x[0] ** 2, 1), x[0], True),
+        (sp.And(t > 0, t < 1), t, False),
+    ],
+)
+def test_a_condition_is_solved_for_its_symbol_where_it_is_a_polynomial_of_degree_4_at_most(condition, symbol, plain):
+    """`domain._plain_enough`: what the domain solves for its one symbol's values (quickly), and
+    what it keeps as written."""
+    from derivations.claims.domain import _plain_enough
+
+    assert _plain_enough(condition, symbol) is plain

@@ -385,6 +385,21 @@ def test_a_symbol_whose_range_excludes_zero_is_not_given_a_sign(root, low):
 
 
 @pytest.mark.parametrize(
+    ("text", "layer", "shown"),
+    [
+        # DyT's bound is |alpha| max|gamma_i|: re-checked with the gain, not the bias (all 0 here).
+        ("spectral_bound <= alpha", "dyt", "numeric.dyt.bound(alpha, gain)): lhs = 2, rhs = 1"),
+        # A matrix's transpose is its transpose (a vector's, a row).
+        ("J.T == J", "layernorm_affine", "numeric.layernorm_affine.jacobian): lhs = [[ 0.28284271  3.14662518]"),
+    ],
+)
+def test_a_refutation_is_confirmed_numerically_with_the_values_the_counterexample_gives(text, layer, shown):
+    verdict = check(Claim(text, layer), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    assert f"confirmed numerically ({shown}" in verdict.detail
+
+
+@pytest.mark.parametrize(
     ("text", "how"),
     [
         ("sum(layernorm(x)) == 1", "numeric.layernorm.forward"),  # a layer called by its key

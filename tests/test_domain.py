@@ -772,3 +772,41 @@ def test_a_condition_is_solved_for_its_symbol_where_it_is_a_polynomial_of_degree
     from derivations.claims.domain import _plain_enough
 
     assert _plain_enough(condition, symbol) is plain
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("sqrt(exp(t)) >= 0", None),  # outside z3's fragment, but SymPy knows exp(t) > 0
+        ("sqrt(exp(t) + q) >= 0", None),
+        ("sqrt(n - 2) >= 0", None),  # n = 2 + m, m >= 0
+        ("sqrt(n - 3) >= 0", "where n - 3 >= 0"),
+        ("sqrt(exp(q) - 1) >= 0", "where exp(q) - 1 >= 0"),  # true, but neither engine shows it
+    ],
+)
+def test_a_requirement_that_holds_everywhere_is_no_exclusion(text, where):
+    """What a claim needs to be defined is an exclusion ("where ...") only where neither SymPy's
+    judgment nor z3 shows that it holds at every point of the domain."""
+    found = check(Claim(text, "layernorm"))
+    assert found.verdict in ("proved", "supported"), found.detail
+    if where is None:
+        assert " where " not in found.detail.split(".")[0], found.detail
+    else:
+        assert where in found.detail, found.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "root"),
+    [
+        ("limit(t/((a - 1)*t + t**2), t, 0) * (a - 1) == 1", 1),  # the root behind the factor t
+        ("limit(t**2/((a - 3)*t**2 + t**3), t, 0) * (a - 3) == 1", 3),
+        ("limit(t/(a*t + t**2), t, 0) * a == 1", 0),
+    ],
+)
+def test_a_limit_whose_denominator_vanishes_for_one_value_of_a_scalar_is_refuted_there(text, root):
+    """The limit of 1/(a - root + t) at 0 is 1/(a - root) except at a = root, where it does not
+    exist: the claim is refuted there (it was proved once the common factor of t hid the root)."""
+    found = check(Claim(text, "layernorm"))
+    assert found.verdict == "refuted", found.detail
+    assert found.witness.scalars["a"] == root
+    assert "the limit does not exist" in found.detail

@@ -142,6 +142,27 @@ def test_a_non_finite_entry_is_named(dtype):
 
 
 @needs_compiler
+@pytest.mark.parametrize("key", EMITTABLE)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_compiled_layer_names_a_non_finite_entry_wherever_it_is(key, dtype):
+    """Whichever entry is not finite, the first, a middle or the last (outside a partial mean's
+    entries too), the compiled forward and vjp name x, as NumPy's path does."""
+    assert numeric.backend(key) == "c"
+    layer = getattr(numeric, key)
+    size = 12
+    x = np.linspace(-1, 2, 2 * size, dtype=dtype).reshape(2, size)
+    named = {name: np.full(size, 1.5, dtype=dtype) for name, _ in LAYERS[key].parameters}
+    for place in (0, size // 2, size - 1):
+        for bad in (np.nan, np.inf, -np.inf):
+            broken = x.copy()
+            broken[1, place] = bad
+            with pytest.raises(ValueError, match="x must be finite"):
+                layer.forward(broken, 1e-5, **named)
+            with pytest.raises(ValueError, match="x must be finite"):
+                layer.vjp(broken, 1e-5, x, **named)
+
+
+@needs_compiler
 def test_broadcast_epsilon_and_named_parameters_take_the_compiled_path(monkeypatch):
     """The same rows give the same bits however epsilon and the parameters are spelled."""
     rng = np.random.default_rng(9)

@@ -705,13 +705,11 @@ def _always(condition: sp.Basic, domain: Domain) -> bool:
     written as 2 + m for a nonnegative integer m, or z3's (no point of the domain violates it)."""
     if condition is sp.true:
         return True
-    if n in condition.free_symbols and domain.n_set == sp.Range(2, sp.oo):
-        beyond = sp.Symbol("m", integer=True, nonnegative=True)
-        shifted = condition.xreplace({n: beyond + 2})
-        if shifted is sp.true or (
-            isinstance(shifted, sp.core.relational.Relational) and _relation_holds(shifted) is True
-        ):
-            return True
+    # SymPy's judgment first: it decides what z3 is not given (exp(t) >= 0 is no exclusion).
+    beyond = sp.Symbol("m", integer=True, nonnegative=True)
+    shifted = condition.xreplace({n: beyond + 2}) if domain.n_set == sp.Range(2, sp.oo) else condition
+    if shifted is sp.true or (isinstance(shifted, sp.core.relational.Relational) and _relation_holds(shifted) is True):
+        return True
     ranges = [sp.Contains(n, domain.n_set)] if n not in domain.fixed else []
     try:
         answer = solver.satisfiable([sp.Not(condition), *domain.conditions, *ranges], timeout_ms=500)

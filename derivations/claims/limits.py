@@ -118,9 +118,12 @@ def _roots(body: sp.Expr, variable: sp.Symbol, point: sp.Expr, symbol: sp.Basic,
     is refused: a root left out would be a point whose limit nobody took."""
     if point.is_infinite:
         return []
+    # The body as written and over a common denominator, its common factors cancelled: in
+    # t/((a - 1) t + t**2) the root a = 1 of the denominator hides behind the factor t.
     candidates = [
         node.base
-        for node in sp.preorder_traversal(body)
+        for form in (body, _cancelled(body))
+        for node in sp.preorder_traversal(form)
         if isinstance(node, sp.Pow) and node.has(variable) and not (node.exp.is_Integer and node.exp.is_positive)
     ]
     for piecewise in body.atoms(sp.Piecewise):
@@ -143,6 +146,13 @@ def _roots(body: sp.Expr, variable: sp.Symbol, point: sp.Expr, symbol: sp.Basic,
             raise ClaimError(f"{node}: cannot find every {symbol} where {at_point} is 0, so not the limit there")
         found |= {root for root in solutions if _admits(symbol, root)}
     return sorted(found - {sp.Integer(0)}, key=sp.default_sort_key)
+
+
+def _cancelled(body: sp.Expr) -> sp.Expr:
+    try:
+        return sp.cancel(sp.together(body))
+    except sp.PolynomialError:  # a function by cases SymPy will not put over one denominator
+        return body
 
 
 def _admits(symbol: sp.Basic, value: sp.Expr) -> bool:

@@ -564,6 +564,12 @@ def test_the_determinant_is_the_product_of_the_proved_eigenvalues(layer, text, v
     refutation is re-checked here with NumPy's determinant of the lambdified Jacobian."""
     found = check(Claim(text, layer))
     assert found.verdict == verdict, found.detail
+    why = {
+        "layernorm_affine": "det() at column 1: layernorm_affine's eigen-decomposition is not proved (not an",
+        "l2norm_clamped": "det() at column 1: det(J) is derived from the eigenstructure of a smooth layer's J",
+    }
+    if verdict == "error":
+        assert found.detail.startswith(why[layer]), found.detail
     if verdict == "refuted":
         example = found.counterexample
         x, eps = np.array(example["x"], dtype=float), float(example["epsilon"])

@@ -114,6 +114,14 @@ def test_a_row_as_long_as_a_block_or_longer_is_one_block_of_its_own(extra, numpy
 # --- the agreement tolerance ---------------------------------------------------
 
 
+def test_a_non_finite_value_is_refused_showing_the_first_four_entries_of_each_side():
+    actual = np.array([1.0, np.nan, 3.0, 4.0, 5.0])
+    expected = np.arange(5.0)
+    with pytest.raises(AgreementError) as refused:
+        assert_agree(actual, expected, rtol=1e-12, what="forward")
+    assert str(refused.value) == "forward: non-finite values (actual [ 1. nan  3.  4.], expected [0. 1. 2. 3.])"
+
+
 @pytest.mark.parametrize(
     ("actual", "expected", "rtol", "atol"),
     [(1 + 1e-9, 1.0, 1e-12, 0.0), (1e-300 * (1 + 1e-9), 1e-300, 1e-13, 0.0), (1e-9, 0.0, 0.0, 1e-10)],

@@ -810,3 +810,47 @@ def test_a_limit_whose_denominator_vanishes_for_one_value_of_a_scalar_is_refuted
     assert found.verdict == "refuted", found.detail
     assert found.witness.scalars["a"] == root
     assert "the limit does not exist" in found.detail
+
+
+@pytest.mark.parametrize("root", [1, -2, sp.Rational(1, 2)])
+def test_a_limit_that_exists_at_a_root_of_its_generic_form_is_taken_there(root):
+    """(a - c)/((a - c)**2 + t**2) tends to 1/(a - c) for a != c and to 0 at a = c: the claim
+    (a - c) times the limit == 1 is refuted at a = c, where the left side is 0 (it was proved
+    once: z3 read the case a != c's denominator as nonzero at every point)."""
+    found = check(Claim(f"limit((a - ({root}))/((a - ({root}))**2 + t**2), t, 0) * (a - ({root})) == 1", "layernorm"))
+    assert found.verdict == "refuted", found.detail
+    assert found.witness.scalars["a"] == root
+    assert "lhs = 0, rhs = 1" in found.detail, found.detail
+
+
+_HOLDS = {"==": sp.Eq, ">=": sp.Ge, ">": sp.Gt, "<=": sp.Le}
+
+
+@pytest.mark.parametrize(
+    ("expr", "op", "rhs", "violated_at"),
+    [
+        (sp.Piecewise((0, sp.Eq(_A, 1)), (1 / (_A - 1), True)) * (_A - 1), "==", 1, {_A: 1}),
+        (sp.Piecewise((sp.sqrt(_A), _A >= 0), (-1, True)), ">=", 0, {_A: -1}),
+        (sp.Piecewise((1 / _A**2, sp.Ne(_A, 0)), (0, True)), ">", 0, {_A: 0}),
+        # At a = 3 the second case's condition holds too, but the first is the one taken.
+        (sp.Piecewise(((_A - 3) ** 2, _A > 2), (1 / (_A - 3) ** 2, _A > 1), (1 + _B**2, True)), ">", 0, {_A: 3}),
+        # A root in a condition is read only where the earlier conditions fail.
+        (sp.Piecewise((0, _A < 0), (1, sp.sqrt(_A) > 1), (2, True)), ">=", 1, {_A: -1}),
+    ],
+    ids=str,
+)
+def test_the_solver_reads_a_cases_side_conditions_only_where_the_case_is_taken(expr, op, rhs, violated_at):
+    """A denominator or a root inside a case (its value or its condition) constrains z3 only
+    where that case is reached: otherwise the points where it is undefined, but another case
+    holds, are lost, and a false claim is proved.  Each claim is false at ``violated_at``: z3
+    finds a violation, and the exact value there confirms it; |expr| + 1 > 0 is still proved."""
+    from derivations.claims import solver
+
+    assert _HOLDS[op](expr.subs({_B: 0, **violated_at}), rhs) is sp.false
+    answer = solver.holds_everywhere(expr, op, sp.Integer(rhs), [])
+    assert answer.status == "sat", answer
+    assert _HOLDS[op](expr.subs({_B: 0, **answer.point}), rhs) is sp.false, answer
+    assert solver.holds_everywhere(sp.Abs(expr) + 1, ">", sp.Integer(0), []).status == "unsat"
+    translation = solver._Translation()
+    translation.term(expr)
+    assert translation.guard is None  # the terms read after the cases are read at every point

@@ -4,7 +4,9 @@ A claim whose sides, once the domain has put in what it knows, are built from
 numbers, symbols, + - * /, integer powers, square roots, ``abs``, ``max``,
 ``min`` and cases (Piecewise) is a sentence of real arithmetic.  Each root is a
 new variable r with r >= 0 and r**2 equal to its radicand, each ``abs``,
-``max`` and case an if-then-else: the translation is exact.  The domain is
+``max`` and case an if-then-else: the translation is exact.  A root's and a
+denominator's side conditions hold only where the case they are read in is
+taken.  The domain is
 translated as an over-approximation only (n is a real number >= 2, the
 statistics independent coordinates in their own ranges), so that
 
@@ -55,6 +57,13 @@ class _Translation:
         self.variables: dict[sp.Basic, Any] = {}
         self.extra: list[Any] = []
         self.roots: dict[tuple[sp.Basic, int], Any] = {}
+        # The case a term is read in (None: every point).  A denominator's or a root's side
+        # condition holds only there: 1/(a - 1) in a case a != 1 says nothing at a = 1.
+        self.guard: Any = None
+
+    def require(self, condition: Any) -> None:
+        """A side condition of the term being read, where its case holds."""
+        self.extra.append(condition if self.guard is None else self.z3.Implies(self.guard, condition))
 
     def variable(self, symbol: sp.Basic) -> Any:
         if symbol not in self.variables:
@@ -122,7 +131,7 @@ class _Translation:
                 raise Outside(f"the power {sp.sstr(expr)[:60]}")
             product = z3.Product([value] * magnitude) if magnitude > 1 else value
             if exponent < 0:
-                self.extra.append(product != 0)
+                self.require(product != 0)
                 return 1 / product
             return product
         # base**(p/q) = r**p with r >= 0 and r**q = base: exact where base >= 0, which the domain
@@ -132,10 +141,10 @@ class _Translation:
             raise Outside(f"the root {sp.sstr(expr)[:60]}")
         key = (base, degree)  # one root of each degree of each radicand
         if key not in self.roots:
-            root = z3.Real(f"r{len(self.roots)}")
-            self.extra += [root >= 0, z3.Product([root] * degree) == self.term(base)]
-            self.roots[key] = root
-        return self._root_power(self.roots[key], int(exponent.p))
+            self.roots[key] = z3.Real(f"r{len(self.roots)}")
+        root = self.roots[key]
+        self.require(z3.And(root >= 0, z3.Product([root] * degree) == self.term(base)))
+        return self._root_power(root, int(exponent.p))
 
     def _root_power(self, root: Any, exponent: int) -> Any:
         z3 = self.z3
@@ -143,21 +152,37 @@ class _Translation:
             return z3.RealVal(1)
         product = z3.Product([root] * abs(exponent)) if abs(exponent) > 1 else root
         if exponent < 0:
-            self.extra.append(product != 0)
+            self.require(product != 0)
             return 1 / product
         return product
 
     def cases(self, expr: sp.Piecewise) -> Any:
+        """An if-then-else, each case's value read where that case is the one taken: where its
+        condition holds and no earlier one does."""
         z3 = self.z3
-        branches = list(expr.args)
-        value, condition = branches[-1]
-        if condition is not sp.true:
+        outer = self.guard
+        earlier: list[Any] = []
+        values = []
+        try:
+            for value, condition in expr.args:
+                self.guard = self._within(outer, *earlier)
+                holds = self.relation(condition)
+                self.guard = self._within(outer, *earlier, holds)
+                values.append((self.term(value), holds))
+                earlier.append(z3.Not(holds))
+        finally:
+            self.guard = outer
+        if expr.args[-1][1] is not sp.true:
             # No "otherwise": the points no case covers are excluded by the domain already.
-            self.extra.append(z3.Or(*[self.relation(c) for _, c in branches]))
-        out = self.term(value)
-        for value, condition in reversed(branches[:-1]):
-            out = z3.If(self.relation(condition), self.term(value), out)
+            self.require(z3.Or(*[holds for _, holds in values]))
+        out = values[-1][0]
+        for value, holds in reversed(values[:-1]):
+            out = z3.If(holds, value, out)
         return out
+
+    def _within(self, *conditions: Any) -> Any:
+        present = [c for c in conditions if c is not None]
+        return self.z3.And(*present) if present else None
 
     def relation(self, relation: sp.Basic) -> Any:
         z3 = self.z3

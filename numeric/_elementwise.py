@@ -146,9 +146,16 @@ class NumericElementwise:
         return array.astype(np.float64, copy=False)
 
     def _inputs(
-        self, x_value: Any, alpha: Any, given: tuple[Any, ...], named: dict[str, Any], vectors: tuple[str, ...] = ()
+        self,
+        x_value: Any,
+        alpha: Any,
+        given: tuple[Any, ...],
+        named: dict[str, Any],
+        vectors: tuple[str, ...] = (),
+        function: str = "",
     ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], dict[str, np.ndarray], np.dtype]:
-        """x, alpha as a column (..., 1), the vectors and the parameters, validated and broadcast."""
+        """x, alpha as a column (..., 1), the vectors and the parameters, validated and broadcast;
+        ``function`` names the call that takes the ``vectors``."""
         array = _validate.vector(x_value)
         a = self._parameter(alpha)
         try:
@@ -159,7 +166,7 @@ class NumericElementwise:
             ) from None
         if len(given) < len(vectors):
             takes = ", ".join(("x", self.scalar_name, *vectors))
-            raise TypeError(f"takes ({takes}); got {2 + len(given)} arguments")
+            raise TypeError(f"{function}() takes ({takes}); got {2 + len(given)} arguments")
         values = [_validate.vector_like(value, name, array.shape) for value, name in zip(given, vectors, strict=False)]
         for value in values:
             batch = np.broadcast_shapes(batch, value.shape[:-1])
@@ -312,7 +319,7 @@ class NumericElementwise:
         ]
 
         def function(x: Any, alpha: Any, *args: Any, **named: Any) -> Any:
-            array, a, given, params, dtype = self._inputs(x, alpha, args, named, vectors)
+            array, a, given, params, dtype = self._inputs(x, alpha, args, named, vectors, quantity.numeric)
             with np.errstate(over="ignore"):
                 out = [np.broadcast_to(f(array, *given, *params.values(), a), array.shape) for f in compiled]
             first, *summed = out

@@ -10,6 +10,7 @@ import pytest
 from grids import SYMMETRIC_LAYERS, module
 
 import numeric
+from derivations import LAYERS
 from numeric import layernorm, layernorm_affine, rmsnorm_affine
 from numeric.checks.agreement import assert_agree
 
@@ -167,6 +168,27 @@ def test_longdouble_below_float64_is_refused():
 def test_a_scalar_function_called_with_parameters_says_what_it_takes():
     with pytest.raises(TypeError, match=r"eigen_ones\(\) takes \(x, epsilon\); got 4 arguments"):
         layernorm_affine.eigen_ones(np.ones(3), 1e-5, np.ones(3), np.zeros(3))
+
+
+@pytest.mark.parametrize("key", sorted(numeric.LAYERS))
+def test_a_product_called_without_its_vectors_says_what_it_takes(key):
+    """vjp, jvp and hvp given fewer vectors than they take (none, or dy alone), with every
+    parameter given by name, name what they take, for every layer: a TypeError, as Python's own
+    for a call."""
+    layer, definition = module(key), LAYERS[key]
+    named = {name: np.ones(4) for name, _ in definition.parameters}
+    second = "epsilon"
+    for name, _ in definition.scalars:
+        if definition.has_epsilon:
+            named[name] = 1.0
+        else:
+            second = name  # Dynamic Tanh's alpha, in epsilon's place
+    x = np.linspace(-1.0, 2.0, 4)
+    for function, takes in [("vjp", "dy"), ("jvp", "v"), ("hvp", "dy, v")]:
+        for given in range(takes.count(",") + 1):
+            expected = rf"^{function}\(\) takes \(x, {second}, {takes}\); got {2 + given} arguments$"
+            with pytest.raises(TypeError, match=expected):
+                getattr(layer, function)(x, 1e-3, *[np.ones(4)] * given, **named)
 
 
 def test_the_affine_jacobian_does_not_need_the_bias():

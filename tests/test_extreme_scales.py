@@ -438,6 +438,31 @@ def test_the_float64_scales_are_tried_balanced_first_then_outwards_by_eighths(mo
     assert tried == [0.5, 0.375, 0.625, 0.25, 0.75, 0.125, 0.875, 0.0, 1.0]
 
 
+@pytest.mark.parametrize("degree", [1, 2])
+def test_each_float64_scale_lies_its_fraction_of_the_way_from_the_inputs_own_to_epsilons(degree):
+    """x near 2**-300 against epsilon whose root is near 2**150: 450 binades apart.  At fraction
+    f the row is evaluated with x near 2**(-450 f) and the root of epsilon near 2**(450 (1 - f)):
+    at 0 the input's own scale, at 1 epsilon's, and between them in proportion."""
+    array = np.array([[3.0, -1.5, 0.75]]) * 2.0**-300
+    e = np.array([[2.0 ** (150 * degree)]])
+    first = _rescale.Scaled(*_rescale.normalized(array, e, degree, centered=False))
+    own = _rescale._own_scale(array, e, degree, False, None, (1, 1))
+    gap = float(own.gap[0, 0])
+    assert abs(gap - 450) <= 2
+    for fraction in (0.0, 0.25, 0.5, 0.875, 1.0):
+        seen = []
+
+        def at(x, eps, m, seen=seen):
+            seen.append((x, eps))
+            return x / (np.abs(x).max(axis=-1, keepdims=True) + eps)
+
+        valid, _, _ = _rescale._at_fraction(at, first, own, fraction, np.ones((1, 1), dtype=bool), degree)
+        assert valid.all(), fraction
+        x, eps = seen[0]
+        assert abs(np.log2(np.abs(x).max()) + fraction * gap) <= 2, (fraction, x)
+        assert abs(np.log2(eps[0, 0]) / degree - (1 - fraction) * gap) <= 2, (fraction, eps)
+
+
 def test_a_hessian_product_over_rows_at_extreme_scales_each_with_its_epsilon_is_each_rows_own():
     """Rows the fused program cannot take (x near 1e150 against epsilon 1e290, x near 1e-160) are
     computed again on their own, each with its own epsilon: the batch equals the rows one by one."""

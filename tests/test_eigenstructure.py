@@ -161,6 +161,41 @@ def test_the_direct_jacobian_agrees_with_the_rescaled_one_and_knows_where_it_is_
 
 
 @pytest.mark.parametrize("key", DIRECT_LAYERS)
+def test_a_direction_that_vanishes_in_a_safe_row_leaves_that_row_to_the_general_path(key, rng):
+    """A direction of length 0 has no rank-one update (its weight divides by the length): the
+    direct path flags the row as not safe even where x and epsilon are at a safe scale.  The
+    catalog's directions vanish only where x is constant or 0, already not safe; a layer whose
+    direction vanishes elsewhere is here the catalog's with every direction 0 in the rows
+    whose first entry is positive."""
+    import dataclasses
+
+    from numeric.kernels import assemble as _assemble
+
+    compiled = module(key).LAYER._c
+
+    def vanishing(pair):
+        def entry(x, *stats):
+            return np.where(x[..., :1] > 0, 0.0, pair.entry(x, *stats))
+
+        return pair if pair.entry is None else dataclasses.replace(pair, entry=entry)
+
+    class Vanishing:
+        def __init__(self):
+            self.eigen = [vanishing(pair) for pair in compiled.eigen]
+
+        def __getattr__(self, name):
+            return getattr(compiled, name)
+
+    rows = rng.standard_normal((6, 5)) * 2.0 + np.arange(6)[:, None] * 0.1
+    rows[:, 0] = [1.0, -1.0, 2.0, -2.0, 0.5, -0.5]
+    eps = np.full((6, 1), 0.25)
+    _, safe = _assemble.direct(compiled, rows, eps)
+    assert safe.all()
+    _, safe = _assemble.direct(Vanishing(), rows, eps)
+    np.testing.assert_array_equal(safe[:, 0], rows[:, 0] < 0)
+
+
+@pytest.mark.parametrize("key", DIRECT_LAYERS)
 @pytest.mark.parametrize("size", [2, 5, 64])
 def test_the_direct_jacobian_of_one_row_is_that_of_a_batch_of_one(key, size, rng):
     """One row and one epsilon take NumPy scalars for the statistics and eigenvalues; the

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.text
 import numpy as np
 import pytest
 from docs_text import docs_words
@@ -118,11 +119,18 @@ def _overlaps(boxes):
     return [(a, b) for a, b in itertools.pairwise(boxes) if a.x1 > b.x0]
 
 
+# The smallest type any figure sets, legends included, at the size it is written at.
+SMALLEST_POINTS = 9
+
+
 @pytest.mark.parametrize("module", FIGURES, ids=lambda m: m.FILENAME)
 def test_figure_is_readable(module):
     figure = module.draw()
     legends = list(figure.legends) + [ax.get_legend() for ax in figure.axes if ax.get_legend()]
     assert legends, "a legend names the curves"
+    texts = [text for text in figure.findobj(matplotlib.text.Text) if text.get_text() and text.get_visible()]
+    small = [(text.get_text(), text.get_fontsize()) for text in texts if text.get_fontsize() < SMALLEST_POINTS]
+    assert small == [], f"text below {SMALLEST_POINTS} pt"
     for axes, boxes in zip(figure.axes, _tick_boxes(figure, *figure.axes), strict=True):
         assert axes.get_xlabel()
         assert axes.get_ylabel()

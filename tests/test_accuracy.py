@@ -66,6 +66,16 @@ def test_constant_and_offset_inputs_within_8n_ulp(key, name, family):
     assert result.worst <= result.bound, f"{result.worst:.2f} ulp at {result.where}"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, "float64", np.dtype("float32")], ids=str)
+def test_a_result_names_its_dtype_as_numpy_does_however_it_was_given(dtype):
+    """The report's and the docs' tables read each row's dtype: "float32" or "float64", for a
+    dtype given as NumPy's type, its name or a dtype object."""
+    found = accuracy.vector("layernorm", "forward", dtype, np.array([0]), np.array([0.25]))
+    assert found.dtype == np.dtype(dtype).name
+    ts, epsilons = accuracy.scalar_grid(np.dtype(dtype))
+    assert accuracy.scalar("layernorm", "slope", dtype, ts[:3], epsilons[:2]).dtype == np.dtype(dtype).name
+
+
 def test_the_seed_failures_are_fixed():
     assert layernorm.response(1e200, 0.25) == pytest.approx(1.5**0.5, rel=4e-16)
     assert layernorm.slope(1e-200, 1e-300) == pytest.approx(1e150, rel=8e-16)

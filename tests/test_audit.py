@@ -329,7 +329,7 @@ def test_a_matrix_product_the_audit_cannot_form_is_not_evaluable_there(product):
 
 
 def test_a_limit_is_taken_only_where_the_sequence_has_settled_or_grows_as_a_power():
-    """The last step tiny (2^-60 of the value) and shrinking: the last value; |v| growing by
+    """The last step tiny (2^-60 of the value, of either sign) and shrinking: the last value; |v| growing by
     a power of the distance, the steps doubling: an infinity of its sign; anything else
     (halving steps that are still large, growth that is not a power) does not settle."""
     from derivations.claims.audit.numbers import Inf, extrapolated
@@ -340,6 +340,12 @@ def test_a_limit_is_taken_only_where_the_sequence_has_settled_or_grows_as_a_powe
     assert 3 in close
     assert close.rad() < arb(2) ** -60
     for sign in (1, -1):
+        # Tiny against the value, not against 1: steps of 2^31 and 2^30 settle at +-2^100.
+        large = sign * fmpq(2) ** 100
+        with audit.precision():
+            settled = extrapolated([large + 2**32, large + 2**31, large + 2**30])
+        assert large in settled
+        assert settled.rad() <= arb(2) ** 33
         found = extrapolated([fmpq(sign * 2**20), fmpq(sign * 2**40), fmpq(sign * 2**80)])
         assert isinstance(found, Inf)
         assert found.sign == sign

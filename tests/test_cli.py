@@ -909,3 +909,19 @@ def test_a_command_that_exits_ends_the_process_with_the_status_python_gives_it(c
         cli.finish(main, "prog")
     assert ended.value.args == (status,)
     assert capsys.readouterr().err == said
+
+
+@pytest.mark.parametrize(
+    ("word", "meant"),
+    [
+        ("rmsnorm_g", "rmsnorm_gemma"),  # begun: the name it begins, though "rmsnorm" is spelt closer
+        ("layernorm_std", "layernorm_std_eps"),  # the shortest it begins
+        ("l2", "l2norm_clamped"),  # two letters are enough to begin a name
+        ("rmsnrom", "rmsnorm"),  # begun by none: the closest spelling
+        ("zzz", None),
+    ],
+)
+def test_a_mistyped_name_is_the_known_one_it_begins_else_the_closest_spelling(word, meant):
+    from derivations.cli import suggest
+
+    assert suggest(word, LAYERS) == meant

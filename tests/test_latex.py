@@ -495,6 +495,19 @@ def test_two_limits_read_as_centre_plus_minus_half_when_that_is_shorter_whatever
     assert printed.endswith(rf"{sp.latex(centre)} \pm {sp.latex(half)}")
 
 
+def test_two_conditions_that_are_not_both_limits_print_line_by_line():
+    """Only two equalities of limits are read as one limit at +-oo: two plain equalities, or a
+    limit beside an inequality, print as aligned rows, each as written."""
+    u = sp.Function("u")(t)
+    for both in (
+        sp.And(sp.Eq(t, 1), sp.Eq(epsilon, 2)),
+        sp.And(sp.Gt(sp.Limit(u, t, sp.oo), 1), sp.Eq(sp.Limit(u, t, -sp.oo), -1)),
+    ):
+        printed = ReaderPrinter(DEFAULT).doprint(both)
+        assert printed.startswith(r"\begin{aligned} "), printed
+        assert printed.count(r" \\ ") == 1, printed
+
+
 @pytest.mark.parametrize("writes_log", [True, False])
 def test_a_failed_compile_names_the_first_error_from_the_log_or_else_from_pdflatexs_output(
     tmp_path, monkeypatch, writes_log

@@ -200,6 +200,20 @@ def test_without_a_compiler_everything_runs_on_numpys_path(tmp_path):
     assert np.allclose(eval(values), want, rtol=1e-12)  # our own child's printed list
 
 
+@pytest.mark.parametrize(("written", "said"), [("", "the compiler failed"), ("E" + "0123456789" * 300, None)])
+def test_a_failed_build_says_the_end_of_what_the_compiler_wrote(tmp_path, written, said):
+    """A compiler that fails: the BuildError holds the last 2000 characters of its standard error
+    (where the first error usually is, after the notes), or says that it failed where it wrote
+    nothing."""
+    script = tmp_path / "failing-cc"
+    (tmp_path / "said.txt").write_text(written)
+    script.write_text(f"#!/bin/sh\ncat '{tmp_path / 'said.txt'}' >&2\nexit 1\n")
+    script.chmod(0o755)
+    with pytest.raises(native.BuildError) as raised:
+        native._build("int main(void) { return 0; }", [str(script)])
+    assert str(raised.value) == (said if said is not None else written[-2000:])
+
+
 def test_requiring_the_compiled_path_without_a_compiler_is_an_error(tmp_path):
     code = "import numeric\nnumeric.backend()\n"
     done = _run(
@@ -563,6 +577,8 @@ def test_the_compiled_jacobian_takes_the_rows_numpys_direct_path_takes(key, monk
 
     assert (float.fromhex(_c.SAFE_LOW), float.fromhex(_c.SAFE_HIGH)) == assemble.SAFE == (2.0**-100, 2.0**100)
     assert _c.OFFSET == rescale.OFFSET == 4.0
+    # A row the library computes as it is, NumPy's fused path does (its rows in double).
+    assert rescale.fast_range(np.dtype(np.float64)) == (2.0**-_c.FAST_LIMIT, 2.0**_c.FAST_LIMIT)
     layer = numeric.facade(key)
     top, above = 2.0**100, np.nextafter(2.0**100, np.inf)
     low, below = 2.0**-100, np.nextafter(2.0**-100, 0)

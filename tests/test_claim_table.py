@@ -449,3 +449,12 @@ def test_every_verdict_says_what_the_audit_did():
         verdict = check(Claim(text, layer))
         assert "audit" in verdict.detail, verdict.detail
         assert verdict.audit
+
+
+@pytest.mark.parametrize("key", ["layernorm", "scalenorm"])
+def test_a_layer_called_on_another_input_is_re_checked_with_its_numeric_forward(key):
+    """layer(2 x, epsilon) == y is false wherever epsilon matters: NumPy's forward at 2 x (with the
+    counterexample's gain, for ScaleNorm) confirms the refutation."""
+    verdict = check(Claim(f"{key}(2*x, epsilon) == y", key), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    assert f"confirmed numerically (numeric.{key}.forward): lhs = " in verdict.detail

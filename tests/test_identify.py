@@ -118,6 +118,20 @@ def test_the_command_prints_the_match_and_its_library():
     assert "differs from `layernorm` at" in done.stdout
 
 
+def test_the_command_reads_the_papers_own_letter_given_with_notation(capsys):
+    """--notation epsilon=\\delta: a paper that writes delta for epsilon is read in its letters;
+    without it, \\delta is an unknown command, one line and exit 2."""
+    from derivations.__main__ import main
+
+    written = r"y = \frac{x - \mu}{\sigma + \delta}"
+    assert main(["identify", "--notation", r"epsilon=\delta", "--latex", written]) == 0
+    assert "equals `layernorm_std_eps_biased`" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as ended:
+        main(["identify", "--latex", written])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(r"error: unknown LaTeX command \delta")
+
+
 def test_a_definition_without_epsilon_is_the_layer_at_epsilon_0():
     """Ba et al. and Xiong et al. write LayerNorm without epsilon: it is LayerNorm at epsilon = 0,
     where it was "matches no layer"; a definition by a layer's name keeps the layer's epsilon."""

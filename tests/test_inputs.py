@@ -284,3 +284,12 @@ def test_a_gain_of_any_shape_that_broadcasts_to_x_is_taken_and_one_with_another_
     np.testing.assert_array_equal(found, expected)
     with pytest.raises(ValueError, match=r"gain must have one entry per feature, shape \(6,\)"):
         numeric.layernorm_affine.forward(x, 1e-3, rng.standard_normal((*shape[:-1], 7)), np.zeros(6))
+
+
+@pytest.mark.parametrize("function", ["forward", "vjp"])
+def test_an_epsilon_array_names_its_first_entry_that_is_not_positive(function):
+    """Beside positive entries below 1 (0.5, 0.25), the value named is the first that is <= 0."""
+    epsilons = np.array([0.5, 0.25, -2.0, 0.0])
+    args = (np.ones((4, 3)),) if function == "vjp" else ()
+    with pytest.raises(ValueError, match=r"^epsilon must be positive, got -2\.0$"):
+        getattr(layernorm, function)(np.tile(X, (4, 1)), epsilons, *args)

@@ -273,3 +273,12 @@ def test_a_catalog_layer_comes_back_from_the_derivation_cache_as_the_very_same_o
     assert back[0] is layer
     assert back[1] is layer.patterns[0]
     assert back[2] is layer.statistics[-1]
+
+
+@pytest.mark.parametrize("key", [key for key, layer in LAYERS.items() if layer.parameters and layer.statistics])
+def test_a_layer_with_parameters_says_why_it_has_no_second_moment_and_no_spectral_norm(key):
+    """The rows a normalization with a gain lacks, with the reason `derivations` prints for a defined
+    layer: the mean square of the output needs the gain's sums, and J with a gain is not symmetric."""
+    why = dict(quantities.left_out(LAYERS[key]))
+    assert why["second_moment"] == "the gain's sums enter, which the statistics of x do not fix"
+    assert why["spectral_norm"] == "J is not symmetric, so its 2-norm is not its largest |eigenvalue|"

@@ -356,6 +356,15 @@ def test_html_inline_escapes_the_text_around_every_code_span():
     assert html_inline("no <span> here") == "no &lt;span&gt; here"
 
 
+def test_markdown_inline_keeps_every_code_span_and_escapes_the_text_around_it():
+    """The same as Markdown: each span kept as a code span, every character outside escaped where
+    Markdown would read it, from the first to the last."""
+    from derivations.core.formula import markdown_inline
+
+    assert markdown_inline("x < 1, see `derivations.formula` here") == "x \\< 1, see `derivations.formula` here"
+    assert markdown_inline("*plain* text") == "\\*plain\\* text"
+
+
 def test_a_formulas_repr_is_one_line_cut_to_a_hundred_characters_after_its_head():
     """<Formula key.name = ...>: the head and what follows it together at most 100 characters,
     the rest cut with "..." (the separator and the closing > besides); the long ones are cut."""

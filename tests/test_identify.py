@@ -130,6 +130,10 @@ def test_the_command_reads_the_papers_own_letter_given_with_notation(capsys):
         main(["identify", "--latex", written])
     assert ended.value.code == 2
     assert capsys.readouterr().err.strip().endswith(r"error: unknown LaTeX command \delta")
+    # A letter the paper sets in bold is its letter: --notation x=\bar{h} reads \bar{\mathbf{h}}.
+    bold = r"y = \frac{\bar{\mathbf{h}} - \mu}{\sigma + \epsilon}"
+    assert main(["identify", "--notation", r"x=\bar{h}", "--latex", bold]) == 0
+    assert "equals `layernorm_std_eps_biased`" in capsys.readouterr().out
 
 
 def test_a_definition_without_epsilon_is_the_layer_at_epsilon_0():

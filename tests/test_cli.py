@@ -925,3 +925,15 @@ def test_a_mistyped_name_is_the_known_one_it_begins_else_the_closest_spelling(wo
     from derivations.cli import suggest
 
     assert suggest(word, LAYERS) == meant
+
+
+@pytest.mark.parametrize("command", [["derive"], ["check", "response <= 1"]])
+def test_a_definition_that_is_not_a_layer_exits_2_with_one_line(command, tmp_path, capsys):
+    """An unreadable definition file is a usage error (exit 2), for check too, where 1 would
+    mean a claim refuted."""
+    path = tmp_path / "broken.tex"
+    path.write_text("this is not a layer\n")
+    assert main([*command[:1], "--definition", str(path), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "broken.tex" in err, err

@@ -82,3 +82,20 @@ def test_a_scalar_check_of_a_function_the_layer_lacks_names_it():
     evaluating anything."""
     with pytest.raises(AssertionError, match=r"^layernorm has no function no_such_function$"):
         verify.scalar_against_symbolic(LAYER, "no_such_function", np.array([0.0, 1.0]), np.array([0.25]))
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_a_derived_eigenvalue_missing_from_numpys_is_refused_at_any_multiplicity(times):
+    """An eigenvalue derived with multiplicity 1 (a complement's n - 2 at n = 3, say) must be among
+    numpy's as surely as one of multiplicity 2: each is counted against the eigenvalues found."""
+    from types import SimpleNamespace
+
+    import sympy as sp
+
+    pair = SimpleNamespace(multiplicity=sp.Integer(times), direction=SimpleNamespace(name="w"))
+    tol = {"rtol": 1e-9, "atol": 1e-12}
+    held = np.array([0.5] * times + [2.0] * (3 - times))
+    rest = SimpleNamespace(multiplicity=sp.Integer(3 - times), direction=SimpleNamespace(name="u"))
+    assert verify._multiplicities([([0.5], pair), ([2.0], rest)], held, tol) == 2
+    with pytest.raises(AgreementError, match=f"multiplicity of w: {times} derived at n = 3, 0 of numpy's"):
+        verify._multiplicities([([0.75], pair)], held, tol)

@@ -134,6 +134,10 @@ def test_the_command_reads_the_papers_own_letter_given_with_notation(capsys):
     bold = r"y = \frac{\bar{\mathbf{h}} - \mu}{\sigma + \epsilon}"
     assert main(["identify", "--notation", r"x=\bar{h}", "--latex", bold]) == 0
     assert "equals `layernorm_std_eps_biased`" in capsys.readouterr().out
+    # A word's letters are not symbols: with n written N, \mathrm{LN} keeps its N.
+    named = r"\mathrm{LN}(x) = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}}"
+    assert main(["identify", "--notation", "n=N", "--latex", named]) == 0
+    assert "equals `layernorm` " in capsys.readouterr().out
 
 
 def test_a_definition_without_epsilon_is_the_layer_at_epsilon_0():

@@ -854,3 +854,19 @@ def test_the_solver_reads_a_cases_side_conditions_only_where_the_case_is_taken(e
     translation = solver._Translation()
     translation.term(expr)
     assert translation.guard is None  # the terms read after the cases are read at every point
+
+
+@pytest.mark.parametrize("value", ["1/2", "2", "7"])
+def test_sampled_gains_are_scaled_exactly_to_the_largest_gain_an_assumption_fixes(value):
+    """gamma_max == value: each sampled gain vector is multiplied by value / max|gamma_i|, exactly,
+    so its largest entry is value and the ratios between entries are kept; a zero gain cannot be."""
+    domain, _ = _domain("norm(y) <= gamma_max * sqrt(n)", "layernorm_affine", (f"gamma_max == {value}",))
+    fixed = sp.Rational(value)
+    for inputs in itertools.islice(sampling.explicit_inputs([2, 3], {"gamma", "beta"}), 30):
+        top = max(abs(e) for e in inputs.gain)
+        scaled = checker._gains_to_fixed_largest(domain, inputs)
+        if top == 0:
+            assert scaled is None
+            continue
+        assert max(abs(e) for e in scaled.gain) == fixed
+        assert all(b * top == a * fixed for a, b in zip(inputs.gain, scaled.gain, strict=True))

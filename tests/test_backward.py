@@ -373,10 +373,13 @@ def test_a_row_says_proved_equal_to_the_stated_form_only_where_a_form_is_stated(
 
 
 @pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
-@pytest.mark.parametrize("row", [[2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0], [-3.0, -3.0, -3.0]])
+@pytest.mark.parametrize(
+    "row", [[2.0, 2.0, 2.0, 2.0], [0.0, 0.0, 0.0, 0.0], [-3.0, -3.0, -3.0], [0.0, 5.0], [0.0, -0.5, 0.0, 0.0]]
+)
 def test_the_hessian_product_at_a_constant_or_zero_row_is_the_vjps_derivative(key, row):
     """H(g, v) = d/dh J(x + h v)^T g at h = 0, by central differences of the vjp, where a direction
-    of the split vanishes (the centred input of a constant row, x itself at 0)."""
+    of the split vanishes (the centred input of a constant row, x itself at 0) or is one entry
+    (x a multiple of a coordinate vector: a unit vector once divided by its largest entry)."""
     layer = getattr(numeric, key)
     rng = np.random.default_rng(len(row) + int(row[0]) + 10)
     x = np.array(row)

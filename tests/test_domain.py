@@ -870,3 +870,17 @@ def test_sampled_gains_are_scaled_exactly_to_the_largest_gain_an_assumption_fixe
             continue
         assert max(abs(e) for e in scaled.gain) == fixed
         assert all(b * top == a * fixed for a, b in zip(inputs.gain, scaled.gain, strict=True))
+
+
+def test_a_limit_of_27_cases_is_taken_pointwise_and_one_of_81_is_refused():
+    """Each real symbol entangled with the variable is split by sign (3 cases): three symbols make
+    27 limits, taken (sqrt(s**2 + t**2) tends to |s| in each); four make 81, refused by name."""
+    syms = sp.symbols("a b d e", real=True)
+    body = sum(sp.sqrt(s**2 + t**2) for s in syms[:3])
+    value, missing = take(Lim(body, t, sp.Integer(0), TWO_SIDED))
+    assert missing == []
+    for point in itertools.product((-2, 0, 3), repeat=3):
+        at = dict(zip(syms, point, strict=False))
+        assert value.subs(at) == sum(abs(p) for p in point), point
+    with pytest.raises(ClaimError, match="depends on too many symbols to be taken pointwise"):
+        take(Lim(body + sp.sqrt(syms[3] ** 2 + t**2), t, sp.Integer(0), TWO_SIDED))

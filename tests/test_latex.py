@@ -399,6 +399,17 @@ def test_a_sub_or_superscript_counts_at_script_size(script):
         assert width(f"x{mark}{{{script}}}") == pytest.approx(width("x") + SCRIPT * width(script))
 
 
+@pytest.mark.parametrize(
+    ("spaced", "tight"),
+    [("x^ 2", "x^2"), ("x_ {ij}", "x_{ij}"), (r"\frac {a}  {b}", r"\frac{a}{b}"), (r"\sqrt {y}", r"\sqrt{y}")],
+)
+def test_a_space_before_an_argument_takes_no_width(spaced, tight):
+    """TeX skips spaces before a script's or a command's argument: x^ 2 is set as x^2."""
+    from derivations._width import width
+
+    assert width(spaced) == width(tight)
+
+
 def test_spacing_commands_widen_a_line_in_tex_s_order():
     """TeX's spaces, narrowest first: \\! (negative, counted 0), \\, and \\: then \\; (3, 4 and 5 mu),
     \\quad (1 em), \\qquad (2 em); none makes a line narrower than its letters alone."""

@@ -282,8 +282,9 @@ class Compiled:
     def hvp_pairs(self) -> tuple[tuple[int, int, Any], ...]:
         """(d, e, H(d, e)) for each pair of the explicit eigen directions (their order in
         `explicit`): the Hessian product along them, derived with its cancellation done
-        (`derivations.derive.backward.hvp_along`), as (x_k, *statistics, epsilon, n) -> entry k.
-        Empty for a layer with parameters or where a pair is not derived."""
+        (`derivations.derive.backward.hvp_along`), as (x_k, *statistics, epsilon, n) -> entry k,
+        or None where it is identically 0 (LayerNorm's along the ones).  Empty for a layer with
+        parameters or where a pair is not derived."""
         if not self.symmetric or self.layer.parameters:
             return ()
         out = []
@@ -293,7 +294,8 @@ class Compiled:
                 value = backward.hvp_along(self.layer, first.direction, second.direction)
                 if value is None:
                     return ()
-                out.append((a, b, self._compile(value, _xk, *self.statistics, epsilon, n)))
+                zero = value == 0
+                out.append((a, b, None if zero else self._compile(value, _xk, *self.statistics, epsilon, n)))
         return tuple(out)
 
     @property

@@ -365,6 +365,7 @@ def hvp_by_directions(
     general one cancels (n = 2, q >> epsilon); the others from the general form."""
     c = layer._c
     product = c.product(name)
+    compute = np.dtype(np.float32) if rows.dtype == np.float32 else np.dtype(np.float64)
     rows = rows.astype(np.float64)
     units, lengths = _unit_directions(layer, rows, e)
     g, w = (vector.astype(np.float64) for vector in vectors)
@@ -377,8 +378,9 @@ def hvp_by_directions(
     # A term beyond the float range here (inf, or inf - inf) is a row the split cannot take,
     # handled below: no warning for it.
     with np.errstate(all="ignore"):
-        out = _off_directions(layer, name, rows, e, params, split)
-    pairs = c.hvp_pairs
+        out = _off_directions(layer, name, rows, e, params, split, compute)
+    # The pairs whose form is not identically 0: the others add nothing.
+    pairs = [pair for pair in c.hvp_pairs if pair[2] is not None]
     if pairs:
         # Every pair's form at one scale, from one set of statistics.
         def at(here: np.ndarray, e_here: np.ndarray, m_here: np.ndarray) -> list[np.ndarray]:
@@ -395,12 +397,14 @@ def hvp_by_directions(
         for (first, second, _), value in zip(pairs, values, strict=True):
             both = (lengths[first] > 0) & (lengths[second] > 0)
             with np.errstate(all="ignore"):  # a row beyond the float range here is taken below
-                out = out + split.a[first] * split.b[second] * np.where(both, value, 0.0)
+                out += (split.a[first] * split.b[second]) * (value if both.all() else np.where(both, value, 0.0))
     # A row the split cannot take is the general form's: a product beyond the float range
     # (inf - inf), which it gives as it is, or one whose statistics the rescaling lost (x far
     # below the root of epsilon), which it takes at the balanced scale.
-    with np.errstate(invalid="ignore"):
-        bad = np.flatnonzero(~np.isfinite(out).all(axis=-1))
+    # The rows' sums first (one pass): a row whose sum is finite has every entry finite.
+    with np.errstate(all="ignore"):
+        suspect = np.flatnonzero(~np.isfinite(np.sum(out, axis=-1)))
+    bad = suspect[~np.isfinite(out[suspect]).all(axis=-1)]
     if bad.size:
         e_bad = e[bad] if np.ndim(e) and np.shape(e)[0] > 1 else e
         params_bad = [_at(p, bad) for p in params]
@@ -438,27 +442,48 @@ def _unit_directions(layer: NumericLayer, rows: np.ndarray, e: np.ndarray) -> tu
         # Divided by its largest entry first: |d|**2 of a tiny d underflows.
         largest = np.max(np.abs(d), axis=-1, keepdims=True)
         with np.errstate(all="ignore"):
-            d = np.where(largest > 0, d / np.where(largest > 0, largest, 1.0), 0.0)
-            length = np.sqrt(np.sum(d * d, axis=-1, keepdims=True))
-            units.append(np.where(length > 0, d / np.where(length > 0, length, 1.0), 0.0))
+            d = _divided(d, largest)
+            length = np.sqrt(_row_dot(d, d))
+            units.append(_divided(d, length))
         lengths.append(length)
     return units, lengths
 
 
+def _divided(d: np.ndarray, by: np.ndarray) -> np.ndarray:
+    """d / by, row by row, and 0 in the rows where by is not positive (0, or NaN)."""
+    fine = by > 0
+    if fine.all():
+        return d / by
+    return np.where(fine, d / np.where(fine, by, 1.0), 0.0)
+
+
 def _split(g: np.ndarray, w: np.ndarray, units: list[np.ndarray]) -> _Split:
     """g and w split along the unit vectors ``units``."""
-    a = [np.sum(g * unit, axis=-1, keepdims=True) for unit in units]
-    b = [np.sum(w * unit, axis=-1, keepdims=True) for unit in units]
-    along_g = sum((ai * unit for ai, unit in zip(a, units, strict=True)), np.zeros_like(g))
-    along_w = sum((bi * unit for bi, unit in zip(b, units, strict=True)), np.zeros_like(w))
+    a = [_row_dot(g, unit) for unit in units]
+    b = [_row_dot(w, unit) for unit in units]
+    along_g, along_w = np.zeros_like(g), np.zeros_like(w)
+    for ai, bi, unit in zip(a, b, units, strict=True):
+        along_g += ai * unit
+        along_w += bi * unit
     return _Split(units, a, b, g - along_g, w - along_w, along_g, along_w, g, w)
 
 
+def _row_dot(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """sum_k first_k second_k of each row, shape (..., 1), without a temporary of the rows' size."""
+    return np.einsum("...k,...k->...", first, second)[..., None]
+
+
 def _off_directions(
-    layer: NumericLayer, name: str, rows: np.ndarray, e: np.ndarray, params: list[Any], split: _Split
+    layer: NumericLayer,
+    name: str,
+    rows: np.ndarray,
+    e: np.ndarray,
+    params: list[Any],
+    split: _Split,
+    compute: np.dtype,
 ) -> np.ndarray:
     """H(g', v') + sum_d a_d H(d, v') + sum_e b_e H(g', e): the terms with a part off the
-    directions, from the general form: its fused program over blocks of rows, in float64, the
+    directions, from the general form: its fused program over blocks of rows, in ``compute``, the
     rows it cannot take as they are by `numeric.kernels.backward.evaluate`."""
     product = layer._c.product(name)
     program = layer._c.fused_products((name,))
@@ -473,14 +498,16 @@ def _off_directions(
                 [product], rows[index], e_here, [first[index], second[index]], here, layer, checked=False
             )
 
-        (value,) = fused(layer, program, rows, e, [first, second], params, np.dtype(np.float64), safe)
+        (value,) = fused(layer, program, rows, e, [first, second], params, compute, safe)
         return value
 
     # Bilinear: H(g', v') + sum_d a_d H(d, v') = H(g, v'), and sum_e b_e H(g', e) = H(g', v - v'):
     # two evaluations, not one for each term.
     if not split.units:
-        return general(split.g, split.w)
-    return general(split.g_rest + split.along_g, split.w_rest) + general(split.g_rest, split.along_w)
+        return general(split.g, split.w).astype(np.float64)
+    out = general(split.g, split.w_rest).astype(np.float64)
+    out += general(split.g_rest, split.along_w)
+    return out
 
 
 def eigen_values(layer: NumericLayer, array: np.ndarray, e: np.ndarray, parameters: list[Any]) -> list[np.ndarray]:

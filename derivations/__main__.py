@@ -448,7 +448,9 @@ def _check_arguments(parser: OneLineParser) -> None:
     parser.add_argument(
         "--assume", action="append", default=[], metavar="COND", help="assumption of inline claims, e.g. 'n >= 3'"
     )
-    parser.add_argument("--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format")
+    parser.add_argument(
+        "--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format (default: text)"
+    )
     parser.add_argument(
         "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
     )
@@ -727,7 +729,9 @@ def _identify_arguments(parser: OneLineParser) -> None:
         "--definition", type=Path, metavar="FILE", help="a file holding the LaTeX definition (- reads stdin)"
     )
     parser.add_argument("--notation", action="append", default=[], metavar="SYMBOL=LATEX", help="e.g. n=H")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per layer")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per layer (default: 10)"
+    )
     parser.add_cache_option()
 
 

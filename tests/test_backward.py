@@ -310,6 +310,10 @@ def test_no_n_by_n_matrix_is_formed():
     ("call", "message"),
     [
         (lambda: numeric.layernorm.vjp(np.ones(3), 0.1, np.ones(4)), "dy must have shape"),
+        (
+            lambda: numeric.layernorm.vjp(np.ones((5, 3)), 0.1, np.ones((5, 4))),
+            r"^dy must have shape \(\.\.\., 3\), one entry per feature of x; got \(5, 4\)$",
+        ),
         (lambda: numeric.layernorm.vjp(np.ones((2, 3)), 0.1, np.ones((3, 3))), "dy of shape"),
         (lambda: numeric.layernorm.vjp(np.ones(3), 0.1, [1.0, np.nan, 0.0]), "dy must be finite"),
         (lambda: numeric.layernorm.jvp(np.ones(3), 0.1, [1.0, np.inf, 0.0]), "v must be finite"),

@@ -32,6 +32,7 @@ def cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv(derivation_cache.ENVIRONMENT, raising=False)
     monkeypatch.setattr(derivation_cache, "_said", set())  # each test's warnings are its own
+    monkeypatch.setattr(derivation_cache, "_disabled", False)  # on, whatever --no-cache ran before
     return tmp_path / "xdg" / derivation_cache.PROJECT
 
 
@@ -271,6 +272,34 @@ def _damaged(data: bytes) -> list[bytes]:
         b"x" + data[1:],  # another format
         data[: head + 3] + bytes([data[head + 3] ^ 1]) + data[head + 4 :],  # a wrong checksum
     ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["vjp", "jvp", "vjp_at_degenerate", "jvp_at_degenerate", "hvp", "hvp_along", "statistic_gradients", "symmetry"],
+)
+def test_the_backward_derivations_are_kept_for_the_next_process(name, cache_home):
+    """Each backward form of a catalog layer is derived once and kept in the derivation cache,
+    whole: the entry a next process would read holds the value derived here."""
+    import inspect
+
+    from derivations.derive import backward
+
+    # The limits at the degenerate input: RMSNorm with epsilon outside the root has one (not RMSNorm).
+    layer = LAYERS["rmsnorm_eps_outside" if name.endswith("degenerate") else "rmsnorm"]
+    function = getattr(backward, name)
+    direction = layer.directions[0]
+    args = (layer, direction, direction) if name == "hvp_along" else (layer,)
+    wrapper = function
+    while wrapper is not None:  # the process's own cache, under singledispatch: derived here, again
+        getattr(wrapper, "cache_clear", lambda: None)()
+        wrapper = getattr(wrapper, "__wrapped__", None)
+    value = function(*args)
+    entry = derivation_cache._entry(inspect.unwrap(function), args)
+    assert entry is not None
+    stored = derivation_cache.read(entry)
+    assert stored is not None, f"backward.{name} is not kept"
+    assert derivation_cache.loads(stored) == value
 
 
 @pytest.mark.parametrize("case", range(6))

@@ -148,6 +148,17 @@ def test_a_jacobian_term_that_is_not_a_multiple_of_the_identity_is_refused():
         jacobian.matrix_form(plain)
 
 
+@pytest.mark.parametrize("off", [x[i] * x[k], sp.Integer(1), sp.KroneckerDelta(i, k) * x[k] + x[i]])
+def test_an_elementwise_jacobian_with_a_term_off_the_diagonal_is_refused(off):
+    """J_ik = J_kk delta_ik is proved, not assumed: the derived entry passes, with its diagonal;
+    a term without delta_ik (an output depending on another entry's input) is refused."""
+    layer = LAYERS["dyt"]
+    entry = jacobian.entry(layer)
+    assert is_zero(diagonal(layer, entry * sp.KroneckerDelta(i, k)) - diagonal(layer))
+    with pytest.raises(DerivationError, match="not a diagonal entry times delta_ik"):
+        diagonal(layer, entry + off)
+
+
 # --- lambdified against exactly evaluated SymPy -----------------------------------
 
 

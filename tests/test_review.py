@@ -479,6 +479,30 @@ def test_without_pdflatex_the_pdf_is_skipped_with_a_note(tmp_path, monkeypatch):
     assert built.note in report.markdown([], "main.tex", (built.note,))
 
 
+def test_pdflatex_past_the_time_the_docs_give_it_leaves_the_pdf_out_and_says_so(monkeypatch):
+    """docs/review.md gives pdflatex a time per run; a run past it is stopped there, and the
+    note (a value, not changed after it is made) says the PDF was not written and why."""
+    import dataclasses
+    import subprocess
+
+    stated = re.search(r"pdflatex is\s+given (\d+) s a run", (ROOT / "docs" / "review.md").read_text())
+    assert stated is not None
+    given = []
+
+    def slow(command, **options):
+        given.append(options["timeout"])
+        raise subprocess.TimeoutExpired(command, options["timeout"])
+
+    monkeypatch.setattr(pdf, "available", lambda: True)
+    monkeypatch.setattr(pdf.subprocess, "run", slow)
+    built = pdf.build([], "main.tex")
+    assert given == [float(stated.group(1))]
+    assert built.pdf is None
+    assert built.note == f"PDF: review.pdf not written: pdflatex failed: pdflatex took more than {stated.group(1)} s"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.note = "changed"  # type: ignore[misc]
+
+
 @pytest.mark.skipif(not pdf.available(), reason="pdflatex is not on PATH")
 def test_the_pdf_compiles_and_an_equation_pdflatex_cannot_typeset_is_shown_as_source(tmp_path):
     entries = _entries(

@@ -83,6 +83,18 @@ def test_a_bad_layer_or_target_in_python_is_a_value_error_naming_it(call, messag
         call()
 
 
+@pytest.mark.parametrize("key", [key for key in ROW_LAYERS if LAYERS[key].scalars or LAYERS[key].subsets])
+def test_a_layer_whose_inputs_the_emitted_signature_lacks_is_refused_naming_them(key):
+    """The emitted code takes x, epsilon and per-feature parameters: a scalar input or a keyword
+    that picks a subset of the entries is named in a ValueError, with what the keyword means."""
+    layer = LAYERS[key]
+    named = [name for name, _ in layer.scalars] or [f"{s.keyword} ({s.meaning})" for s in layer.subsets]
+    with pytest.raises(ValueError, match=f"^layer {key} takes ") as raised:
+        codegen.emittable(key)
+    assert all(name in str(raised.value) for name in named)
+    assert str(raised.value).endswith("which the emitted code does not take")
+
+
 @pytest.mark.parametrize("key", EMITTED)
 def test_emitted_numpy_agrees_with_numeric(key, tmp_path, capsys):
     assert main(["codegen", "--layer", key, "--target", "numpy"]) == 0

@@ -82,6 +82,12 @@ PRINTED = [
         r"\lim_{t \to -\infty} v_{3}{\left(t \right)} &= -1 \end{aligned}",
         id="the limits of two functions are two statements, never one +-",
     ),
+    pytest.param(
+        sp.And(sp.Eq(sp.Limit(u, t, 0), 1), sp.Eq(sp.Limit(u, t, sp.oo), -1)),
+        r"\begin{aligned} \lim_{t \to 0^+} u_{3}{\left(t \right)} &= 1 \\ "
+        r"\lim_{t \to \infty} u_{3}{\left(t \right)} &= -1 \end{aligned}",
+        id="limits at 0 and at oo are two statements, never one +-",
+    ),
 ]
 
 

@@ -911,3 +911,16 @@ def test_a_numeric_rank_judges_a_matrix_of_tiny_singular_values_on_the_scale_of_
     with pytest.raises(Unknown, match="too small to tell from 0"):
         numeric_rank(sp.diag(sp.Rational(2, 10**60), sp.Rational(1, 10**60)), "0")
     assert numeric_rank(sp.diag(2, 1), "0") == 2
+
+
+def test_an_infinity_and_a_lower_bound_are_values_that_never_change():
+    """The audit's +-oo and "at least" are values: equal by content, usable as keys, and not
+    changed after they are made (a verdict's evidence cannot be edited on its way out)."""
+    from derivations.claims.audit.numbers import AtLeast, Inf
+
+    for made, again in ((Inf(1), Inf(1)), (AtLeast(fmpq(2)), AtLeast(fmpq(2)))):
+        assert made == again
+        assert {made: "seen"}[again] == "seen"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.sign = -1  # type: ignore[misc]
+    assert Inf(1) != Inf(-1)

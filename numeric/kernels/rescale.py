@@ -297,6 +297,12 @@ def _above(
             finite = [~_any_per_row(~np.isfinite(a), scaled) for a in again]
         use = far & _changed(again, without, scaled) & np.all(finite, axis=0)
         if use.any():
+            # Only where the balanced scale takes the value with no IEEE flag raised: there an
+            # intermediate can fall below the normal floats (epsilon / (s + epsilon)**2 at 1e-312
+            # for x ~ 1e-31, epsilon = 1e-240) and keep a few of its digits, where this scale's
+            # value had them all.
+            use &= _clean(at, use, there, scaled)
+        if use.any():
             out = [np.where(_widened(use, value), other, value) for value, other in zip(out, again, strict=True)]
     return out, negligible
 

@@ -884,3 +884,30 @@ def test_a_limit_of_27_cases_is_taken_pointwise_and_one_of_81_is_refused():
         assert value.subs(at) == sum(abs(p) for p in point), point
     with pytest.raises(ClaimError, match="depends on too many symbols to be taken pointwise"):
         take(Lim(body + sp.sqrt(syms[3] ** 2 + t**2), t, sp.Integer(0), TWO_SIDED))
+
+
+@pytest.mark.parametrize(
+    ("bound", "cases"),
+    [
+        (sp.Le(q, 2), ["0", "2/(_u + 1)"]),  # q >= 0: 0, and 2/(1 + u) for u >= 0 covers (0, 2]
+        (sp.Lt(q, 2), ["0", "2/(_u + 1)"]),  # u > 0: (0, 2), and 0
+        (sp.Ge(sp.Integer(2), q), ["0", "2/(_u + 1)"]),  # the same bound written the other way round
+        (sp.Le(mu, 2), ["2 - _u"]),  # a real symbol: 2 - u for u >= 0
+        (sp.Ge(q, 2), ["_u + 2"]),
+    ],
+)
+def test_a_bound_on_one_symbol_becomes_substitutions_covering_exactly_its_range(bound, cases):
+    """The prover's reparametrization: every value the bound admits is one of the cases at some
+    u >= 0 (u > 0 where the bound is strict), and no case leaves the range: a nonnegative q below
+    2 is 0 or 2/(1 + u), never 2 - u (negative for u > 2)."""
+    from derivations.claims.proof import reparametrized
+
+    symbol, values, _ = reparametrized(bound)
+    assert [str(value) for value in values] == cases
+    (u,) = set().union(*(value.free_symbols for value in values)) or {sp.Dummy()}
+    for at in (0, sp.Rational(1, 3), 1, 7, 10**6):
+        for value in values:
+            point = value.subs(u, at)
+            strict = isinstance(bound, (sp.StrictLessThan, sp.StrictGreaterThan))
+            assert point.is_real
+            assert bound.subs(symbol, point) is sp.true or (at == 0 and strict and value != 0), (value, at)

@@ -172,6 +172,16 @@ def test_the_seed_curves_are_the_derived_functions_on_both_sides_of_zero():
             assert_agree(curve.get_ydata(), function(t, epsilon), rtol=0, what=f"curve at epsilon = {epsilon}")
 
 
+def test_the_tallest_slope_fills_its_panel_below_a_little_headroom():
+    """The sensitivity panel starts at 0 and its tallest curve (the smallest epsilon's peak at
+    t = 0) reaches 3/4 to 9/10 of its height: the peak readable, not squashed at the bottom."""
+    _, derivative = seed_figure.draw().axes
+    low, high = derivative.get_ylim()
+    tallest = max(max(line.get_ydata()) for line in derivative.get_lines() if len(line.get_xdata()) > 2)
+    assert low == 0
+    assert 0.75 * high <= tallest <= 0.9 * high, (tallest, high)
+
+
 def test_the_spectrum_plots_each_eigenvalue_times_the_root_of_epsilon():
     """spectrum.png plots lambda sqrt(epsilon) against q/epsilon, so that the bound 1/sqrt(epsilon)
     is the line at 1: 1/s gives 1/sqrt(1 + q/epsilon), epsilon/s**3 gives (1 + q/epsilon)**-1.5

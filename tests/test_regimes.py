@@ -425,3 +425,15 @@ def test_each_function_of_a_layer_with_a_scalar_gain_takes_the_gain(name):
     one, two = (np.asarray(getattr(layer, name)(x, 0.25, gain=g)) for g in (1.0, 2.0))
     np.testing.assert_allclose(two, 2 * one, rtol=1e-15)
     assert np.abs(one).max() > 0.1
+
+
+@pytest.mark.parametrize("key", ["l2norm_clamped", "scalenorm"])
+def test_the_spectral_bound_says_how_it_holds_in_every_regime(key):
+    """A clamp's bound on ||J||_2 is proved regime by regime, and its record says so for each,
+    by name, with the proof's own words: a regime left out would be a bound asserted there."""
+    from derivations import formula
+
+    how = formula("spectral_bound", key).how
+    for regime in LAYERS[key].regimes:
+        assert f"{regime.name}: " in how, (regime.name, how)
+    assert how.count("nonnegative under the assumptions") >= len(LAYERS[key].regimes)

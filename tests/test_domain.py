@@ -911,3 +911,23 @@ def test_a_bound_on_one_symbol_becomes_substitutions_covering_exactly_its_range(
             strict = isinstance(bound, (sp.StrictLessThan, sp.StrictGreaterThan))
             assert point.is_real
             assert bound.subs(symbol, point) is sp.true or (at == 0 and strict and value != 0), (value, at)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "spread"),
+    [
+        ("norm(y)**2 == n", "rmsnorm", "r"),
+        ("0 * y == 0 * x", "rmsnorm", "r"),  # no division left in the claim: the layer's own
+        ("trace(0 * J) == 0", "rmsnorm", "r"),
+        ("0 * rmsnorm(2*x) == 0 * x", "rmsnorm", "r"),
+        ("sum(hvp(g, v)) == 0", "layernorm", "q"),
+    ],
+)
+def test_a_claim_about_the_layer_holds_only_where_the_layer_is_defined(text, key, spread):
+    """With epsilon = 0 the layer divides by the root of its spread: a claim on its output, its
+    Jacobian, the layer at another input or its Hessian product is proved where the spread is
+    not 0 and says so, never at the input where the layer does not exist."""
+    verdict = check(Claim(text, layer=key, assumptions=("epsilon == 0",)))
+    assert verdict.verdict == "proved", verdict.detail
+    assert verdict.quantifier.endswith(f"where {spread} != 0")
+    assert f"{spread} != 0" in verdict.excluded

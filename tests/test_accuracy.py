@@ -318,6 +318,26 @@ def test_every_lost_vector_in_the_grid_is_counted(monkeypatch, lost):
     assert not found.ok
 
 
+def test_the_reported_point_is_the_one_closest_to_its_own_bound(monkeypatch):
+    """The bound is 8 n ulp, so the worst point is the largest error over 8 n, not the largest
+    error and not the first: scripted errors, larger at larger n, one of them the worst ratio."""
+    seen = []
+
+    def scripted(key, name, inputs, eps, args, extra, info):
+        error = [3.0, 9.0, 1.0, 20.0, 6.0][len(seen) % 5] * (1 + len(seen) / 100)
+        seen.append((error, inputs.size, error / (accuracy.VECTOR_BOUND_PER_FEATURE * inputs.size)))
+        return error, False, None
+
+    monkeypatch.setattr(accuracy, "_measured", scripted)
+    found = accuracy.vector("layernorm", "forward", np.float64, np.array([-3, 0, 3]), np.array([1e-5, 1.0]))
+    error, size, _ = max(seen, key=lambda point: point[2])
+    assert found.points == len(seen) > 5
+    assert (found.worst, found.bound) == (error, accuracy.VECTOR_BOUND_PER_FEATURE * size)
+    assert f"n = {size}," in found.where
+    assert found.worst != max(point[0] for point in seen)
+    assert found.worst != seen[0][0]
+
+
 def test_a_layer_with_a_gain_and_a_bias_has_its_backward_product_measured_with_both_drawn():
     """dy, then the gain and the bias, each a standard-normal vector of x's size: the vjp of both
     affine layers is measured at each size of the grid (make test's tier takes the core layer's

@@ -146,7 +146,7 @@ def test_a_non_finite_entry_is_named(dtype):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_compiled_layer_names_a_non_finite_entry_wherever_it_is(key, dtype):
     """Whichever entry is not finite, the first, a middle or the last (outside a partial mean's
-    entries too), the compiled forward and vjp name x, as NumPy's path does."""
+    entries too), the compiled forward and vjp name x, and the vjp dy, as NumPy's path does."""
     assert numeric.backend(key) == "c"
     layer = getattr(numeric, key)
     size = 12
@@ -160,6 +160,12 @@ def test_every_compiled_layer_names_a_non_finite_entry_wherever_it_is(key, dtype
                 layer.forward(broken, 1e-5, **named)
             with pytest.raises(ValueError, match="x must be finite"):
                 layer.vjp(broken, 1e-5, x, **named)
+            # dy likewise, against an entry of x of 0 too (0 * inf is NaN in every sum of dy).
+            for zero in (False, True):
+                at = x.copy()
+                at[1, place] = 0.0 if zero else at[1, place]
+                with pytest.raises(ValueError, match="dy must be finite"):
+                    layer.vjp(at, 1e-5, broken, **named)
 
 
 @needs_compiler
@@ -625,3 +631,50 @@ def test_read_only_arrays_take_the_compiled_path_with_the_same_bits(dtype):
     np.testing.assert_array_equal(layer.jacobian(frozen_x, 1e-3), native.jacobian(layer, x, 1e-3))
     for array in (x, frozen_x):
         assert native._address(array) == array.ctypes.data
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", EMITTABLE)
+def test_a_float32_vjp_is_the_float64_one_rounded_once_at_every_scale_of_dy(key):
+    """A float32 row is computed in double, as the float64 path computes its widened copy: the
+    same double values, each rounded once to float32, whether or not dy is taken at a scale of its
+    own (a float32 dy from the smallest subnormal to the largest float, against rows at their own
+    scale and at extreme ones, a gain and a bias far from 1)."""
+    rng = np.random.default_rng(sum(map(ord, key)) + 7)
+    n = 37
+    row_scales = np.array([1.0, 1e-30, 1e30, 1.0, 1.0])[:, None]
+    x = (rng.standard_normal((5, n)) * row_scales).astype(np.float32)
+    x[3] += np.float32(1e4)  # offset: taken at a scale
+    named = {name: (rng.normal(0, 1, n) * 1e-20).astype(np.float32) for name, _ in LAYERS[key].parameters}
+    layer = numeric.facade(key)
+    for dy_scale in (1e-45, 1e-38, 1e-20, 1.0, 1e20, 3e38):
+        dy = np.clip(rng.standard_normal((5, n)) * dy_scale, -3.4e38, 3.4e38).astype(np.float32)
+        dy[:, 0] = np.float32(dy_scale)  # the scale itself, in every row
+        for epsilon in (np.float32(2.0**-17), np.float32(0.25)):
+            with np.errstate(over="ignore"):  # a gain's gradient beyond float32's range is inf
+                narrow = layer.vjp(x, epsilon, dy, **named)
+            wide = layer.vjp(x.astype(np.float64), np.float64(epsilon), dy.astype(np.float64), **named)
+            narrow, wide = (found if isinstance(found, tuple) else (found,) for found in (narrow, wide))
+            for got, want in zip(narrow, wide, strict=True):
+                assert got.dtype == np.float32
+                with np.errstate(over="ignore"):  # beyond float32's range: inf on both paths
+                    want32 = np.asarray(want).astype(np.float32)
+                same = (got == want32) | (np.isnan(got) & np.isnan(want32))
+                assert same.all(), (key, dy_scale, epsilon, np.argwhere(~same)[:3])
+
+
+@pytest.mark.parametrize("key", EMITTABLE)
+def test_a_float32_row_at_its_own_scale_takes_no_pass_for_dy_s_scale(key):
+    """dy's largest magnitude is found once in a float64 row's vjp at its own scale and once on
+    the scaled path; a float32 row's vjp at its own scale skips it (a mean of dy checks dy):
+    one pass of the five or six, the row read once less."""
+    source = codegen.library(key)
+
+    def body(head):
+        start = source.index(f"{head}(")
+        return source[start : source.index("\n}\n", start)]
+
+    wide, narrow = body(f"\nint {key}_backward"), body(f"\nstatic int {key}_backward_f32")
+    assert wide.count("top_dy = ") == 2
+    assert narrow.count("top_dy = ") == 1
+    assert narrow.count("return 2;") == wide.count("return 2;") == 2

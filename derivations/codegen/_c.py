@@ -384,14 +384,17 @@ def _statistics(program: Program, printer: Printer) -> list[str]:
     return out
 
 
-def _witness(steps: list[Any], entry: sp.Symbol) -> Any:
+def _witness(steps: list[Any], entry: sp.Symbol, finite: bool = False) -> Any:
     """A mean among ``steps`` that is not finite wherever an entry of ``entry`` is not (NaN and
-    inf reach a polynomial of positive degree in it, and any sum of its values), or None."""
+    inf reach a polynomial of positive degree in it, and any sum of its values), or None.  With
+    ``finite``, the polynomial may take other symbols too, each finite where the mean is taken:
+    a sum or product with a finite value keeps a NaN or an inf (0 * inf is NaN)."""
     for step in steps:
-        if not step.mean or not step.expr.free_symbols <= {entry}:
+        symbols = step.expr.free_symbols
+        if not step.mean or entry not in symbols or not (finite or symbols <= {entry}):
             continue
         try:
-            if sp.Poly(step.expr, entry).degree() >= 1:
+            if sp.Poly(step.expr, *sorted(symbols, key=str)).degree(entry) >= 1:
                 return step
         except sp.PolynomialError:
             continue
@@ -436,13 +439,20 @@ def _at_its_own_scale(
     if upstream:
         # dy is taken at its own power-of-two scale (`_upstream`); a parameter enters products
         # with its unscaled entries, within HIGH (NumPy's fits holds each vector it takes so).
+        # A float's dy needs no scale: every product of it with the row's values at their own
+        # scale is a normal double, so the results are the scaled path's bits; a mean of dy alone
+        # then stands for dy's check, as a statistic does for x's (`_witness`), before any write.
+        witness = _witness(list(program.means), DY, finite=True) if printer.real == "float" else None
+        if witness is not None:
+            then = [*prepare, f"    if (!isfinite({witness.symbol})) return 2;", *body, "    return 0;"]
         used = set().union(
             *(expr.free_symbols for _, expr in program.evaluated), *(s.expr.free_symbols for s in program.means)
         )
         scales = [(f"top_{p}", p) for p in program.parameters if p in used]
         tops = [line for name, symbol in scales for line in _largest(name, f"{symbol}[{INDEX}]", printer.kind(symbol))]
         ranges = " && ".join(f"{name} <= HIGH" for name, _ in scales) or "1"
-        then = [*_upstream(printer), *tops, f"    if ({ranges}) {{", *(f"    {line}" for line in then), "    }"]
+        inside = [f"    if ({ranges}) {{", *(f"    {line}" for line in then), "    }"]
+        then = [*_upstream(printer, scaled=witness is None), *tops, *inside]
     out += [f"    if ({' && '.join(checks)}) {{", *(f"    {line}" for line in then), "    }"]
     if _witness(list(program.statistics), X) is None:
         # No statistic stands for x's check: a pass of its own, first.
@@ -451,9 +461,12 @@ def _at_its_own_scale(
     return ["    {", *(f"    {line}" for line in out), "    }"]
 
 
-def _upstream(printer: Printer) -> list[str]:
+def _upstream(printer: Printer, scaled: bool = True) -> list[str]:
     """Status 2 where an entry of dy is not finite (its largest magnitude, by the bits, is not),
-    else dy's scale: a power of two m_dy at least that magnitude, and its inverse."""
+    else dy's scale: a power of two m_dy at least that magnitude, and its inverse; without
+    ``scaled``, a scale of 1 and no pass (the caller checks dy)."""
+    if not scaled:
+        return [f"    const double {UPSTREAM} = 1.0, {INVERSE}{UPSTREAM} = 1.0;"]
     return [
         *_largest(f"top_{DY}", f"{DY}[{INDEX}]", printer.real),
         f"    if (!isfinite(top_{DY})) return 2;",

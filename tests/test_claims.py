@@ -577,6 +577,21 @@ def test_the_determinant_is_the_product_of_the_proved_eigenvalues(layer, text, v
         assert det != pytest.approx(0) if "== 0" in text else det > eps ** (-len(x) / 2) / 2
 
 
+def test_a_case_of_another_symbol_is_no_boundary_of_the_limit():
+    """Only a case boundary that moves with the variable is a point where the limit may change
+    form: a case in a alone (sin(a) > 0, with infinitely many boundaries) stays in the result,
+    decided at each a, and the limit is taken (splitting at its boundaries, it was refused)."""
+    from derivations.claims import limits
+    from derivations.claims.language import TWO_SIDED, Lim
+
+    t, a = sp.Symbol("t", real=True), sp.Symbol("a", real=True)
+    body = sp.Piecewise((t / (a**2 + 1) + sp.sqrt(t**2 + a**2), sp.sin(a) > 0), (2 * t, True))
+    value, missing = limits.take(Lim(body, t, sp.Integer(0), TWO_SIDED))
+    assert missing == []
+    for at, expected in [(2, 2), (-2, 0), (4, 0), (-4, 4), (0, 0)]:  # |a| where sin(a) > 0, else 0
+        assert value.subs(a, at) == expected
+
+
 @pytest.mark.parametrize(
     ("text", "verdict"),
     [

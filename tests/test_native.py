@@ -678,3 +678,25 @@ def test_a_float32_row_at_its_own_scale_takes_no_pass_for_dy_s_scale(key):
     assert wide.count("top_dy = ") == 2
     assert narrow.count("top_dy = ") == 1
     assert narrow.count("return 2;") == wide.count("return 2;") == 2
+
+
+@needs_compiler
+@pytest.mark.parametrize("key", EMITTABLE)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_non_finite_tangent_is_named_v_on_both_paths(key, dtype, monkeypatch):
+    """J v of a symmetric layer runs on the vjp's driver: a non-finite entry of v is named v, as
+    on NumPy's path (found from outside: the compiled path said dy)."""
+    x = np.linspace(-1, 2, 18, dtype=dtype).reshape(2, 9)
+    named = {name: np.full(9, 1.5, dtype=dtype) for name, _ in LAYERS[key].parameters}
+    v = np.ones_like(x)
+    v[1, 4] = np.inf
+
+    def said():
+        try:
+            numeric.facade(key).jvp(x, 1e-5, v, **named)
+        except ValueError as error:
+            return str(error)
+        return None
+
+    compiled, reference = _both(monkeypatch, said)
+    assert compiled == reference == "v must be finite, got inf"

@@ -477,6 +477,7 @@ def products(
         if not (direct and layer._c.symmetric and lib.parameters == 0 and len(lib.products) == 1):
             return None
     dy, *rest = args
+    called = ("x", layer._c.product(names[0]).vectors[0])  # dy, or v where J v is the vjp's driver
     widened = _as_given(lib, x, tuple(rest), named) if _plain(x, epsilon) and _plain(dy, 1.0) else None
     if widened is not None:
         size = x.shape[-1]
@@ -495,7 +496,7 @@ def products(
                 *map(_address, sums),
             )
             if status >= 0:
-                _refuse(status, [x, dy], ("x", "dy"))
+                _refuse(status, [x, dy], called)
             return [dx, *(total.astype(x.dtype, copy=False) for total in sums)]
     given = _given(layer, tuple(rest), named)
     found = _prepared(x, epsilon, (dy,), given) if given is not None else None
@@ -515,5 +516,5 @@ def products(
         *map(_address, sums),
     )
     if status >= 0:
-        _refuse(status, found.rows, ("x", "dy"))
+        _refuse(status, found.rows, called)
     return [dx, *(total.astype(found.dtype, copy=False) for total in sums)]

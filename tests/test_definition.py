@@ -567,6 +567,14 @@ INCOMPLETE = [
         "(their matrix is singular at n = 3",
     ),
     (
+        # Two complements, each an eigenspace: what the others leave is one space, counted once.
+        RMSNORM
+        + X
+        + _direction("complement", constraints=("x[k] * w[k]",))
+        + _direction("again", constraints=("x[k] * w[k]",)),
+        'directions[2] "again": a second complement; one complement is what the others leave',
+    ),
+    (
         # At no sampled n: found from the determinant's factor in n.
         RMSNORM + X + _direction("complement", constraints=("(n - 4) * (n - 100) * x[k] * w[k]",)),
         'directions[1] "complement": its constraints do not separate it from the other directions '

@@ -463,15 +463,34 @@ def test_each_float64_scale_lies_its_fraction_of_the_way_from_the_inputs_own_to_
         assert abs(np.log2(eps[0, 0]) / degree - (1 - fraction) * gap) <= 2, (fraction, eps)
 
 
-def test_a_hessian_product_over_rows_at_extreme_scales_each_with_its_epsilon_is_each_rows_own():
+@pytest.mark.parametrize("taken", [[0, 1, 2, 3], [0, 1], [1, 2], [2, 0, 3]])
+def test_a_hessian_product_over_rows_at_extreme_scales_each_with_its_epsilon_is_each_rows_own(taken):
     """Rows the fused program cannot take (x near 1e150 against epsilon 1e290, x near 1e-160) are
-    computed again on their own, each with its own epsilon: the batch equals the rows one by one."""
+    computed again on their own, each with its own epsilon: the batch equals the rows one by one,
+    in a batch of two rows too."""
     rng = np.random.default_rng(3)
     x = np.array([[1e150, -2e150, 3e150], [0.5, -1.0, 2.0], [1e-160, 3e-160, -2e-160], [1.0, 1.0 + 1e-12, 1.0 - 1e-12]])
     eps = np.array([1e290, 0.1, 1e-300, 1e-30])
     g, v = rng.standard_normal((2, *x.shape))
+    x, eps, g, v = x[taken], eps[taken], g[taken], v[taken]
     whole = numeric.layernorm.hvp(x, eps, g, v)
     rows = np.stack([numeric.layernorm.hvp(x[r], eps[r], g[r], v[r]) for r in range(len(x))])
+    np.testing.assert_array_equal(whole, rows)
+
+
+@pytest.mark.parametrize("key", ["layernorm_std_eps", "rmsnorm_eps_outside", "l2norm_clamped"])
+def test_a_row_the_split_cannot_take_is_taken_with_its_own_epsilon_in_a_batch_of_two(key):
+    """x = 1e-300 z against epsilon = 1e200 leaves the float range along the split directions:
+    that row is taken again by the general form, with its own epsilon, beside a moderate row
+    with another: the batch of two equals its rows one by one."""
+    rng = np.random.default_rng(8)
+    x = np.array([[1e-300, -2e-300, 3e-300], [0.5, 1.0, -1.5]])
+    eps = np.array([1e200, 0.1])
+    g, v = rng.standard_normal((2, *x.shape))
+    layer = numeric.facade(key)
+    whole = layer.hvp(x, eps, g, v)
+    rows = np.stack([layer.hvp(x[r], eps[r], g[r], v[r]) for r in range(2)])
+    assert np.isfinite(rows).all()
     np.testing.assert_array_equal(whole, rows)
 
 

@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import re
+import threading
 import warnings
 from pathlib import Path
 
@@ -423,6 +424,9 @@ BAD_FILES = [
         "cases must be an array of 1 to 4",
     ),
     (MINIMAL + "[[patterns]]\nvalues = [1, 2]\n", "patterns[0].values[0]: must be a string"),
+    # A pattern is a point of 2 to 8 coordinates: one value is a number, not a direction.
+    (MINIMAL + '[[patterns]]\nvalues = ["t"]\n', "patterns[0].values: must be an array of 2 to 8 expressions"),
+    (MINIMAL + "[[patterns]]\nvalues = [" + ", ".join(['"t"'] * 9) + "]\n", "must be an array of 2 to 8"),
     (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\ncoordinate = 5\n', "patterns[0].coordinate"),
     (MINIMAL + '[[patterns]]\nvalues = ["t", "t"]\nsuffix = "_ab-c"\n', "patterns[0].suffix: must be empty or like"),
     (MINIMAL + f'[[patterns]]\nvalues = ["t", "t"]\nsuffix = "_{"a" * 20}"\n', "of at most 20 characters"),
@@ -614,8 +618,20 @@ def test_a_file_that_is_not_a_regular_file_is_one_line_not_a_hang(kind, tmp_path
     if kind == "fifo":
         path = tmp_path / "fifo.toml"
         os.mkfifo(path)
-    with pytest.raises(DefinitionError, match=r"^cannot read the file: not a regular file$"):
-        definition.load(path)
+    # Read on a thread given 30 s: a reader that blocks fails here, not at CI's time limit.
+    refused: list[str] = []
+
+    def load():
+        try:
+            definition.load(path)
+        except DefinitionError as error:
+            refused.append(str(error))
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive(), "still reading the file after 30 s"
+    assert refused == ["cannot read the file: not a regular file"]
     line = _error_line(capsys, ["check", "--definition", str(path), "t == t"], 2)
     assert line.endswith("cannot read the file: not a regular file"), line
 

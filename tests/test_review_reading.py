@@ -155,6 +155,18 @@ def test_an_affine_output_of_the_normalized_one_keeps_the_normalized_layer_in_fo
     assert rows[4] == ("checked", "proved", "batchnorm_train")  # m, the batch size, is the width here
 
 
+@pytest.mark.parametrize(
+    ("latex", "kept"),
+    [("\\gamma^{i}", "\\gamma ^ { i }"), ("\\beta^{k} + 1", "\\beta ^ { k } + 1"), ("\\gamma^2", "\\gamma ^ 2")],
+)
+def test_only_a_subscript_makes_the_gain_or_bias_an_entry(latex, kept):
+    """gamma_i is the gain's entry (read as gamma); gamma^i is a power, kept as written."""
+    from derivations.review.notation import canonical
+
+    assert canonical(latex, Notation()) == kept
+    assert canonical(latex.replace("^", "_"), Notation()).split()[0] in ("\\gamma", "\\beta")
+
+
 def test_the_largest_gain_entry_is_gamma_max():
     from derivations.review.notation import read
 

@@ -611,6 +611,13 @@ def test_a_whole_eigen_decomposition_given_in_the_file_derives_the_built_in_norm
     assert found == pytest.approx(np.linalg.norm(numeric.layernorm.jacobian(x, 0.25), 2), rel=1e-12)
 
 
+@pytest.mark.parametrize("seconds", [0, -0.5, 0.0, 3601, True, "10"])
+def test_a_derivation_s_time_limit_is_a_number_of_seconds_in_0_to_3600(seconds):
+    layer = definition.loads(MINIMAL).layer
+    with pytest.raises(DefinitionError, match=re.escape("timeout must be a number of seconds in (0, 3600]")):
+        definition.derive_within(layer, seconds)
+
+
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_file_that_is_not_a_regular_file_is_one_line_not_a_hang(kind, tmp_path, capsys):
     """A FIFO with no writer blocked the reader for ever; /dev/zero was read up to the cap as NUL bytes."""

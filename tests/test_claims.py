@@ -577,6 +577,20 @@ def test_the_determinant_is_the_product_of_the_proved_eigenvalues(layer, text, v
         assert det != pytest.approx(0) if "== 0" in text else det > eps ** (-len(x) / 2) / 2
 
 
+def test_a_limit_taken_by_the_signs_of_two_symbols_holds_at_every_combination_of_them():
+    """lim_{t -> 0} sqrt(t^2 + a^2) + 2 sqrt(t^2 + b^2) = |a| + 2 |b|: taken case by case in the
+    signs of a and b, each case labelled by its own signs (a > 0 with b < 0 is not a <= 0)."""
+    from derivations.claims import limits
+    from derivations.claims.language import TWO_SIDED, Lim
+
+    t, a, b = (sp.Symbol(name, real=True) for name in "tab")
+    body = sp.sqrt(t**2 + a**2) + 2 * sp.sqrt(t**2 + b**2)
+    value, missing = limits.take(Lim(body, t, sp.Integer(0), TWO_SIDED))
+    assert missing == []
+    for p, q in [(2, -3), (-2, 3), (2, 3), (-2, -3), (0, 3), (2, 0), (0, 0)]:
+        assert value.subs({a: p, b: q}) == abs(p) + 2 * abs(q)
+
+
 def test_a_case_of_another_symbol_is_no_boundary_of_the_limit():
     """Only a case boundary that moves with the variable is a point where the limit may change
     form: a case in a alone (sin(a) > 0, with infinitely many boundaries) stays in the result,
@@ -1260,6 +1274,18 @@ def test_a_supported_verdict_counts_the_explicit_points_it_states(assumptions):
     checked = int(re.search(r"no violation at (\d+) sampled points", verdict.detail).group(1))
     stated = int(re.search(r"up to (\d+) points", verdict.detail).group(1))
     assert checked == stated == 84  # 14 inputs of 6 points each: the first whole inputs past 80
+
+
+def test_with_every_scalar_fixed_each_explicit_input_is_one_point_up_to_the_budget():
+    """epsilon = 1/4 leaves x alone to sample: one point per explicit input, as many inputs as the
+    budget of points (sampling.MAX_EXPLICIT), within the "up to" stated."""
+    from derivations.claims import sampling
+
+    verdict = check(Claim("norm(J, oo) == norm(J.T, oo)", assumptions=("epsilon == 1/4",)))
+    assert verdict.verdict == "supported", verdict.detail
+    checked = int(re.search(r"no violation at (\d+) sampled points", verdict.detail).group(1))
+    stated = int(re.search(r"up to (\d+) points", verdict.detail).group(1))
+    assert checked == sampling.MAX_EXPLICIT <= stated
 
 
 @pytest.mark.parametrize(

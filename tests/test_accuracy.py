@@ -348,6 +348,14 @@ def test_a_layer_with_a_gain_and_a_bias_has_its_backward_product_measured_with_b
         assert found.worst <= found.bound, found
 
 
+def test_a_real_parameter_in_epsilon_s_place_is_taken_with_both_signs_from_any_sequence():
+    """DyT's alpha, a real number in epsilon's place, is measured at each magnitude with both
+    signs, whether the grid comes as an array or a list; epsilon keeps its own."""
+    for given in ([0.5, 2.0], np.array([0.5, 2.0])):
+        np.testing.assert_array_equal(accuracy.parameter_values("dyt", given), [0.5, 2.0, -0.5, -2.0])
+        np.testing.assert_array_equal(accuracy.parameter_values("layernorm", given), [0.5, 2.0])
+
+
 def test_the_grids_step_as_the_accuracy_page_says():
     """docs/accuracy.md names the step of every grid, in decades: 10 throughout float32; in
     float64 one per family, for x and for epsilon."""

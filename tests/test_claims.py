@@ -1276,6 +1276,16 @@ def test_a_supported_verdict_counts_the_explicit_points_it_states(assumptions):
     assert checked == stated == 84  # 14 inputs of 6 points each: the first whole inputs past 80
 
 
+def test_the_numeric_confirmation_tells_apart_sides_1_5e_9_apart():
+    """The lambdified functions agree with each other to 1e-9 relative: a refutation whose two
+    sides differ by 1.5e-9 of their size is confirmed numerically, not left undecided."""
+    claim = Claim("slope_at_zero == slope_at_zero * (1 + 15/10**10)")
+    found = check(claim)
+    assert found.verdict == "refuted", found.detail
+    said = confirm(claim, found.counterexample)
+    assert said.startswith("confirmed numerically"), said
+
+
 def test_with_every_scalar_fixed_each_explicit_input_is_one_point_up_to_the_budget():
     """epsilon = 1/4 leaves x alone to sample: one point per explicit input, as many inputs as the
     budget of points (sampling.MAX_EXPLICIT), within the "up to" stated."""

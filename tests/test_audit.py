@@ -415,6 +415,8 @@ def test_the_audits_gains_and_biases_are_eighths_and_quarters_as_the_docs_state(
     assert all((4 * v).is_integer and abs(4 * v) <= 8 for v in biases)
     assert len({4 * v for v in biases}) > 8  # drawn, not one value
     assert all((8 * v).is_integer and abs(8 * v) <= 16 for gain in gains for v in gain)
+    # The cotangent g and the direction v are eighths within 2 as well.
+    assert all((8 * e).is_integer and abs(8 * e) <= 16 for p in points for e in (*p.g, *p.v))
     assert all(0 in gain for gain in gains if set(gain) != {1})
     kinds = [count // 3 for count in range(len(points))]  # the three sizes take turns
     fifth = [set(gain) for gain, kind in zip(gains, kinds, strict=True) if kind % 5 == 0]

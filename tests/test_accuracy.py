@@ -434,3 +434,27 @@ def test_a_row_with_no_point_measured_reports_no_error_and_no_points():
     one = accuracy.vector("layernorm", "forward", np.float64, np.array([0]), np.array([1e-5]))
     assert one.points > 0
     assert 0.0 <= one.worst <= one.bound
+
+
+def test_the_report_measures_every_function_of_every_layer_in_both_dtypes(monkeypatch):
+    """`make accuracy`'s rows: each scalar function once per dtype, and each vector and backward
+    function once per dtype and input family, none dropped and none twice."""
+    monkeypatch.setattr(accuracy, "scalar", lambda key, name, dtype, *grid: ("scalar", key, name, np.dtype(dtype)))
+    monkeypatch.setattr(
+        accuracy, "vector", lambda key, name, dtype, *grid, family: ("vector", key, name, np.dtype(dtype), family)
+    )
+    rows = accuracy.measure()
+    dtypes = [np.dtype(d) for d in DTYPES]
+    keys = accuracy.layer_keys()
+    expected = [("scalar", k, f, d) for d in dtypes for k in keys for f in accuracy.scalar_functions(k)]
+    expected += [
+        ("vector", k, f, d, family)
+        for d in dtypes
+        for k, functions in [(k, accuracy.vector_functions(k)) for k in keys]
+        + [(k, accuracy.backward_functions(k)) for k in accuracy.LAYERS]
+        for f in functions
+        for family in accuracy.FAMILIES
+    ]
+    assert sorted(rows, key=repr) == sorted(expected, key=repr)
+    assert any(row[0] == "scalar" for row in rows)
+    assert len(set(rows)) == len(rows)

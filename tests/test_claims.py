@@ -883,6 +883,19 @@ def test_rank_multiplicity_and_eigenvalues_from_the_proved_eigenstructure(layer,
         assert np.max(np.linalg.eigvalsh(jacobian)) != pytest.approx(1 / scale)
 
 
+def test_rank_and_multiplicity_count_an_eigenvalue_as_soon_as_it_is_a_number():
+    """The indicator behind rank() and multiplicity() is 1 or 0 once both sides are numbers,
+    however written, and stays symbolic (for the domain to settle) while a symbol is in it."""
+    from derivations.claims.semantics import Equal
+
+    assert Equal(sp.sqrt(2) ** 2, 2) == 1
+    assert Equal(0, 0) == 1
+    assert Equal(sp.Rational(1, 3), sp.Float(0.3)) == 0
+    assert Equal(sp.pi, 3) == 0
+    eps = sp.Symbol("epsilon")
+    assert isinstance(Equal(eps, 0), Equal)
+
+
 @pytest.mark.parametrize(
     ("layer", "text", "verdict"),
     [

@@ -114,6 +114,15 @@ def test_a_value_lost_where_no_scale_is_clean_is_warned_about():
         _rescale.at_scale(_homogeneous(1e-100, flagged=True), X_FAR, E_FAR, 2, False, None, checked=False)
 
 
+def test_a_value_kept_at_every_scale_is_not_warned_about_though_every_scale_raises_a_flag():
+    """The other side of the check above: where every scale raises a flag but the value taken
+    agrees with the values at the other scales, it stands, with no warning."""
+    with warnings.catch_warnings(), np.errstate(over="ignore"):
+        warnings.simplefilter("error")
+        kept = _rescale.at_scale(_homogeneous(None, flagged=True), X_FAR, E_FAR, 2, False, None)
+    assert np.all(kept > 0)
+
+
 @pytest.mark.parametrize("key", ["layernorm_std_eps", "layernorm_std_eps_biased"])
 def test_the_far_apart_warning_points_at_the_line_that_called_numeric(key):
     """x of order 1 and epsilon = 1e200: the vjp along g = 1 (exactly 0: the outputs sum to 0) is

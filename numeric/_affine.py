@@ -41,11 +41,16 @@ class NumericAffine(_layer.NumericLayer):
 
     def jacobian(self, x: ArrayLike, epsilon: ArrayLike, *parameters: ArrayLike, **named: Any) -> np.ndarray:
         """diag(gain) J_base, shape (..., n, n); the bias does not enter."""
-        array = _validate.vector(x)
-        gain, _ = self._parameters(array, parameters, named, defaults={"bias": np.zeros(array.shape[-1])})
-        # The base's J, in the result's dtype and of x's batch shape (which gain's broadcasts to),
-        # is an array of this call's own: scaled in place, each product in float64, rounded once.
+        # The base's J (x checked there), in the result's dtype and of x's batch shape (which
+        # gain's broadcasts to), is an array of this call's own: scaled in place, each product
+        # rounded once.  A gain the result's dtype holds exactly is taken in it: the product of
+        # two float32 numbers is exact in float64, so rounding it once is float32's own product.
         base = self.base.jacobian(x, epsilon)
+        rows = base[..., 0]  # of x's shape
+        gain, _ = self._parameters(rows, parameters, named, defaults={"bias": np.zeros(rows.shape[-1])})
+        narrow = gain.astype(base.dtype)
+        if narrow.dtype != gain.dtype and (narrow == gain).all():
+            gain = narrow
         return np.multiply(base, gain[..., :, None], out=base)
 
     @property

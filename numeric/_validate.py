@@ -197,6 +197,8 @@ def parameters(
     """Layer ``key``'s parameters ``names`` by position or name (or from ``defaults``, for one
     the result does not depend on), each real, finite and broadcast to x's shape; then the
     indicators of its ``subsets``."""
+    if not subsets and not named and len(given) == len(names):  # every parameter by position
+        return [parameter(value, name, array.shape) for name, value in zip(names, given, strict=True)]
     named = dict(named)
     picked = indicators(key, subsets, named, array.shape)
     # A subset's keyword (partial RMSNorm's p) is named only, never positional.

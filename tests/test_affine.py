@@ -100,3 +100,36 @@ def test_the_hessian_product_is_the_bases_at_the_gain_times_dy_bit_for_bit(size,
         dy, v = rng.standard_normal((2, size))
         found = layernorm_affine.hvp(x, eps, dy, v, gain=gain, bias=bias)
         np.testing.assert_array_equal(found, layernorm.hvp(x, eps, gain * dy, v))
+
+
+@pytest.mark.parametrize("gain_dtype", [np.float16, np.float32, np.float64, np.int64])
+def test_a_float32_jacobian_is_each_float64_product_rounded_once(gain_dtype, rng):
+    """diag(gain) J_LN for float32 x: each entry the float64 product of J_LN's float32 entry and
+    the gain, rounded once to float32, whatever dtype the gain comes in (float32 holds a float16
+    or float32 gain exactly, not a float64 one)."""
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    gain = (rng.normal(0, 3, 7) * (100 if gain_dtype == np.int64 else 1)).astype(gain_dtype)
+    bias = rng.standard_normal(7)
+    found = layernorm_affine.jacobian(x, 1e-3, gain, bias)
+    want = (layernorm.jacobian(x, 1e-3).astype(np.float64) * gain.astype(np.float64)[:, None]).astype(np.float32)
+    assert found.dtype == np.float32
+    np.testing.assert_array_equal(found, want)
+    if gain_dtype == np.float64:  # a float32 product of the rounded gain differs somewhere
+        assert not np.array_equal(found, layernorm.jacobian(x, 1e-3) * gain.astype(np.float32)[:, None])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((), "gain is required"),
+        ((np.ones(2), np.ones(3)), "gain must have one entry per feature"),
+        ((np.ones(3), np.array([0.0, np.nan, 1.0])), "bias must be finite"),
+        ((np.array([1.0, np.inf, 1.0]), np.ones(3)), "gain must be finite"),
+        ((np.ones((2, 3)), np.ones(3)), "gain must have shape"),
+        ((np.ones(3), np.ones(3), np.ones(3)), "takes parameters"),
+    ],
+)
+def test_the_jacobian_refuses_the_parameters_the_forward_refuses(arguments, message):
+    for function in (layernorm_affine.forward, layernorm_affine.jacobian):
+        with pytest.raises(ValueError, match=message):
+            function(np.arange(3.0), 0.1, *arguments)

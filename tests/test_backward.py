@@ -306,6 +306,36 @@ def test_no_n_by_n_matrix_is_formed():
     assert peak < size * size * 8 / 16, peak
 
 
+@pytest.mark.parametrize("op", ["forward", "vjp"])
+def test_numpys_path_holds_one_block_of_rows_however_many_rows_there_are(op, monkeypatch):
+    """No temporaries of the input's size (issue 33): NumPy's path goes over blocks of rows, a
+    row longer than a block taking a block of its own, and reduces the gain's and the bias's
+    gradients block by block.  So beyond its outputs a call holds the same at 32 rows as at 2, and
+    at 32 rows at most a fifth of its inputs (x, and dy for the vjp)."""
+    from numeric.kernels import kernel, native
+
+    monkeypatch.setattr(kernel, "FUSED_BLOCK", 1 << 12)
+    size, rng = 1 << 14, np.random.default_rng(5)
+    layer = numeric.facade("layernorm_affine")
+    gain, bias = rng.standard_normal((2, size))
+
+    def held(rows: int) -> float:
+        """Peak traced memory beyond the outputs, in rows of x."""
+        x, dy = rng.standard_normal((2, rows, size))
+        args = (x, 0.1, dy, gain, bias) if op == "vjp" else (x, 0.1, gain, bias)
+        getattr(layer, op)(*args)  # anything made once, before measuring
+        tracemalloc.start()
+        out = getattr(layer, op)(*args)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return (peak - sum(array.nbytes for array in (out if op == "vjp" else [out]))) / (size * 8)
+
+    with native.off():
+        two, many = held(2), held(32)
+    assert many <= 1.1 * two, (two, many)
+    assert many <= 0.2 * 32 * (2 if op == "vjp" else 1), many
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

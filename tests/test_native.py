@@ -313,6 +313,26 @@ def test_parameters_given_plainly_take_one_call_with_the_converting_paths_bits(d
 
 
 @needs_compiler
+@pytest.mark.parametrize("shape", [(9,), (1, 9), (4, 9), (1, 1, 9), (2, 1, 9), (9, 9)])
+def test_a_contiguous_x_of_any_batch_shape_takes_one_call(shape, monkeypatch):
+    """One row, one vector, or a batch with a single row per batch: each goes straight to the
+    library for forward, vjp and the Jacobian (nothing converted), with the bits of the same rows
+    taken as a plain batch of rows."""
+    rng = np.random.default_rng(23)
+    x, dy = (rng.standard_normal(shape) for _ in range(2))
+    layer = numeric.facade("layernorm")
+    calls = []
+    monkeypatch.setattr(native, "_prepared", lambda *a, p=native._prepared: calls.append(1) or p(*a))
+    found = layer.forward(x, 1e-3), layer.vjp(x, 1e-3, dy), native.jacobian(layer, x, 1e-3)
+    assert not calls
+    assert found[2] is not None
+    rows, upstream = x.reshape(-1, 9), dy.reshape(-1, 9)
+    want = layer.forward(rows, 1e-3), layer.vjp(rows, 1e-3, upstream), layer.jacobian(rows, 1e-3)
+    for got, expected in zip(found, want, strict=True):
+        np.testing.assert_array_equal(got.reshape(expected.shape), expected)
+
+
+@needs_compiler
 def test_a_numpy_scalar_epsilon_keeps_numpys_dtype_rules():
     """np.float32 epsilon keeps float32 rows float32; np.float64 widens them, as on NumPy's path."""
     x = np.random.default_rng(12).standard_normal((2, 9)).astype(np.float32)
@@ -700,3 +720,13 @@ def test_a_non_finite_tangent_is_named_v_on_both_paths(key, dtype, monkeypatch):
 
     compiled, reference = _both(monkeypatch, said)
     assert compiled == reference == "v must be finite, got inf"
+
+
+@pytest.mark.parametrize(("status", "named"), [(0, "x"), (1, "dy"), (6, "x"), (7, "dy")])
+def test_a_driver_s_stop_names_the_array_its_status_names_where_numpy_sees_nothing(status, named):
+    """A driver's status 2 r + k names array k (of x and dy).  Where NumPy's own check of each
+    array finds every entry finite (a driver's view that differs from NumPy's), the status still
+    names the argument, never another or an IndexError."""
+    finite = [np.ones((4, 3)), np.ones((4, 3))]
+    with pytest.raises(ValueError, match=f"^{named} must be finite$"):
+        native._refuse(status, finite, ("x", "dy"))

@@ -48,9 +48,11 @@ class NumericAffine(_layer.NumericLayer):
         base = self.base.jacobian(x, epsilon)
         rows = base[..., 0]  # of x's shape
         gain, _ = self._parameters(rows, parameters, named, defaults={"bias": np.zeros(rows.shape[-1])})
-        narrow = gain.astype(base.dtype)
-        if narrow.dtype != gain.dtype and (narrow == gain).all():
-            gain = narrow
+        if base.dtype != gain.dtype:
+            with np.errstate(all="ignore"):  # a gain float32 cannot hold (inf, or rounded) stays float64
+                narrow = gain.astype(base.dtype)
+                if (narrow == gain).all():
+                    gain = narrow
         return np.multiply(base, gain[..., :, None], out=base)
 
     @property

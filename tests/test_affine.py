@@ -133,3 +133,33 @@ def test_the_jacobian_refuses_the_parameters_the_forward_refuses(arguments, mess
     for function in (layernorm_affine.forward, layernorm_affine.jacobian):
         with pytest.raises(ValueError, match=message):
             function(np.arange(3.0), 0.1, *arguments)
+
+
+def test_a_gain_float32_cannot_hold_raises_no_floating_point_flag_of_its_own():
+    """A float64 gain beyond float32's range or below its subnormals, on a float32 J: the
+    products in float64, rounded once, with no warning the call did not have before."""
+    for x, eps, gain in [
+        ([0.0, 1e10, 2e10], 1e-3, np.array([1e39, 1.0, 1.0])),  # J about 1e-10: products near 1e29
+        ([1e-20, 2e-20, 4e-20], 1e-42, np.full(3, 1e-46)),  # J about 1e21: products near 1e-25
+    ]:
+        x = np.array(x, dtype=np.float32)
+        with np.errstate(all="raise"):
+            found = layernorm_affine.jacobian(x, eps, gain, np.zeros(3))
+        want = (layernorm.jacobian(x, eps).astype(np.float64) * gain[:, None]).astype(np.float32)
+        np.testing.assert_array_equal(found, want)
+
+
+def test_the_jacobian_takes_a_gain_per_row_of_epsilon_s_broadcast_as_the_forward_does(rng):
+    """One x and four epsilons are four rows: a gain of one row each is taken by the Jacobian,
+    as by the forward, each row's J the one of its own call (it was refused as not x's shape)."""
+    x, eps, gain, bias = (
+        np.array([0.0, 1.0, 4.0]),
+        np.array([1e-3, 1e-2, 1e-1, 1.0]),
+        rng.normal(0, 2, (4, 3)),
+        np.zeros(3),
+    )
+    found = layernorm_affine.jacobian(x, eps, gain, bias)
+    assert found.shape == (4, 3, 3)
+    assert layernorm_affine.forward(x, eps, gain, bias).shape == (4, 3)
+    for row in range(4):
+        np.testing.assert_array_equal(found[row], layernorm_affine.jacobian(x, eps[row], gain[row], bias))

@@ -792,3 +792,16 @@ def test_the_rms_of_a_vector_other_than_x_is_its_norm_over_the_root_of_n(written
         assert text == r"\sqrt { \operatorname { r } }"
     else:
         assert text == rf"\frac {{ \| {read} \| }} {{ \sqrt {{ n }} }}"
+
+
+def test_a_paper_s_checks_are_decided_together_once_it_is_read(tmp_path, monkeypatch):
+    """Checks whose verdicts nothing after them depends on go to one `decide_many` (a pool of
+    processes) once every relation is read, not one by one as they are met: the same verdicts."""
+    batches = []
+    together = classify.decide_many
+    monkeypatch.setattr(
+        classify, "decide_many", lambda requests, timeout: batches.append(len(requests)) or together(requests, timeout)
+    )
+    entries = _entries(tmp_path, "\\[ \\|J\\|_2 \\le \\frac{1}{\\sqrt{\\epsilon}} \\le 5 \\]\n")
+    assert batches == [2]
+    assert [entry.verdict for entry in entries] == ["proved", "refuted"]

@@ -275,19 +275,22 @@ def _damaged(data: bytes) -> list[bytes]:
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["vjp", "jvp", "vjp_at_degenerate", "jvp_at_degenerate", "hvp", "hvp_along", "statistic_gradients", "symmetry"],
+    ("module", "name", "key"),
+    [("backward", name, "rmsnorm") for name in ["vjp", "jvp", "hvp", "hvp_along", "statistic_gradients", "symmetry"]]
+    # The limits at the degenerate input: RMSNorm with epsilon outside the root has one (not RMSNorm).
+    + [("backward", name, "rmsnorm_eps_outside") for name in ["vjp_at_degenerate", "jvp_at_degenerate"]]
+    + [("spectral", name, "layernorm") for name in ["cases", "spectral_norm", "constant_input", "bound"]]
+    + [("spectral", "triangle_bound", "prmsnorm")],
 )
-def test_the_backward_derivations_are_kept_for_the_next_process(name, cache_home):
-    """Each backward form of a catalog layer is derived once and kept in the derivation cache,
-    whole: the entry a next process would read holds the value derived here."""
+def test_the_backward_and_spectral_derivations_are_kept_for_the_next_process(module, name, key, cache_home):
+    """Each backward form and each spectral-norm derivation of a catalog layer is derived once and
+    kept in the derivation cache, whole: the entry a next process would read holds the value
+    derived here."""
+    import importlib
     import inspect
 
-    from derivations.derive import backward
-
-    # The limits at the degenerate input: RMSNorm with epsilon outside the root has one (not RMSNorm).
-    layer = LAYERS["rmsnorm_eps_outside" if name.endswith("degenerate") else "rmsnorm"]
-    function = getattr(backward, name)
+    layer = LAYERS[key]
+    function = getattr(importlib.import_module(f"derivations.derive.{module}"), name)
     direction = layer.directions[0]
     args = (layer, direction, direction) if name == "hvp_along" else (layer,)
     wrapper = function
@@ -298,7 +301,7 @@ def test_the_backward_derivations_are_kept_for_the_next_process(name, cache_home
     entry = derivation_cache._entry(inspect.unwrap(function), args)
     assert entry is not None
     stored = derivation_cache.read(entry)
-    assert stored is not None, f"backward.{name} is not kept"
+    assert stored is not None, f"{module}.{name} is not kept"
     assert derivation_cache.loads(stored) == value
 
 

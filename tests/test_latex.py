@@ -416,6 +416,15 @@ def test_a_space_before_an_argument_takes_no_width(spaced, tight):
     assert width(spaced) == width(tight)
 
 
+@pytest.mark.parametrize(("stray", "balanced"), [("a}b", "ab"), ("x}}yz", "xyz"), (r"\alpha}+ c", r"\alpha+ c")])
+def test_a_closing_brace_with_no_group_open_takes_no_width_and_hides_nothing(stray, balanced):
+    """A fragment cut from inside a group ends one that is not open there: the brace is set as
+    nothing, and every letter after it still counts."""
+    from derivations._width import width
+
+    assert width(stray) == width(balanced)
+
+
 def test_spacing_commands_widen_a_line_in_tex_s_order():
     """TeX's spaces, narrowest first: \\! (negative, counted 0), \\, and \\: then \\; (3, 4 and 5 mu),
     \\quad (1 em), \\qquad (2 em); none makes a line narrower than its letters alone."""

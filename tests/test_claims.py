@@ -1375,3 +1375,20 @@ def test_a_capital_name_that_is_not_j_or_i_is_unknown_not_read_as_either(name):
     verdict = check(Claim(f"norm({name}, 2) <= 1/sqrt(epsilon)", "layernorm"))
     assert verdict.verdict == "error"
     assert f"unknown name '{name}' at column 6" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("removed", "left"),
+    [
+        (sp.FiniteSet(2), sp.Range(3, 6)),
+        (sp.Interval(2, 3), sp.Range(4, 6)),
+        (sp.Interval(0, 10), sp.EmptySet),
+    ],
+)
+def test_the_sizes_left_of_a_bounded_range_of_n_are_the_ones_not_taken_out(removed, left):
+    """n in 2..5 (an assumption n <= 5) with its smallest sizes taken out by a case before: the
+    rest is the sizes not taken out, no more (its end kept), and none where all are."""
+    from derivations.claims.proof import _normalize
+
+    assert _normalize(sp.Complement(sp.Range(2, 6), removed, evaluate=False)) == left
+    assert _normalize(sp.Complement(sp.Range(2, sp.oo), sp.FiniteSet(2, 3))) == sp.Range(4, sp.oo)

@@ -448,6 +448,7 @@ _A, _B = sp.symbols("a b", real=True)
         sp.Min(-_B, _A, 0),
         sp.Abs(_A - _B),
         sp.sign(_A - 1),
+        sp.sign(_A),  # 1 at 1/3 and at 1 too: positive, however small
         sp.Piecewise((_A, _A > _B), (_B - 1, True)),
         (_A - _B) ** 3,
         1 / (_A**2 + 1),

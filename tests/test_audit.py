@@ -86,6 +86,20 @@ def test_the_audit_agrees_with_every_derived_quantity_at_a_point(key):
     assert set(eigen) <= set(compared), (eigen, compared)
 
 
+@pytest.mark.parametrize(("key", "name"), [("rmsnorm", "eigen_x"), ("layernorm", "eigen_centered")])
+def test_an_eigenvalue_along_a_direction_that_vanishes_is_its_limit_from_nearby_inputs(key, name):
+    """At x = 0 the direction (x, or the centred c) is 0: the audit takes the eigenvalue along it
+    as the limit of its values at inputs tending to 0, epsilon / s**3 at s = sqrt(epsilon), that is
+    1/sqrt(epsilon) = 2 at epsilon = 1/4; and says it is not rigorous."""
+    point = audit.Point(n=4, epsilon=sp.Rational(1, 4), t=sp.Integer(0), x=[sp.Integer(0)] * 4)
+    claimed = audit.Claimed(f"{name} == 0", key, (), ())
+    with audit.precision():
+        evaluator = audit.evaluate.Evaluator(key, point, claimed.pattern)
+        found = ball(evaluator.value(claimed.tree.left))
+    assert abs(float(found.mid()) - 2.0) < 1e-12
+    assert not evaluator.rigorous
+
+
 @pytest.mark.parametrize("key", LAYER_KEYS)
 def test_the_audit_s_value_far_out_is_the_derived_asymptote(key):
     """The limit as t -> oo, by the audit's extrapolation from the definition, agrees with the

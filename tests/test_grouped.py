@@ -216,6 +216,10 @@ def test_float32_stays_float32():
             r"epsilon of shape \(1, 6\) does not broadcast with the batch shape \(4,\) of x",  # the caller's layout
         ),
         (
+            lambda: numeric.groupnorm.forward(np.ones((2, 3, 6)), np.full(2, 0.1), groups=2),
+            r"epsilon of shape \(2,\) does not broadcast with the batch shape \(2, 3\) of x",  # every batch axis
+        ),
+        (
             lambda: numeric.batchnorm_train.forward(np.ones((4, 3)), np.full(2, 0.1)),
             r"epsilon of shape \(2,\) does not broadcast with the features \(3,\) of x",  # one per feature
         ),
@@ -259,3 +263,15 @@ def test_an_entry_that_couples_two_blocks_is_refused_whatever_its_sign(sign, mon
     monkeypatch.setattr(grouped, "_blocked_output", coupled)
     with pytest.raises(DerivationError, match=r"J\[0, 2\] couples two blocks"):
         grouped.block_structure.__wrapped__(LAYERS["groupnorm"])
+
+
+def test_an_epsilon_per_row_of_a_batch_of_several_axes_is_each_row_s_own():
+    """x of shape (2, 3, n): epsilon of shape (3,) or (2, 3) broadcasts against the batch shape
+    (2, 3), one value per row, each row's result the one of its own call."""
+    rng = np.random.default_rng(29)
+    x = rng.standard_normal((2, 3, 6))
+    for eps in (np.array([0.1, 0.2, 0.3]), np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])):
+        found = numeric.groupnorm.forward(x, eps, groups=2)
+        full = np.broadcast_to(eps, (2, 3))
+        for b, r in np.ndindex(2, 3):
+            np.testing.assert_array_equal(found[b, r], numeric.groupnorm.forward(x[b, r], full[b, r], groups=2))

@@ -1299,6 +1299,15 @@ def test_the_numeric_confirmation_tells_apart_sides_1_5e_9_apart():
     assert said.startswith("confirmed numerically"), said
 
 
+def test_the_numeric_confirmation_does_not_tell_apart_sides_float64_cannot():
+    """epsilon**8 == 0 is false, but at epsilon = 1e-40 its left side is 1e-320, a subnormal no
+    more than rounding away from 0: NumPy cannot confirm the refutation there, and says so; at
+    epsilon = 1/4 it can."""
+    claim = Claim("epsilon**8 == 0", "layernorm")
+    assert confirm(claim, {"epsilon": 1e-40}).startswith("NOT confirmed numerically")
+    assert confirm(claim, {"epsilon": 0.25}).startswith("confirmed numerically")
+
+
 def test_with_every_scalar_fixed_each_explicit_input_is_one_point_up_to_the_budget():
     """epsilon = 1/4 leaves x alone to sample: one point per explicit input, as many inputs as the
     budget of points (sampling.MAX_EXPLICIT), within the "up to" stated."""

@@ -1,5 +1,6 @@
 """`python -m derivations`: the golden LaTeX, the three formats, and clean errors."""
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -703,6 +704,23 @@ def test_every_timeout_is_more_than_0_and_at_most_an_hour(argv, seconds, capsys)
     """derive, check, review and identify each bound their --timeout the same way: 0 < t <= 3600."""
     err = _usage_error([word.format(seconds) for word in argv], capsys)
     assert "--timeout must be more than 0 and at most 3600 seconds" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--timeout", "3600", "--layer", "layernorm"],
+        ["check", "slope_at_zero > 0", "--layer", "layernorm", "--timeout", "3600"],
+        ["review", "missing-paper.tex", "--timeout", "3600"],
+        ["identify", "--latex", "y = x", "--timeout", "3600"],
+    ],
+)
+def test_a_timeout_of_an_hour_exactly_is_taken_by_every_command(argv, capsys):
+    """3600 is within 0 < t <= 3600 for derive, check, review and identify alike: no command
+    refuses it (review then names its missing file, which is another matter)."""
+    with contextlib.suppress(SystemExit):
+        main(argv)
+    assert "--timeout" not in capsys.readouterr().err
 
 
 def test_a_reader_that_stops_early_ends_several_verdicts_quietly():

@@ -205,8 +205,6 @@ def _derive(argv: list[str]) -> int:
         parser.error("--standalone applies to --format latex")
     if args.layer and args.definition:
         parser.error("give --layer or --definition, not both")
-    if not 0 < args.timeout <= 3600:
-        parser.error("--timeout must be more than 0 and at most 3600 seconds")
     try:
         notation = Notation.parse(args.notation)
     except ValueError as error:
@@ -283,9 +281,7 @@ def _derive_arguments(parser: OneLineParser) -> None:
     parser.add_argument(
         "--definition", type=Path, metavar="FILE", help="derive the layer defined in a TOML file (- reads stdin)"
     )
-    parser.add_argument(
-        "--timeout", type=float, default=300.0, metavar="SECONDS", help="with --definition: time budget (default: 300)"
-    )
+    parser.add_timeout_option(300.0, "with --definition: time budget (default: 300)")
     parser.add_cache_option()
 
 
@@ -389,8 +385,6 @@ def _run_check(parser: OneLineParser, args: argparse.Namespace, entry: str | Non
         parser.error("give inline claims, --latex TEXT or --claims FILE")
     if args.claims is not None and args.assume:
         parser.error("--assume applies to inline claims; a claims file gives assumptions per entry")
-    if not 0 < args.timeout <= 3600:
-        parser.error("--timeout must be more than 0 and at most 3600 seconds")
     if args.layer and args.definition:
         parser.error("give --layer or --definition, not both")
     readers = [name for name, given in _stdin_readers(args) if given]
@@ -451,9 +445,7 @@ def _check_arguments(parser: OneLineParser) -> None:
     parser.add_argument(
         "--format", choices=sorted(VERDICT_FORMATS), default="text", help="output format (default: text)"
     )
-    parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
-    )
+    parser.add_timeout_option(10.0, "time budget per claim (default: 10)")
     parser.add_argument(
         "--definition", type=Path, metavar="FILE", help="claims about the layer defined in FILE (- reads stdin)"
     )
@@ -667,15 +659,11 @@ def _review_arguments(parser: OneLineParser) -> None:
         "--notation", action="append", default=[], metavar="SYMBOL=LATEX", help="the paper's spelling, e.g. n=H"
     )
     parser.add_argument("--out", type=Path, help="folder of the report (default: the paper's folder)")
-    parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per claim (default: 10)"
-    )
+    parser.add_timeout_option(10.0, "time budget per claim (default: 10)")
     parser.add_cache_option()
 
 
 def _run_review(parser: OneLineParser, args: argparse.Namespace) -> int:
-    if not 0 < args.timeout <= 3600:
-        parser.error("--timeout must be more than 0 and at most 3600 seconds")
     from derivations.review import classify, document, report
     from derivations.review.notation import Notation
 
@@ -729,17 +717,13 @@ def _identify_arguments(parser: OneLineParser) -> None:
         "--definition", type=Path, metavar="FILE", help="a file holding the LaTeX definition (- reads stdin)"
     )
     parser.add_argument("--notation", action="append", default=[], metavar="SYMBOL=LATEX", help="e.g. n=H")
-    parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time budget per layer (default: 10)"
-    )
+    parser.add_timeout_option(10.0, "time budget per layer (default: 10)")
     parser.add_cache_option()
 
 
 def _run_identify(parser: OneLineParser, args: argparse.Namespace) -> int:
     if (args.latex is None) == (args.definition is None):
         parser.error("give --latex TEXT or --definition FILE")
-    if not 0 < args.timeout <= 3600:
-        parser.error("--timeout must be more than 0 and at most 3600 seconds")
     from derivations.claims import ClaimError
     from derivations.files import Unreadable, read_capped
     from derivations.review.identify import describe, identify

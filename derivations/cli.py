@@ -15,6 +15,9 @@ from typing import Any, NoReturn
 from derivations import cache as derivation_cache
 from derivations import interrupts
 
+# The longest time budget a command's --timeout takes, in seconds: an hour.
+TIMEOUT_LIMIT = 3600
+
 
 class _NoCache(argparse.Action):
     """``--no-cache``: the derivation cache is off from the moment the option is read."""
@@ -38,6 +41,10 @@ class OneLineParser(argparse.ArgumentParser):
             help=f"neither read nor write the derivation cache (or set {derivation_cache.ENVIRONMENT}=1)",
         )
 
+    def add_timeout_option(self, default: float, help: str) -> None:
+        """``--timeout SECONDS``, a time budget in (0, `TIMEOUT_LIMIT`], the same for every command."""
+        self.add_argument("--timeout", type=_seconds, default=default, metavar="SECONDS", help=help)
+
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse's own version swallows a failure to write (--help > /dev/full);
         # here it reaches `run`, which reports it in one line.
@@ -57,6 +64,17 @@ class OneLineParser(argparse.ArgumentParser):
             near = suggest(str(value), [str(choice) for choice in choices])
             hint = f"; did you mean {near!r}?" if near else ""
             raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (choose from {listed})")
+
+
+def _seconds(text: str) -> float:
+    """``text`` as a time budget in seconds; argparse names the option in its error."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds <= TIMEOUT_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {TIMEOUT_LIMIT} seconds, not {text}")
+    return seconds
 
 
 def suggest(word: str, known: Iterable[str]) -> str | None:

@@ -699,11 +699,17 @@ def test_every_bad_argument_is_one_line_that_names_it_with_status_2(argv, capsys
         ["identify", "--latex", "y = x", "--timeout", "{}"],
     ],
 )
-@pytest.mark.parametrize("seconds", ["0", "-1", "3600.5", "1e9", "nan"])
+@pytest.mark.parametrize("seconds", ["0", "-1", "3600.5", "1e9", "nan", "inf"])
 def test_every_timeout_is_more_than_0_and_at_most_an_hour(argv, seconds, capsys):
     """derive, check, review and identify each bound their --timeout the same way: 0 < t <= 3600."""
     err = _usage_error([word.format(seconds) for word in argv], capsys)
-    assert "--timeout must be more than 0 and at most 3600 seconds" in err
+    assert f"argument --timeout: must be more than 0 and at most 3600 seconds, not {seconds}" in err
+
+
+@pytest.mark.parametrize("command", [[], ["check", "slope_at_zero > 0"], ["review", "paper.tex"], ["identify"]])
+def test_a_timeout_that_is_no_number_is_named_by_every_command(command, capsys):
+    err = _usage_error([*command, "--timeout", "ten"], capsys)
+    assert "argument --timeout: 'ten' is not a number of seconds" in err
 
 
 @pytest.mark.parametrize(

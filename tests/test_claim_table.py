@@ -158,6 +158,9 @@ TABLE = [
     ("dot(v, J @ v) >= 0", "rmsnorm", (), "proved"),
     ("norm(J, 2) <= gamma_max/sqrt(epsilon)", "rmsnorm_affine", (), "proved"),
     ("norm(J, 2) <= 1/sqrt(epsilon)", "layernorm_affine", (), "refuted"),
+    # From |J v|^2 <= ||J||_2^2 |v|^2, the square of the derived bound and no other power of it.
+    ("norm(J @ v) <= norm(v)/s", "layernorm", (), "proved"),
+    ("norm(J @ v) <= norm(v)/epsilon", "layernorm", (), "refuted"),
 ]
 
 
@@ -169,6 +172,7 @@ TABLE = [
 def test_claim_table(text, layer, assumptions, expected):
     verdict = check(Claim(text, layer, assumptions))
     assert verdict.verdict == expected, verdict.detail
+    assert "INTERNAL ERROR" not in verdict.detail  # the prover proved nothing the audit refutes
     if expected in ("proved", "supported", "refuted"):
         assert verdict.quantifier.startswith(("for all", "(a statement")), verdict.quantifier
         assert verdict.quantifier in verdict.detail

@@ -402,7 +402,9 @@ def _resolve(pid: str) -> Any:
     key = pid.split(":")[1] if pid.count(":") in (1, 2) else None
     if layers is None or key not in layers:
         raise ValueError(f"no catalog object {pid!r} in this process")
-    layers[key]
+    # `loads` decodes with evaluation off; a layer is built as it always is, with it on.
+    with _sympy().core.parameters.evaluate(True):
+        layers[key]
     objects = _catalog()[1]
     if pid not in objects:
         raise ValueError(f"no catalog object {pid!r} in this process")

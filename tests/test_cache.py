@@ -802,3 +802,23 @@ def test_a_name_bound_to_a_project_class_of_another_name_is_refused(alias, monke
         forged = entry.replace(real.encode(), f"{module}:{alias}".encode())
         with pytest.raises(ValueError, match="no project class"):
             derivation_cache.loads(forged)
+
+
+def test_a_reference_to_a_layer_not_built_yet_builds_it_and_an_unknown_one_is_refused(tmp_path):
+    """An entry read before the layer it names is built (a fresh process that imported only the
+    catalog) resolves to that layer and its parts, never to a miss; a name no layer has is a ValueError."""
+    code = (
+        "import json; from derivations import cache, catalog\n"
+        "assert not any(layer.key == 'rmsnorm' for layer in catalog.LAYERS.loaded())\n"
+        'layer = cache.loads(b\'["R", "layer:rmsnorm"]\')\n'
+        "assert layer is catalog.LAYERS['rmsnorm']\n"
+        'assert cache.loads(b\'["R", "statistics:rmsnorm:0"]\') is layer.statistics[0]\n'
+        "for unknown in ('layer:nosuch', 'layer', 'a:rmsnorm:0:1'):\n"
+        "    try:\n"
+        "        cache.loads(json.dumps(['R', unknown]).encode())\n"
+        "    except ValueError:\n"
+        "        continue\n"
+        "    raise AssertionError(unknown)\n"
+    )
+    ran = _python(["-c", code], tmp_path)
+    assert ran.returncode == 0, ran.stderr

@@ -586,6 +586,17 @@ def test_the_largest_entry_at_numbers_is_sympys_max(entries):
     assert held.xreplace({epsilon: sp.Integer(10**6)}) == sp.Integer(10**6)
 
 
+@pytest.mark.parametrize("entries", [(sp.I, sp.Integer(1)), (1 + sp.I, sp.sqrt(2)), (sp.pi, sp.sqrt(-2))])
+def test_entries_not_all_real_are_refused_as_sympys_max_refuses_them(entries):
+    """A complex entry has no place in an order: LargestEntry says so in SymPy's Max's words
+    (a ValueError), in either order, never by comparing it as if it were real."""
+    for order in (entries, entries[::-1]):
+        with pytest.raises(ValueError, match="is not comparable"):
+            sp.Max(*order)
+        with pytest.raises(ValueError, match="is not comparable"):
+            sampling.LargestEntry(*order)
+
+
 def test_entries_apart_by_more_than_30_digits_resolve_are_not_compared_by_sympy(monkeypatch):
     monkeypatch.setattr(sp, "Max", None)  # any pairwise comparison by SymPy's Max would fail here
     for entries in (_ENTRIES[0], (*_ENTRIES[0], sp.pi / 10**300), (sp.pi, sp.pi * (1 + sp.Rational(1, 10**21)))):

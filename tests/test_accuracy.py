@@ -300,6 +300,25 @@ def test_a_silent_value_is_an_infinite_error_at_its_point(monkeypatch, silent, p
     assert not found.ok
 
 
+def test_every_refusal_where_the_true_value_exists_is_counted_and_named(monkeypatch):
+    """A forward pass that refuses rows whose value exists (a ValueError) fails its row: each
+    refusal is counted, the error is infinite, and the message is shown at its point."""
+    layer = facade("layernorm")
+
+    def refusing(x, eps, *args):
+        raise ValueError("refused for the test")
+
+    grid = ("layernorm", "forward", np.float64, np.array([-3, 0, 3]), np.array([1e-5, 1.0]))
+    measured = accuracy.vector(*grid)
+    monkeypatch.setattr(layer, "forward", refusing)
+    found = accuracy.vector(*grid)
+    assert found.silent >= measured.points > 1  # every point measured before is a refusal now
+    assert found.points == 0
+    assert found.worst == np.inf
+    assert found.where.endswith(": refused for the test"), found.where
+    assert not found.ok
+
+
 @pytest.mark.parametrize("lost", [np.inf, np.nan])
 def test_every_lost_vector_in_the_grid_is_counted(monkeypatch, lost):
     """A forward pass that loses every row (inf or NaN where the true value is finite) is counted

@@ -429,6 +429,9 @@ def test_the_audits_gains_and_biases_are_eighths_and_quarters_as_the_docs_state(
     assert all((4 * v).is_integer and abs(4 * v) <= 8 for v in biases)
     assert len({4 * v for v in biases}) > 8  # drawn, not one value
     assert all((8 * v).is_integer and abs(8 * v) <= 16 for gain in gains for v in gain)
+    drawn = {8 * v for gain in gains if set(gain) - {0, 1} for v in gain}
+    assert len(drawn) > 8  # drawn, not one value
+    assert min(drawn) < 0 < max(drawn)  # of both signs
     # The cotangent g and the direction v are eighths within 2 as well.
     assert all((8 * e).is_integer and abs(8 * e) <= 16 for p in points for e in (*p.g, *p.v))
     assert all(0 in gain for gain in gains if set(gain) != {1})

@@ -515,6 +515,12 @@ def test_a_side_mpmath_cannot_evaluate_at_a_point_is_no_sample_there():
     assert compiled.sides({t: sp.Integer(-1)}) is None
     assert sampling.Compiled(1 / t, sp.Integer(1), [t]).sides({t: sp.Integer(0)}) is None
     assert compiled.sides({t: sp.Integer(4)}) == (2, 1)
+    # A side mpmath evaluates to a complex number (the principal cube root of -1/2) is no sample
+    # either: never an error, never compared.
+    root = sampling.Compiled((t - 1) ** sp.Rational(1, 3), t, [t])
+    assert root.sides({t: sp.Rational(1, 2)}) is None
+    assert root.decide("<=", {t: sp.Rational(1, 2)}) is None
+    assert root.sides({t: sp.Integer(9)}) == (2, 9)
 
 
 def test_the_statistics_at_a_constant_input_are_functions_of_t_or_none():

@@ -270,6 +270,7 @@ def test_a_validated_parameter_is_read_only_and_the_callers_array_untouched():
         assert not found.flags.writeable, shape
         np.testing.assert_array_equal(found, np.broadcast_to(gain, (3, 4)))
         assert gain.flags.writeable
+        assert np.shares_memory(found, gain), shape  # a view: no copy the size of x, whatever the shape
 
 
 @pytest.mark.parametrize("shape", [(1, 6), (4, 6), (5, 1, 6)])

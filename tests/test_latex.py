@@ -425,6 +425,16 @@ def test_a_closing_brace_with_no_group_open_takes_no_width_and_hides_nothing(str
     assert width(stray) == width(balanced)
 
 
+@pytest.mark.parametrize("text", [r"\frac{\begin{cases}}{y}z", r"x^{\begin{cases}}y", r"\sqrt{\begin{aligned}}z"])
+def test_an_environment_with_no_end_is_one_letter_and_its_group_closes_at_its_own_brace(text):
+    """A fragment that opens an environment it never ends counts as one letter, as a plain
+    letter in its place does; the brace after its name closes nothing around it."""
+    from derivations._width import width
+
+    plain = text.replace(r"\begin{cases}", "a").replace(r"\begin{aligned}", "a")
+    assert width(text) == width(plain)
+
+
 def test_spacing_commands_widen_a_line_in_tex_s_order():
     """TeX's spaces, narrowest first: \\! (negative, counted 0), \\, and \\: then \\; (3, 4 and 5 mu),
     \\quad (1 em), \\qquad (2 em); none makes a line narrower than its letters alone."""

@@ -761,8 +761,6 @@ class _Fitter:
             return ast.Name(base), "v" if base in VECTORS else "s"
         if name in STATISTICS and name not in self.names:
             return ast.parse(STATISTICS[name], mode="eval").body, "s"
-        if name == "partial":
-            return ast.Name("partial"), "s"
         if name == "k" and "kappa" in self.names:  # pRMSNorm's k entries: the fraction kappa of n
             return ast.parse("kappa * n", mode="eval").body, "s"
         return ast.Name(name), "v" if name in VECTORS else "m" if name in MATRICES else "s"

@@ -126,6 +126,22 @@ DIRECT_LAYERS = [key for key in SYMMETRIC_LAYERS if not LAYERS[key].subsets]
 
 
 @pytest.mark.parametrize("key", DIRECT_LAYERS)
+def test_the_eigen_assembly_normalizes_each_direction_so_its_square_does_not_underflow(key, rng):
+    """`_assemble.from_eigen` at rows of 1e-100 taken as they are (no rescaling first): a
+    direction's squared length, 1e-200, would be fine, but a direction scaled down once more
+    would not; each is divided by its largest entry first, so J agrees with the public one."""
+    from numeric.kernels import assemble as _assemble
+    from numeric.kernels import kernel as _kernel
+
+    layer = module(key).LAYER
+    rows = rng.standard_normal((3, 5)) * 1e-100
+    eps = np.array([[1e-200], [3e-201], [1e-199]])
+    assembled = _assemble.from_eigen(layer._c, rows, _kernel.statistics(layer, rows), eps)
+    public = layer.jacobian(rows, eps[:, 0])
+    assert_agree(assembled, public, rtol=1e-12, atol=1e-14 * np.max(np.abs(public)), what=key)
+
+
+@pytest.mark.parametrize("key", DIRECT_LAYERS)
 @pytest.mark.parametrize("size", [2, 3, 8, 64, 129])
 def test_the_direct_jacobian_agrees_with_the_rescaled_one_and_knows_where_it_is_not_safe(key, size, rng):
     """`_assemble.direct` takes rows at a safe scale in a few NumPy calls; the general path

@@ -291,6 +291,9 @@ def test_letters_and_subscripts_the_vocabulary_lacks_are_named_never_misread():
     assert foreign(canonical(r"\sigma_\epsilon = \sqrt{\sigma^2 + \epsilon}", Notation())) == ["\\sigma_\\epsilon"]
     assert foreign(canonical(r"\mu_1 = x_1", Notation()))[0] == "\\mu_1"
     assert foreign(canonical(r"\bar{a}_i = 1", Notation())) == ["\\bar{a}"]
+    # A subscript letter is named with its letter, never again on its own.
+    assert foreign(canonical(r"h_j + z_q = 0", Notation())) == ["h_j", "z_q"]
+    assert foreign(canonical(r"y = W_z x", Notation())) == ["W_z"]
     assert foreign(canonical(r"\sum_{i=1}^{n} \hat{x}_i = \sigma_B^2 + \mu_g + \sigma_u", Notation())) == []
     assert _fitted(r"\|J\|_2", r"\gamma_{\max}", "\\le", "layernorm_affine") == "norm(J, 2) <= gamma_max"
 

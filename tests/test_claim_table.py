@@ -229,6 +229,15 @@ def test_a_scalar_refutation_names_its_numeric_re_check():
     assert verdict.counterexample["x"] == [-1.0, 1.0]
 
 
+@pytest.mark.parametrize("text", ["dot(y, ones) == 1", "layernorm(2*x, epsilon) == 2*x"])
+def test_a_refutation_through_the_output_names_the_forward_it_re_checked_with(text):
+    """y, and a call of the layer on another input, are re-checked with the numeric forward,
+    and the verdict says so."""
+    verdict = check(Claim(text, "layernorm"), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    assert "confirmed numerically (numeric.layernorm.forward): lhs = " in verdict.detail
+
+
 def test_a_claim_past_its_time_budget_is_an_error_never_a_hang():
     # Seconds of sampling at explicit inputs, warm or cold.
     verdict = check(Claim("norm(J @ J @ J @ v) <= norm(v)*norm(x)", "prmsnorm"), timeout=0.3)

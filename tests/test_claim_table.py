@@ -7,6 +7,7 @@ shared input.
 
 import re
 
+import numpy as np
 import pytest
 
 from derivations.claims import Claim, check, latex
@@ -471,3 +472,20 @@ def test_a_layer_called_on_another_input_is_re_checked_with_its_numeric_forward(
     verdict = check(Claim(f"{key}(2*x, epsilon) == y", key), confirm)
     assert verdict.verdict == "refuted", verdict.detail
     assert f"confirmed numerically (numeric.{key}.forward): lhs = " in verdict.detail
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_the_re_check_s_gain_puts_gamma_at_the_pattern_s_entry_where_the_input_has_it(size):
+    """A counterexample that gives gamma and gamma_max, not a whole gain, is re-checked with the
+    gain gamma_max everywhere but the pattern's entry (the third), which takes gamma and beta;
+    an input of two entries has no third, and keeps gamma_max and no bias."""
+    from derivations.claims.confirm import _Evaluator
+    from numeric import facade
+
+    example = {"x": [1.0, -1.0, 0.5, 2.0][:size], "gamma": 3.0, "beta": 0.5, "gamma_max": 4.0}
+    gain, bias = _Evaluator(Claim("slope > 0", "layernorm_affine"), example).parameters(facade("layernorm_affine"))
+    wanted_gain, wanted_bias = np.full(size, 4.0), np.zeros(size)
+    if size > 2:
+        wanted_gain[2], wanted_bias[2] = 3.0, 0.5
+    np.testing.assert_array_equal(gain, wanted_gain)
+    np.testing.assert_array_equal(bias, wanted_bias)

@@ -84,6 +84,13 @@ def test_identify_names_the_layer_of_its_written_definition(key, written):
     assert identify(written, Notation()).key == key
 
 
+@pytest.mark.parametrize("written", [r"y = \tanh(\alpha x)", r"y = g \tanh(\alpha x)", r"y = (1 + w) \tanh(\alpha x)"])
+def test_tanh_without_the_gain_gamma_is_no_layer_of_the_catalog(written):
+    """Dynamic Tanh is gamma * tanh(alpha x) + beta: without gamma, or with another gain, the
+    written map matches no layer."""
+    assert identify(written, Notation()).key is None
+
+
 def test_every_catalog_layer_has_a_written_definition():
     from derivations.catalog import BUILT_IN
 

@@ -423,3 +423,15 @@ def test_the_hessian_product_at_a_constant_or_zero_row_is_the_vjps_derivative(ke
     expected = (layer.vjp(x + h * v, eps, g) - layer.vjp(x - h * v, eps, g)) / (2 * h)
     found = layer.hvp(x, eps, g, v)
     np.testing.assert_allclose(found, expected, rtol=1e-6, atol=1e-8 * np.max(np.abs(expected)))
+
+
+def test_common_factors_in_a_root_cancel():
+    """A factor such as (sqrt(r) + epsilon)**3 cancels only once the value is a rational function
+    of the root (s**(a/q) as (s**(1/q))**a): SymPy's cancel alone leaves it in place, and its
+    terms then leave the float range at every scale."""
+    r = sp.Symbol("r", positive=True)
+    root = sp.sqrt(r)
+    assert backward._cancel_roots((r - epsilon**2) / (root - epsilon)) == root + epsilon
+    assert backward._cancel_roots((r + 2 * root * epsilon + epsilon**2) ** 2 / (root + epsilon) ** 3) == root + epsilon
+    cube = sp.cbrt(r)
+    assert backward._cancel_roots(cube * (r - 1) / (cube - 1)) == cube * (cube**2 + cube + 1)

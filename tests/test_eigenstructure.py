@@ -316,3 +316,14 @@ def test_the_jacobian_check_against_differences_fails_on_a_jacobian_off_by_a_lit
     monkeypatch.setattr(layer, "jacobian", lambda *args: right(*args) * factor)
     with pytest.raises(AssertionError, match="J v vs differences"):
         verify.jacobian_against_differences(layer, values, 0.1, rng)
+
+
+@pytest.mark.parametrize("key", ["layernorm", "rmsnorm"])
+def test_each_eigenpairs_multiplicity_is_a_pair_of_python_ints(key):
+    """`eigenpairs` gives each multiplicity as a * n + b in Python ints, as it is annotated; the
+    coefficients SymPy's Poly gives are SymPy Integers, and a count made of one is no int."""
+    pairs = module(key).LAYER.eigenpairs
+    assert pairs
+    for pair in pairs:
+        assert all(type(value) is int for value in pair.multiplicity), pair.multiplicity
+        assert type(pair.count(7)) is int

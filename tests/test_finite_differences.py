@@ -99,3 +99,39 @@ def test_a_derived_eigenvalue_missing_from_numpys_is_refused_at_any_multiplicity
     assert verify._multiplicities([([0.5], pair), ([2.0], rest)], held, tol) == 2
     with pytest.raises(AgreementError, match=f"multiplicity of w: {times} derived at n = 3, 0 of numpy's"):
         verify._multiplicities([([0.75], pair)], held, tol)
+
+
+class _Flat:
+    """A layer whose output is 0 everywhere, its differences exactly 0, with a stated Jacobian
+    ``jac`` and a bound of 1: what J v vs differences accepts is its tolerance alone."""
+
+    def __init__(self, jac):
+        self.jac = jac
+
+    def jacobian(self, x, epsilon):
+        return self.jac
+
+    def epsilon_root(self, epsilon):
+        return np.sqrt(epsilon)
+
+    def bound(self, epsilon):
+        return 1.0
+
+    def forward(self, x, epsilon):
+        return np.zeros_like(x)
+
+
+@pytest.mark.parametrize(("delta", "accepted"), [(0.5e-7, True), (2e-7 * 8, False)])
+def test_jacobian_against_differences_allows_an_error_relative_to_the_bound_times_v(delta, accepted, rng):
+    """|J v| <= ||J|| |v|: the check's absolute tolerance is 1e-7 ||J|| |v| in each entry.  J = delta I
+    errs by delta |v_k| in entry k: at most delta |v|, within it for delta = 0.5e-7 (a tolerance
+    without |v|, which is about 8 at n = 64, would refuse that); and at least delta |v| / sqrt(n)
+    in the largest entry, twice the tolerance for delta = 2e-7 sqrt(n)."""
+    size = 64
+    x = rng.standard_normal(size)
+    layer = _Flat(delta * np.eye(size))
+    if accepted:
+        assert verify.jacobian_against_differences(layer, x, 1.0, rng) == 3 * size
+    else:
+        with pytest.raises(AgreementError):
+            verify.jacobian_against_differences(layer, x, 1.0, rng)

@@ -73,7 +73,7 @@ def _pointwise(node: Lim) -> tuple[sp.Expr, list[Nonexistent]]:
     if len(values) == 1:
         return branches[0][0], missing
     # The special points (a root, zero) come first: a Piecewise takes the first that holds.
-    ordered = sorted(branches, key=lambda branch: not isinstance(branch[1], sp.Eq) and not branch[1].has(sp.Eq))
+    ordered = sorted(branches, key=lambda branch: not branch[1].has(sp.Eq))  # has() counts the relation itself
     return sp.Piecewise(*ordered[:-1], (ordered[-1][0], True)), missing
 
 

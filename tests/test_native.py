@@ -10,6 +10,8 @@ import hashlib
 import os
 import subprocess
 import sys
+import tracemalloc
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ import pytest
 import numeric
 from derivations import LAYERS, codegen
 from derivations.derive import jacobian
+from numeric.checks.agreement import assert_agree
 from numeric.kernels import native
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -730,3 +733,86 @@ def test_a_driver_s_stop_names_the_array_its_status_names_where_numpy_sees_nothi
     finite = [np.ones((4, 3)), np.ones((4, 3))]
     with pytest.raises(ValueError, match=f"^{named} must be finite$"):
         native._refuse(status, finite, ("x", "dy"))
+
+
+@needs_compiler
+@pytest.mark.parametrize(
+    "case",
+    ["epsilon of another dtype", "epsilon per row", "dy broadcast", "dy strided"],
+)
+def test_the_compiled_path_converts_its_inputs_a_block_at_a_time(case, monkeypatch):
+    """Inputs a driver cannot take as they are (x to be widened by epsilon's dtype, dy broadcast or
+    strided) are converted one block of rows at a time (issue 33: whole copies of x and dy made the
+    affine vjp hold 6 times its input): beyond its outputs a call holds the same at 32 rows as at
+    2, and at 32 rows at most a fifth of x and dy; and every row is the one NumPy's path gives."""
+    monkeypatch.setattr(native, "BLOCK", 1 << 12)
+    size, rng = 1 << 13, np.random.default_rng(8)
+    layer = numeric.facade("layernorm_affine")
+    gain, bias = rng.standard_normal((2, size)).astype(np.float32)
+
+    def arguments(rows: int) -> tuple:
+        x, dy = rng.standard_normal((2, rows, size)).astype(np.float32)
+        epsilon = {"epsilon of another dtype": np.float64(0.1), "epsilon per row": np.full(rows, 0.1)}.get(case, 0.1)
+        dy = {"dy broadcast": dy[0], "dy strided": np.asfortranarray(dy)}.get(case, dy)
+        return x, epsilon, dy, gain, bias
+
+    def held(args: tuple) -> float:
+        """Peak traced memory beyond the outputs, in rows of x and dy."""
+        layer.vjp(*args)  # anything made once, before measuring
+        tracemalloc.start()
+        out = layer.vjp(*args)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return (peak - sum(array.nbytes for array in out)) / (2 * size * 4)
+
+    assert native.library("layernorm_affine") is not None
+    two, many = held(arguments(2)), held(arguments(32))
+    assert many <= 1.1 * two + 0.05, (two, many)
+    assert many <= 0.2 * 32, many
+    args = arguments(32)
+    compiled, reference = _both(monkeypatch, lambda: layer.vjp(*args))
+    for found, expected in zip(compiled, reference, strict=True):
+        assert found.dtype == expected.dtype
+        assert_agree(found, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max(), what=case)
+
+
+@needs_compiler
+@pytest.mark.parametrize(("scale", "epsilon", "upstream"), [(1.35e-220, 1.01e194, 2.24e28), (1e-160, 1e300, 1e300)])
+def test_a_row_the_root_of_epsilon_dwarfs_has_the_gains_gradient_to_full_precision(scale, epsilon, upstream):
+    """x / m near the subnormals (m at least the root of epsilon) times a large dy: a gain's
+    gradient there is normal, but the driver's product of dy and the scaled row would have lost
+    five digits (an outside check found 1.3e-5).  The driver refuses such a row and NumPy's path,
+    which takes it at several scales, gives the gradient: within 1e-12 of the exact one (2e-13 at
+    the second row)."""
+    import mpmath
+
+    rng = np.random.default_rng(5)
+    x, dy = rng.standard_normal((2, 2, 16)) * np.array([scale, upstream])[:, None, None]
+    gain, bias = rng.standard_normal(16), np.zeros(16)
+    assert native.library("layernorm_affine") is not None
+    _, dgain, _ = numeric.layernorm_affine.vjp(x, epsilon, dy, gain, bias)
+    with mpmath.workdps(60):
+        exact = [mpmath.mpf(0)] * 16
+        for row, upstream_row in zip(x, dy, strict=True):
+            entries = [mpmath.mpf(float(v)) for v in row]
+            mu = sum(entries) / 16
+            s = mpmath.sqrt(sum((v - mu) ** 2 for v in entries) / 16 + mpmath.mpf(epsilon))
+            exact = [
+                e + mpmath.mpf(float(d)) * (v - mu) / s for e, d, v in zip(exact, upstream_row, entries, strict=True)
+            ]
+        error = max(abs((mpmath.mpf(float(found)) - e) / e) for found, e in zip(dgain, exact, strict=True))
+    assert error < 1e-12, float(error)
+
+
+@needs_compiler
+def test_a_gain_float32_cannot_hold_raises_no_floating_point_warning(monkeypatch):
+    """A float64 gain beyond float32's range, with float32 x, is inf once rounded to x's dtype, as
+    NumPy's path takes it: refused by the compiled path after the conversion, with no overflow
+    warning of it (NumPy's path raises none), and the same results on both paths."""
+    x = np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)
+    gain, bias = np.full(8, 1e300), np.zeros(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled, reference = _both(monkeypatch, lambda: numeric.layernorm_affine.forward(x, 1e-5, gain, bias))
+    assert compiled.dtype == reference.dtype == np.float32
+    np.testing.assert_array_equal(compiled, reference)

@@ -47,6 +47,13 @@ BUILD_SECONDS = 120.0
 # directions left over it cancels (at n = 3, epsilon = 1e-300: 15 ulp where the eigenstructure's
 # path has 7; at n = 2 half the digits).  At n = 16 the accuracy grid finds the two paths alike.
 EIGEN_BELOW = 3
+# A backward driver's status for a row it refuses (`derivations.codegen._c.APART_BINADES`): the
+# root of epsilon dwarfs the row, and a parameter's gradient is NumPy's path's, which takes such
+# rows at several scales (`numeric.kernels.rescale`).
+REFUSED = -2
+# Entries of the rows converted at once where an input is not already as a driver takes it (of
+# another dtype, broadcast, strided): the copies stay small, never the size of the input.
+BLOCK = 2**16
 # The width of each parameter's pointer type, by dtype: the drivers' names end in it.
 SUFFIX = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}
 
@@ -279,9 +286,9 @@ def _array(value: Any) -> np.ndarray | None:
 
 
 class _Prepared(NamedTuple):
-    """The arguments of a driver: the rows (x, then each vector), epsilon (one per row, or None
-    and one value), all contiguous in the result's dtype, the parameters (rounded to it, held as
-    doubles), and the batch shape."""
+    """The arguments of a driver: the rows (x, then each vector) as given, broadcast to the batch
+    (converted a block at a time: `_blocks`), epsilon (one per row, or None and one value), the
+    parameters (rounded to the result's dtype, held as doubles), the batch shape and the dtype."""
 
     rows: list[np.ndarray]
     epsilons: np.ndarray | None
@@ -315,10 +322,14 @@ def _prepared(x: Any, epsilon: Any, vectors: tuple[Any, ...], parameters: tuple[
     params = []
     for value in parameters:
         array = _array(value)
-        if array is None or array.shape != (size,) or not np.isfinite(array).all():
+        if array is None or array.shape != (size,):
             return None
-        params.append(_widened(np.ascontiguousarray(array, dtype=dtype)))
-    rows = [np.ascontiguousarray(np.broadcast_to(array, (*batch, size)), dtype=dtype) for array in arrays]
+        with np.errstate(over="ignore"):  # a float64 beyond float32's range is inf, refused here
+            rounded = np.ascontiguousarray(array, dtype=dtype)
+        if not np.isfinite(rounded).all():
+            return None
+        params.append(_widened(rounded))
+    rows = [np.broadcast_to(array, (*batch, size)) for array in arrays]
     if e.size == 1:
         return _Prepared(rows, None, float(e.reshape(-1)[0]), params, batch, dtype)
     flat = np.ascontiguousarray(np.broadcast_to(e, batch), dtype=np.float64).reshape(-1)
@@ -360,11 +371,23 @@ def _refuse(status: int, arrays: list[np.ndarray], names: tuple[str, ...]) -> No
     raise ValueError(f"{names[status % 2]} must be finite")  # pragma: no cover - a driver saw one
 
 
-def _rows_and_epsilon(rows: np.ndarray, found: _Prepared) -> tuple[Any, ...]:
-    """A driver's first arguments: the row count, n, x, epsilon per row (or NULL) and epsilon."""
-    size = rows.shape[-1]
-    epsilons = None if found.epsilons is None else _address(found.epsilons)
-    return rows.size // size, size, _address(rows), epsilons, found.epsilon
+def _blocks(found: _Prepared, *outputs: np.ndarray) -> Iterator[tuple[tuple[Any, ...], list[int], list[int]]]:
+    """For each block of the batch's rows (about `BLOCK` entries): a driver's first arguments (the
+    row count, n, x, epsilon per row or NULL, and epsilon), the addresses of the other vectors,
+    and those of each of ``outputs`` (arrays of shape (*batch, ...), contiguous) at the block.
+    Each input is converted to the result's dtype, contiguous, one block at a time, so that none
+    is copied whole; an input that already is contiguous in that dtype is not copied at all."""
+    size = found.rows[0].shape[-1]
+    flat = [rows.reshape(-1, size) for rows in found.rows]
+    count = len(flat[0])
+    into = [out.reshape(count, *out.shape[len(found.batch) :]) for out in outputs]
+    step = max(1, BLOCK // size)
+    for start in range(0, count, step):
+        stop = min(start + step, count)
+        taken = [np.ascontiguousarray(rows[start:stop], dtype=found.dtype) for rows in flat]
+        epsilons = None if found.epsilons is None else _address(found.epsilons[start:stop])
+        head = (stop - start, size, _address(taken[0]), epsilons, found.epsilon)
+        yield head, [_address(rows) for rows in taken[1:]], [_address(out[start:stop]) for out in into]
 
 
 def _as_given(
@@ -413,16 +436,12 @@ def forward(layer: Any, x: Any, epsilon: Any, parameters: tuple[Any, ...], named
     found = _prepared(x, epsilon, (), given) if given is not None else None
     if lib is None or found is None:
         return None
-    (rows,) = found.rows
-    size = rows.shape[-1]
-    y = np.empty_like(rows)
-    status = lib.forward[SUFFIX[found.dtype]](
-        *_rows_and_epsilon(rows, found),
-        *map(_address, found.parameters),
-        _address(y),
-    )
-    if status >= 0:
-        _refuse(status, found.rows, ("x",))
+    y = np.empty(found.rows[0].shape, dtype=found.dtype)
+    call = lib.forward[SUFFIX[found.dtype]]
+    for head, _, outs in _blocks(found, y):
+        status = call(*head, *map(_address, found.parameters), *outs)
+        if status >= 0:
+            _refuse(status, found.rows, ("x",))
     return y
 
 
@@ -451,11 +470,11 @@ def direct(layer: Any, x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.nda
     found = _prepared(x, e, (), ())
     if found is None:
         return None
-    (rows,) = found.rows
-    size = rows.shape[-1]
+    size = found.rows[0].shape[-1]
     out = np.empty((*found.batch, size, size))
     taken = np.empty(found.batch, dtype=np.uint8)
-    lib.jacobian["f64"](*_rows_and_epsilon(rows, found), _address(out), _address(taken))
+    for head, _, outs in _blocks(found, out, taken):
+        lib.jacobian["f64"](*head, *outs)
     return out, taken[..., None].astype(bool)
 
 
@@ -467,7 +486,7 @@ def products(
 
     Not at n <= `EIGEN_BELOW` where the layer applies J through its eigenstructure: the emitted
     entry formula cancels there, and NumPy's path takes the eigenstructure
-    (`numeric.kernels.kernel.products`)."""
+    (`numeric.kernels.kernel.products`); nor where the driver refuses a row (`REFUSED`)."""
     lib = _library(layer.key)
     if lib is None or not args:
         return None
@@ -495,6 +514,8 @@ def products(
                 _address(dx),
                 *map(_address, sums),
             )
+            if status == REFUSED:
+                return None
             if status >= 0:
                 _refuse(status, [x, dy], called)
             return [dx, *(total.astype(x.dtype, copy=False) for total in sums)]
@@ -502,19 +523,16 @@ def products(
     found = _prepared(x, epsilon, (dy,), given) if given is not None else None
     if found is None:
         return None
-    rows, upstream = found.rows
-    size = rows.shape[-1]
+    size = found.rows[0].shape[-1]
     if size <= EIGEN_BELOW and layer.through_eigen:
         return None
-    dx = np.empty_like(rows)
-    sums = [np.zeros(size) for _ in names[1:]]
-    status = lib.backward[SUFFIX[found.dtype]](
-        *_rows_and_epsilon(rows, found),
-        _address(upstream),
-        *map(_address, found.parameters),
-        _address(dx),
-        *map(_address, sums),
-    )
-    if status >= 0:
-        _refuse(status, found.rows, called)
+    dx = np.empty(found.rows[0].shape, dtype=found.dtype)
+    sums = [np.zeros(size) for _ in names[1:]]  # each block's rows add to them
+    call = lib.backward[SUFFIX[found.dtype]]
+    for head, upstream, outs in _blocks(found, dx):
+        status = call(*head, *upstream, *map(_address, found.parameters), *outs, *map(_address, sums))
+        if status == REFUSED:
+            return None
+        if status >= 0:
+            _refuse(status, found.rows, called)
     return [dx, *(total.astype(found.dtype, copy=False) for total in sums)]

@@ -16,6 +16,7 @@ import numeric
 from derivations import LAYERS, codegen
 from derivations.__main__ import main
 from derivations.codegen import emit, program
+from derivations.codegen._c import APART_BINADES
 
 RTOL = 1e-12
 # n = 2 is left out: there J^T g is eps/s**3 times a rank-one product, a cancellation of terms
@@ -244,10 +245,9 @@ def _rowwise(got: np.ndarray, want: np.ndarray, scale: np.ndarray) -> np.ndarray
     return np.max(np.abs(got - want), axis=-1) / np.maximum(np.max(scale, axis=-1), floor)
 
 
-def _check_edges(key, eps, x, dy, params, forward, grads) -> None:
+def _check_edges(key, eps, x, dy, params, forward, grads, names=tuple(EDGE_ROWS)) -> None:
     """``forward`` and ``grads`` (dx, then each parameter's per row) against `numeric`, row by row."""
     reference = getattr(numeric, key)
-    names = list(EDGE_ROWS)
     want_y = reference.forward(x, eps, *params)
     bad = _rowwise(forward, want_y, np.abs(want_y)) > RTOL
     assert not bad.any(), ("forward", key, eps, [names[r] for r in np.flatnonzero(bad)])
@@ -283,21 +283,33 @@ def test_emitted_c_agrees_with_numeric_on_edge_rows(key, compiled):
         params = tuple(np.ascontiguousarray(p) for p in params)
         for eps in EPSILONS:
             y = np.empty_like(x)
-            grads = [np.empty_like(x)] + [np.zeros(n) for _ in plan.gradients[1:]]
+            grads = [np.full_like(x, 7.0)] + [np.zeros(n) for _ in plan.gradients[1:]]
+            statuses = []
             for row in range(x.shape[0]):
                 forward(
                     ctypes.c_int(n), _pointer(x[row]), ctypes.c_double(eps), *map(_pointer, params), _pointer(y[row])
                 )
-                backward(
-                    ctypes.c_int(n),
-                    _pointer(x[row]),
-                    ctypes.c_double(eps),
-                    _pointer(dy[row]),
-                    *map(_pointer, params),
-                    _pointer(grads[0][row]),
-                    *map(_pointer, grads[1:]),
+                statuses.append(
+                    backward(
+                        ctypes.c_int(n),
+                        _pointer(x[row]),
+                        ctypes.c_double(eps),
+                        _pointer(dy[row]),
+                        *map(_pointer, params),
+                        _pointer(grads[0][row]),
+                        *map(_pointer, grads[1:]),
+                    )
                 )
-            _check_edges(key, eps, x, dy, params, y, grads)
+            # Status 3, writing nothing, exactly where a layer with parameters meets a row whose
+            # largest |x_i| is more than 2**APART_BINADES below the root of epsilon.
+            top = np.abs(x).max(axis=-1)  # ilogb(v) is frexp's exponent less one
+            binades = np.frexp(eps ** (1 / plan.epsilon_degree))[1] - np.frexp(top)[1]
+            apart = (top > 0) & (binades > APART_BINADES)
+            assert statuses == [3 if a and plan.gradients[1:] else 0 for a in apart], (key, eps, statuses)
+            assert (grads[0][apart & bool(plan.gradients[1:])] == 7.0).all()
+            taken = np.array(statuses) == 0
+            names = [name for name, keep in zip(EDGE_ROWS, taken, strict=True) if keep]
+            _check_edges(key, eps, x[taken], dy[taken], params, y[taken], [grads[0][taken], *grads[1:]], names)
 
 
 @pytest.fixture(scope="module")

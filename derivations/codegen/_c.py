@@ -59,6 +59,10 @@ SAFE_LOW, SAFE_HIGH = "0x1p-100", "0x1p100"
 # lanes combined pairwise at the end: a fixed order of operations that the compiler vectorises
 # without being allowed to reassociate (no -ffast-math).  A power of two.
 LANES = 8
+# Binades between the root of epsilon and a row's largest |x_i| beyond which the backward pass of a
+# layer with parameters refuses the row (status 3): x / m is then below 2**-900, 122 binades from
+# the subnormals, and a parameter's gradient, a product of dy and the scaled row, could lose digits.
+APART_BINADES = 900
 
 HELPER = f"""static const uint64_t MAGNITUDE = 0x7fffffffffffffffu; /* the bits of a double but its sign */
 /* A row is computed as it is where its scales lie within LOW .. HIGH and a mean of x within
@@ -546,10 +550,18 @@ def _functions(program: Program, real: str = "double", suffix: str = "", storage
     def body(backward: bool) -> list[str]:
         plain = Printer(program.vectors, centered, scaled=False, real=real, doubles=doubles)
         printer = Printer(program.vectors, centered, real=real, doubles=doubles)
+        # A parameter's gradient is a product of dy with the scaled row: where the root of epsilon
+        # dwarfs the row (x / m nearly subnormal), refused (status 3) rather than short of digits.
+        apart = (
+            [f"    if (top != 0.0 && ilogb({ROOT}) - ilogb(top) > {APART_BINADES}) return 3;"]
+            if backward and names[1:]
+            else []
+        )
         return [
             *start,
             *_at_its_own_scale(program, plain, prepare(plain, backward), results(plain, backward), upstream=backward),
             *_statistics(program, printer),
+            *apart,
             *(_upstream(printer) if backward else []),
             *prepare(printer, backward),
             *results(printer, backward),
@@ -592,6 +604,15 @@ def emit(program: Program) -> str:
         f" * Each returns 0, or 1 where an entry of x is not finite, 2 where one of {DY} is not",
         " * (and then writes nothing).",
         *accumulate,
+        *(
+            [
+                " * The backward pass returns 3 (and writes nothing) where the root of epsilon is more",
+                f" * than 2**{APART_BINADES} times the row's largest |x_i|: the scaled row is then near the",
+                f" * subnormals, and {', '.join(names[1:])} (products of dy and it) would lose digits.",
+            ]
+            if names[1:]
+            else []
+        ),
         " */",
     ]
     body = [
@@ -678,7 +699,8 @@ def library(program: Program, pairs: tuple[Pair, ...] = ()) -> str:
     row r at x + r n, its epsilon epsilons[r] (double), or epsilon where epsilons is NULL, the parameters
     doubles, the same for every row (a float32 batch's rounded to float32 first, as NumPy's path takes
     them, then widened once per batch rather than per entry).  Each returns -1, or 2 r (2 r + 1) for
-    the first row r whose x (dy) holds an entry that is not finite, the rows before it done.
+    the first row r whose x (dy) holds an entry that is not finite, the rows before it done; a
+    backward pass -2 where a row is one it refuses (status 3 of the row's function).
     """
     names = [name for name, _ in program.evaluated]
     parameters = [str(p) for p in program.parameters]
@@ -721,6 +743,7 @@ def library(program: Program, pairs: tuple[Pair, ...] = ()) -> str:
                 "    for (long r = 0; r < rows; ++r) {",
                 f"        const int status = {program.key}_{function}{row}({SIZE}_, {X} + {at}, "
                 f"epsilons ? epsilons[r] : epsilon{arguments});",
+                "        if (status == 3) return -2;",
                 "        if (status) return 2 * r + status - 1;",
                 "    }",
                 "    return -1;",

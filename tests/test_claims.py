@@ -1401,3 +1401,11 @@ def test_the_sizes_left_of_a_bounded_range_of_n_are_the_ones_not_taken_out(remov
 
     assert _normalize(sp.Complement(sp.Range(2, 6), removed, evaluate=False)) == left
     assert _normalize(sp.Complement(sp.Range(2, sp.oo), sp.FiniteSet(2, 3))) == sp.Range(4, sp.oo)
+
+
+def test_a_dyt_refutation_on_the_pattern_is_confirmed_with_the_gain_and_bias_it_gives():
+    """DyT has no epsilon: its response at t takes the counterexample's gamma and beta as the gain
+    and bias at the pattern's coordinate (`confirm.Example.scalars`), and re-checks the claim."""
+    verdict = check(Claim("response <= 0.5 * t", "dyt", assumptions=("t > 0",)), confirm)
+    assert verdict.verdict == "refuted", verdict.detail
+    assert "confirmed numerically" in verdict.detail

@@ -938,3 +938,15 @@ def test_a_claim_about_the_layer_holds_only_where_the_layer_is_defined(text, key
     assert verdict.verdict == "proved", verdict.detail
     assert verdict.quantifier.endswith(f"where {spread} != 0")
     assert f"{spread} != 0" in verdict.excluded
+
+
+@pytest.mark.parametrize(
+    ("assumption", "message"),
+    [("epsilon == -1", "epsilon == -1, but epsilon > 0"), ("n == 5/2", "n == 5/2, but n is an integer >= 2")],
+)
+def test_a_fixed_value_outside_its_symbols_range_leaves_no_input(assumption, message):
+    """A value an assumption fixes is checked against the symbol's range, as a bound is: epsilon
+    = -1 or n = 5/2 leaves no input (a claim at such a value was decided as if it had one)."""
+    verdict = check(Claim("slope_at_zero > 0", layer="layernorm", assumptions=(assumption,)))
+    assert verdict.verdict == "vacuous", verdict.detail
+    assert message in verdict.detail

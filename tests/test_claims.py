@@ -1409,3 +1409,10 @@ def test_a_dyt_refutation_on_the_pattern_is_confirmed_with_the_gain_and_bias_it_
     verdict = check(Claim("response <= 0.5 * t", "dyt", assumptions=("t > 0",)), confirm)
     assert verdict.verdict == "refuted", verdict.detail
     assert "confirmed numerically" in verdict.detail
+
+
+def test_a_free_scalar_the_counterexample_does_not_give_is_named_not_confirmed():
+    """The numeric re-check takes a free scalar (a, b) from the counterexample only: one it does
+    not give is named (not a KeyError's bare name), and the refutation is not confirmed."""
+    found = confirm(Claim("q <= a", "layernorm"), {"x": [1.0, 2.0, 4.0], "epsilon": 0.25})
+    assert found == "not confirmed numerically: no numeric value for a"
